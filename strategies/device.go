@@ -1,0 +1,224 @@
+package strategies
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind tells which runtime serves a device's memory.
+type Kind uint8
+
+const (
+	GPU Kind = iota + 1
+	TPU
+)
+
+func (k Kind) String() string {
+	switch k {
+	case GPU:
+		return "gpu"
+	case TPU:
+		return "tpu"
+	}
+	return "?"
+}
+
+const (
+	KiB int64 = 1 << 10
+	MiB int64 = 1 << 20
+	GiB int64 = 1 << 30
+)
+
+// Device holds the figures of one accelerator that the allocator models
+// depend on. Every preset figure cites its source in presets.go or is
+// labelled an assumption there; all of them can be overridden
+// (`a100-40g:capacity=24GiB`).
+type Device struct {
+	Name string
+	Kind Kind
+	// Total is what the driver reports as the device's memory
+	// (cudaMemGetInfo total). JAX's 75 % and PyTorch's per-process
+	// fraction are fractions of it.
+	Total int64
+	// Capacity is the memory the framework's allocator can actually
+	// obtain: Total less the CUDA context or TPU runtime reservation.
+	// Device mallocs beyond it fail.
+	Capacity int64
+	// Free is cudaMemGetInfo's free figure when the framework starts;
+	// TensorFlow sizes its default limit from it (allocator-spec §2.8).
+	Free int64
+	// ComputeMajor is the CUDA compute capability's major number (TF's
+	// system-memory reserve depends on it); 0 on TPU.
+	ComputeMajor int
+	// Granularity is the physical page size: cuMemCreate sizes and the
+	// capacity search step are multiples of it.
+	Granularity int64
+	// Modelled costs in seconds. Nobody publishes authoritative figures
+	// for current hardware (allocator-spec §4.1), so they are assumptions
+	// exposed as parameters.
+	MallocSec       float64 // one cudaMalloc (or TPU runtime allocation)
+	FreeSec         float64 // one cudaFree
+	MapSec          float64 // cuMemCreate+cuMemMap of one page
+	UnmapSec        float64 // cuMemUnmap+release of one page
+	HitSec          float64 // an allocation served from the allocator's cache
+	HBMBytesPerSec  float64 // device memory bandwidth
+	HostBytesPerSec float64 // host link (PCIe/NVLink-C2C) bandwidth
+	// Relocatable says the runtime can move live buffers (TPU: yes,
+	// allocator-spec §4; GPU frameworks: no).
+	Relocatable bool
+	// Notes lists where each figure came from, printed with results so
+	// that assumptions are visible.
+	Notes []string
+}
+
+// sizeParam parses "24GiB", "512MiB", "1.5GB", "4096".
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	units := []struct {
+		suf string
+		m   int64
+	}{{"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", GiB << 10}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		if n < 0 || (mult > 1 && n > (1<<62)/mult) {
+			return 0, fmt.Errorf("size %q out of range", s)
+		}
+		return n * mult, nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 || f*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("bad size %q (want bytes, or a number with KiB/MiB/GiB/TiB/KB/MB/GB/TB)", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+// deviceKeys are the override keys ParseDevice accepts, each with a setter.
+var deviceKeys = map[string]func(d *Device, v string) error{
+	"capacity": func(d *Device, v string) error {
+		n, err := ParseBytes(v)
+		// A user naming a capacity means a card of that size: total,
+		// capacity and free move together unless also given.
+		d.Total, d.Capacity, d.Free = n, n, n
+		return err
+	},
+	"total":       bytesKey(func(d *Device) *int64 { return &d.Total }),
+	"free":        bytesKey(func(d *Device) *int64 { return &d.Free }),
+	"granularity": bytesKey(func(d *Device) *int64 { return &d.Granularity }),
+	"cc": func(d *Device, v string) error {
+		maj, _, _ := strings.Cut(v, ".")
+		n, err := strconv.Atoi(maj)
+		if err != nil || n < 0 || n > 99 {
+			return fmt.Errorf("bad compute capability %q", v)
+		}
+		d.ComputeMajor = n
+		return nil
+	},
+	"malloc-sec": floatKey(func(d *Device) *float64 { return &d.MallocSec }),
+	"free-sec":   floatKey(func(d *Device) *float64 { return &d.FreeSec }),
+	"map-sec":    floatKey(func(d *Device) *float64 { return &d.MapSec }),
+	"unmap-sec":  floatKey(func(d *Device) *float64 { return &d.UnmapSec }),
+	"hit-sec":    floatKey(func(d *Device) *float64 { return &d.HitSec }),
+	"hbm-bw":     floatKey(func(d *Device) *float64 { return &d.HBMBytesPerSec }),
+	"host-bw":    floatKey(func(d *Device) *float64 { return &d.HostBytesPerSec }),
+	"relocatable": func(d *Device, v string) error {
+		b, err := ParseBool(v)
+		d.Relocatable = b
+		return err
+	},
+}
+
+func bytesKey(f func(*Device) *int64) func(*Device, string) error {
+	return func(d *Device, v string) error {
+		n, err := ParseBytes(v)
+		*f(d) = n
+		return err
+	}
+}
+
+func floatKey(f func(*Device) *float64) func(*Device, string) error {
+	return func(d *Device, v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 {
+			return fmt.Errorf("bad number %q", v)
+		}
+		*f(d) = x
+		return nil
+	}
+}
+
+// ParseBool accepts the spellings the frameworks' own knobs use:
+// true/false in any case, 1/0, yes/no.
+func ParseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("bad boolean %q (want true or false)", v)
+}
+
+// DeviceKeys lists the override keys, sorted.
+func DeviceKeys() []string {
+	ks := make([]string, 0, len(deviceKeys))
+	for k := range deviceKeys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// ParseDevice resolves "a100-40g", "h100-80g:capacity=24GiB" or
+// "gpu:capacity=24GiB" (a generic GPU, the a100-80g figures with the
+// capacity replaced).
+func ParseDevice(spec string) (Device, error) {
+	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	base := name
+	if name == "gpu" {
+		base = DefaultDevice
+	} else if name == "tpu" {
+		base = "tpu-v4"
+	}
+	d, ok := presets[base]
+	if !ok {
+		return Device{}, fmt.Errorf("unknown device %q (known: gpu, tpu, %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	d.Name = name
+	d.Notes = append([]string(nil), d.Notes...)
+	if rest == "" {
+		return d, nil
+	}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, found := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		set, known := deviceKeys[k]
+		if !found || !known {
+			return Device{}, fmt.Errorf("device %q: unknown key %q (valid keys: %s)", spec, k, strings.Join(DeviceKeys(), ", "))
+		}
+		if err := set(&d, strings.TrimSpace(v)); err != nil {
+			return Device{}, fmt.Errorf("device %q: %s: %w", spec, k, err)
+		}
+		d.Notes = append(d.Notes, k+"="+strings.TrimSpace(v)+": set by the user")
+	}
+	if d.Total <= 0 || d.Capacity <= 0 || d.Capacity > d.Total || d.Free > d.Total || d.Free <= 0 {
+		return Device{}, fmt.Errorf("device %q: need 0 < free <= total and 0 < capacity <= total (total %d, capacity %d, free %d)", spec, d.Total, d.Capacity, d.Free)
+	}
+	if d.Granularity <= 0 || d.Granularity&(d.Granularity-1) != 0 {
+		return Device{}, fmt.Errorf("device %q: granularity %d is not a power of two", spec, d.Granularity)
+	}
+	d.Name = strings.TrimSpace(spec)
+	return d, nil
+}
+
+// Label is the device's name as a benchmark-name value: no '/', no spaces.
+func (d Device) Label() string {
+	return strings.NewReplacer("/", "_", " ", "_").Replace(d.Name)
+}

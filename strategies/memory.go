@@ -1,0 +1,136 @@
+package strategies
+
+// Memory is one replay's view of a Device: the bytes the allocator holds
+// from it, the device calls it made and their modelled cost. Allocators call
+// it for every cudaMalloc/cudaFree/map/unmap; the harness reads it for
+// peak-reserved-B, device-mallocs, device-frees and modeled-alloc-sec.
+//
+// Addresses: the device hands out virtual addresses from a bump pointer
+// aligned to the granularity, never reusing a range. Real drivers do reuse
+// freed ranges; the only rule that sees addresses is PyTorch's best-fit tie
+// break, so `membench validate` replaces this choice with the recorded
+// addresses through AddrHook. Assumption, stated in the README.
+type Memory struct {
+	Dev *Device
+
+	used, peak     int64
+	mallocs, frees int64
+	seconds        float64
+	next           int64
+
+	// Limit, if > 0, caps the bytes the allocator may hold below the
+	// device capacity (used by capacity search).
+	Limit int64
+	// AddrHook, if set, is asked for the address of every new device
+	// allocation (after the capacity check); returning 0 falls back to
+	// the bump pointer.
+	AddrHook func(size int64) int64
+}
+
+// vaBase is where simulated device addresses start: high, 2 MiB aligned,
+// and well clear of 0 so that an address is never mistaken for "none".
+const vaBase int64 = 0x7f0000000000
+
+// NewMemory starts a replay on d.
+func NewMemory(d *Device) *Memory { return &Memory{Dev: d, next: vaBase} }
+
+func (m *Memory) capacity() int64 {
+	if m.Limit > 0 && m.Limit < m.Dev.Capacity {
+		return m.Limit
+	}
+	return m.Dev.Capacity
+}
+
+// Available is what the device could still hand out.
+func (m *Memory) Available() int64 { return m.capacity() - m.used }
+
+// Reserved is the bytes currently held; Peak its maximum so far.
+func (m *Memory) Reserved() int64 { return m.used }
+func (m *Memory) Peak() int64     { return m.peak }
+
+// Mallocs and Frees count device calls (cudaMalloc or one map_block call;
+// cudaFree or one unmap).
+func (m *Memory) Mallocs() int64 { return m.mallocs }
+func (m *Memory) Frees() int64   { return m.frees }
+
+// Seconds is the modelled time of every device call and cache hit.
+func (m *Memory) Seconds() float64 { return m.seconds }
+
+func (m *Memory) take(size int64) {
+	m.used += size
+	if m.used > m.peak {
+		m.peak = m.used
+	}
+}
+
+// Malloc is one cudaMalloc(size): it fails without side effects when the
+// device has not size bytes left.
+func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
+	if size <= 0 || size > m.Available() {
+		return 0, false
+	}
+	m.take(size)
+	m.mallocs++
+	m.seconds += m.Dev.MallocSec
+	return m.Address(size), true
+}
+
+// Free is one cudaFree of a range Malloc returned.
+func (m *Memory) Free(size int64) {
+	m.used -= size
+	m.frees++
+	m.seconds += m.Dev.FreeSec
+}
+
+// Address reserves size bytes of virtual address space
+// (cuMemAddressReserve) without physical memory.
+func (m *Memory) Address(size int64) int64 {
+	if m.AddrHook != nil {
+		if a := m.AddrHook(size); a != 0 {
+			return a
+		}
+	}
+	a := m.next
+	g := m.Dev.Granularity
+	if g <= 0 {
+		g = 2 * MiB
+	}
+	m.next += (size + g - 1) / g * g
+	return a
+}
+
+// Map backs size bytes made of pages physical pages (cuMemCreate +
+// cuMemMap for each page, counted as one device allocation as PyTorch's
+// num_device_alloc counts map_block). It fails without side effects when
+// the device lacks the memory.
+func (m *Memory) Map(size int64, pages int64) bool {
+	if size > m.Available() {
+		return false
+	}
+	m.take(size)
+	m.mallocs++
+	m.seconds += float64(pages) * m.Dev.MapSec
+	return true
+}
+
+// Unmap releases size bytes in pages pages.
+func (m *Memory) Unmap(size int64, pages int64) {
+	m.used -= size
+	m.frees++
+	m.seconds += float64(pages) * m.Dev.UnmapSec
+}
+
+// Hit charges an allocation served from the allocator's cache.
+func (m *Memory) Hit() { m.seconds += m.Dev.HitSec }
+
+// Move charges a relocation of bytes live bytes: read and write once over
+// the HBM, or out to the host and back when the device cannot copy in place.
+func (m *Memory) Move(bytes int64, viaHost bool) {
+	bw := m.Dev.HBMBytesPerSec
+	if viaHost {
+		bw = m.Dev.HostBytesPerSec
+	}
+	if bw > 0 {
+		m.seconds += float64(bytes) * 2 / bw
+	}
+}

@@ -1,0 +1,637 @@
+package torchlike
+
+import (
+	"fmt"
+
+	"membench/strategies"
+)
+
+// none is the nil block index.
+const none int32 = -1
+
+// block is PyTorch's Block (allocator-spec §1.3), kept in an arena and
+// named by index so that splitting and merging allocate nothing once the
+// arena has grown to the trace's high-water mark.
+type block struct {
+	addr, size, req, stream int64
+	gcBase                  int64 // gc_count_base, stamped on insertion into the free set
+	prev, next              int32 // address neighbours inside one segment
+	es                      int32 // expandable segment, or none
+	small                   bool  // pool
+	allocated               bool
+	pending                 bool // freed by the program, awaiting its stream events
+	mapped                  bool
+	inUse                   bool // arena slot holds a block
+}
+
+func (b *block) isSplit() bool { return b.prev != none || b.next != none }
+
+// pool is a BlockPool: the free blocks of one size class, and for
+// expandable segments the unmapped address ranges.
+type pool struct {
+	small    bool
+	blocks   *set // free, mapped blocks by (stream, size, addr)
+	unmapped *set // unmapped expandable ranges by (stream, addr)
+	// getFreeBlocksCallCount ages cached blocks for garbage collection.
+	getFreeBlocksCallCount int64
+}
+
+// TraceAction names the allocator's own decisions that a PyTorch memory
+// snapshot records: what `membench validate` compares.
+type TraceAction uint8
+
+const (
+	SegmentAlloc TraceAction = iota + 1
+	SegmentFree
+	SegmentMap
+	SegmentUnmap
+	OOMAction
+)
+
+func (a TraceAction) String() string {
+	return [...]string{"", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom"}[a]
+}
+
+// Allocator is the model of CUDACachingAllocator's DeviceCachingAllocator
+// for one device. See doc.go.
+type Allocator struct {
+	cfg   Config
+	mem   *strategies.Memory
+	arena []block
+	freeB []int32 // recycled arena slots
+
+	small, large pool
+	exp          []expSeg
+	pendingQ     []int32 // blocks freed by the program, awaiting free_completed
+
+	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
+	stats      Stats
+	lastOOM    strategies.OOM
+
+	// OnTrace, if set, receives every segment_alloc, segment_free,
+	// segment_map, segment_unmap and oom in the order the real allocator
+	// records them (size is the rounded request for oom, addr the device's
+	// free bytes, as in a snapshot's trace).
+	OnTrace func(action TraceAction, addr, size, stream int64)
+}
+
+// New builds an allocator on mem.
+func New(cfg Config, mem *strategies.Memory) *Allocator {
+	a := &Allocator{cfg: cfg, mem: mem}
+	a.small = pool{small: true, blocks: newSet(lessSize), unmapped: newSet(lessAddr)}
+	a.large = pool{blocks: newSet(lessSize), unmapped: newSet(lessAddr)}
+	if cfg.MemoryFraction > 0 {
+		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
+	}
+	a.stats.MaxSplitSize = cfg.MaxSplitSize
+	return a
+}
+
+// Config returns the configuration the allocator was built with.
+func (a *Allocator) Config() Config { return a.cfg }
+
+// Memory implements strategies.Allocator.
+func (a *Allocator) Memory() *strategies.Memory { return a.mem }
+
+// LastOOM implements strategies.Allocator.
+func (a *Allocator) LastOOM() strategies.OOM { return a.lastOOM }
+
+// Allocated is allocated_bytes.all.current.
+func (a *Allocator) Allocated() int64 { return a.stats.AllocatedBytes[All].Current }
+
+// Stats returns the torch.cuda.memory_stats() counters.
+func (a *Allocator) Stats() *Stats { return &a.stats }
+
+func (a *Allocator) newBlock(b block) int32 {
+	b.inUse = true
+	if n := len(a.freeB); n > 0 {
+		i := a.freeB[n-1]
+		a.freeB = a.freeB[:n-1]
+		a.arena[i] = b
+		return i
+	}
+	a.arena = append(a.arena, b)
+	return int32(len(a.arena) - 1)
+}
+
+func (a *Allocator) deleteBlock(i int32) {
+	a.arena[i] = block{}
+	a.freeB = append(a.freeB, i)
+}
+
+func (a *Allocator) poolOf(b *block) *pool {
+	if b.small {
+		return &a.small
+	}
+	return &a.large
+}
+
+func key(b *block, i int32) fkey { return fkey{b.stream, b.size, b.addr, i} }
+
+// insertIntoBlocks is BlockPool::insert_into_blocks: it stamps the block's
+// garbage-collection age base.
+func (a *Allocator) insertIntoBlocks(i int32) {
+	b := &a.arena[i]
+	p := a.poolOf(b)
+	b.gcBase = p.getFreeBlocksCallCount
+	p.blocks.insert(key(b, i))
+}
+
+func (a *Allocator) eraseFromBlocks(i int32) {
+	b := &a.arena[i]
+	a.poolOf(b).blocks.remove(key(b, i))
+}
+
+func (a *Allocator) trace(act TraceAction, addr, size, stream int64) {
+	if a.OnTrace != nil {
+		a.OnTrace(act, addr, size, stream)
+	}
+}
+
+func (a *Allocator) setFraction() bool { return a.cfg.MemoryFraction > 0 }
+
+func (a *Allocator) gcEnabled() bool { return a.setFraction() && a.cfg.GCThreshold > 0 }
+
+// params is AllocParams.
+type params struct {
+	size, allocSize, stream int64
+	pool                    *pool
+	block                   int32
+}
+
+// Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
+func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
+	if a.cfg.NoCaching {
+		return a.mallocNoCache(orig, stream)
+	}
+	size := a.cfg.roundSize(orig)
+	p := params{size: size, allocSize: allocSize(size), stream: stream, pool: &a.large, block: none}
+	if size <= kSmallSize {
+		p.pool = &a.small
+	}
+	ok := a.getFreeBlock(&p)
+	if ok {
+		a.mem.Hit()
+	} else {
+		if a.gcEnabled() {
+			a.garbageCollectCachedBlocks()
+		}
+		ok = a.allocBlock(&p, false) ||
+			(a.releaseAvailableCachedBlocks(&p) && a.allocBlock(&p, false)) ||
+			(a.releaseCachedBlocks() && a.allocBlock(&p, true))
+	}
+	if !ok {
+		free := a.mem.Available()
+		a.lastOOM = strategies.OOM{
+			Requested: orig, Rounded: p.allocSize, Reserved: a.mem.Reserved(),
+			Allocated: a.stats.AllocatedBytes[All].Current, DeviceFree: free,
+			LargestFree: a.largestFree(),
+		}
+		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s. %s free; %s reserved in total by PyTorch, of which %s allocated",
+			formatSize(p.allocSize), formatSize(free), formatSize(a.mem.Reserved()), formatSize(a.lastOOM.Allocated))
+		a.trace(OOMAction, free, size, stream)
+		a.stats.NumOOMs++
+		return -1, false
+	}
+	split := a.shouldSplit(p.block, size)
+	return strategies.Handle(a.allocFoundBlock(&p, orig, split)), true
+}
+
+// getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
+// best-fit candidate is examined and the oversize rules may refuse it.
+func (a *Allocator) getFreeBlock(p *params) bool {
+	pl := p.pool
+	if a.gcEnabled() {
+		pl.getFreeBlocksCallCount++
+	}
+	k, ok := pl.blocks.lowerBound(fkey{stream: p.stream, size: p.size})
+	if !ok || k.stream != p.stream {
+		return false
+	}
+	if a.arena[k.b].es != none {
+		if a.cfg.ExpandableSegments {
+			// Compare the tail block of a segment by the size it can
+			// grow to (its size plus the unmapped range after it).
+			for a.arena[k.b].es != none {
+				nk, ok := pl.blocks.after(k)
+				if !ok || nk.stream != p.stream || a.expandableSize(nk.b) >= a.expandableSize(k.b) {
+					break
+				}
+				k = nk
+			}
+		} else {
+			// Expandable segments were turned off after some were made:
+			// take the first non-expandable block instead.
+			for {
+				nk, ok := pl.blocks.after(k)
+				if !ok || nk.stream != p.stream {
+					return false
+				}
+				k = nk
+				if a.arena[k.b].es == none {
+					break
+				}
+			}
+		}
+	}
+	ms := a.cfg.MaxSplitSize
+	if p.size < ms && k.size >= ms {
+		return false
+	}
+	if p.size >= ms && k.size >= p.size+a.cfg.MaxNonSplitRounding {
+		return false
+	}
+	pl.blocks.remove(k)
+	p.block = k.b
+	return true
+}
+
+func (a *Allocator) expandableSize(i int32) int64 {
+	b := &a.arena[i]
+	s := b.size
+	if b.next != none && !a.arena[b.next].mapped {
+		s += a.arena[b.next].size
+	}
+	return s
+}
+
+// shouldSplit is should_split (allocator-spec §1.6).
+func (a *Allocator) shouldSplit(i int32, size int64) bool {
+	b := &a.arena[i]
+	rem := b.size - size
+	if b.small || a.cfg.ExpandableSegments {
+		return rem >= kMinBlockSize
+	}
+	return size < a.cfg.MaxSplitSize && rem > kSmallSize
+}
+
+// allocBlock is alloc_block: one cudaMalloc of the segment size, or the
+// expandable-segment mapping path.
+func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
+	if isRetry {
+		a.stats.NumAllocRetries++
+	}
+	size := p.allocSize
+	if a.setFraction() && a.mem.Reserved()+size > a.allowedMax {
+		return false
+	}
+	if a.cfg.ExpandableSegments {
+		p.block = a.tryAllocateExpandableBlock(p.stream, p.pool, p.size)
+		return p.block != none
+	}
+	addr, ok := a.mem.Malloc(size)
+	if !ok {
+		return false
+	}
+	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, mapped: true})
+	a.stats.Segment.increase(p.pool.small, 1)
+	a.stats.ReservedBytes.increase(p.pool.small, size)
+	a.stats.NumDeviceAlloc++
+	if size >= a.cfg.MaxSplitSize {
+		a.stats.OversizeSegments.increase(1)
+	}
+	a.trace(SegmentAlloc, addr, size, p.stream)
+	return true
+}
+
+// allocFoundBlock is alloc_found_block: the allocation keeps the front
+// (low-address) part and the remainder returns to the pool.
+func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
+	i := p.block
+	size := p.size
+	small := p.pool.small
+	alreadySplit := a.arena[i].isSplit()
+	expandable := a.arena[i].es != none
+	if split {
+		rem := i
+		r := &a.arena[rem]
+		nb := a.newBlock(block{addr: r.addr, size: size, stream: p.stream, small: small, prev: r.prev, next: rem, es: r.es, mapped: true})
+		r = &a.arena[rem] // the arena may have moved
+		if r.prev != none {
+			a.arena[r.prev].next = nb
+		}
+		r.prev = nb
+		r.addr += size
+		r.size -= size
+		a.insertIntoBlocks(rem)
+		if !expandable {
+			if alreadySplit {
+				a.stats.InactiveSplitBytes.decrease(small, size)
+			} else {
+				a.stats.InactiveSplitBytes.increase(small, r.size)
+				a.stats.InactiveSplit.increase(small, 1)
+			}
+		}
+		i = nb
+	} else if alreadySplit && !expandable {
+		a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
+		a.stats.InactiveSplit.decrease(small, 1)
+	}
+	b := &a.arena[i]
+	b.allocated = true
+	b.req = orig
+	a.stats.Allocation.increase(small, 1)
+	a.stats.AllocatedBytes.increase(small, b.size)
+	a.stats.Active.increase(small, 1)
+	a.stats.ActiveBytes.increase(small, b.size)
+	a.stats.RequestedBytes.increase(small, orig)
+	if b.size >= a.cfg.MaxSplitSize {
+		a.stats.OversizeAllocations.increase(1)
+	}
+	return i
+}
+
+// Free implements strategies.Allocator: a free with no cross-stream uses,
+// so free_requested and free_completed happen together.
+func (a *Allocator) Free(h strategies.Handle) {
+	if !a.cfg.NoCaching {
+		a.freeRequested(h)
+	}
+	a.FreeCompleted(h)
+}
+
+// FreeRequested is the program's free (allocator-spec §1.8): allocated
+// statistics drop now; the memory stays active until FreeCompleted, as it
+// does while record_stream events are outstanding.
+func (a *Allocator) FreeRequested(h strategies.Handle) {
+	if a.cfg.NoCaching {
+		return
+	}
+	a.freeRequested(h)
+	a.pendingQ = append(a.pendingQ, int32(h))
+}
+
+func (a *Allocator) freeRequested(h strategies.Handle) {
+	b := &a.arena[h]
+	b.allocated = false
+	b.pending = true
+	a.stats.Allocation.decrease(b.small, 1)
+	a.stats.AllocatedBytes.decrease(b.small, b.size)
+	if b.size >= a.cfg.MaxSplitSize {
+		a.stats.OversizeAllocations.decrease(1)
+	}
+}
+
+// FreeCompleted is free_block: the block merges with free address
+// neighbours (prev first, then next) and returns to its pool.
+func (a *Allocator) FreeCompleted(h strategies.Handle) {
+	if a.cfg.NoCaching {
+		a.freeNoCache(h)
+		return
+	}
+	i := int32(h)
+	b := &a.arena[i]
+	b.pending = false
+	orig, req, small := b.size, b.req, b.small
+	var dBlocks, dBytes int64
+	for _, c := range [2]int32{b.prev, b.next} {
+		if s := a.tryMerge(i, c); s > 0 {
+			dBlocks--
+			dBytes -= s
+		}
+	}
+	a.insertIntoBlocks(i)
+	b = &a.arena[i]
+	if b.isSplit() {
+		dBlocks++
+		dBytes += b.size
+	}
+	if b.es == none {
+		a.stats.InactiveSplit.add(small, dBlocks)
+		a.stats.InactiveSplitBytes.add(small, dBytes)
+	}
+	a.stats.Active.decrease(small, 1)
+	a.stats.ActiveBytes.decrease(small, orig)
+	a.stats.RequestedBytes.decrease(small, req)
+}
+
+// tryMerge is try_merge_blocks: src merges into dst if it is free, has no
+// outstanding events and is mapped alike; it returns the bytes subsumed.
+func (a *Allocator) tryMerge(dst, src int32) int64 {
+	if src == none {
+		return 0
+	}
+	s, d := &a.arena[src], &a.arena[dst]
+	if s.allocated || s.pending || s.mapped != d.mapped {
+		return 0
+	}
+	if d.prev == src {
+		d.addr = s.addr
+		d.prev = s.prev
+		if d.prev != none {
+			a.arena[d.prev].next = dst
+		}
+	} else {
+		d.next = s.next
+		if d.next != none {
+			a.arena[d.next].prev = dst
+		}
+	}
+	n := s.size
+	d.size += n
+	if s.mapped {
+		a.poolOf(s).blocks.remove(key(s, src))
+	} else {
+		a.poolOf(s).unmapped.remove(key(s, src))
+	}
+	a.deleteBlock(src)
+	return n
+}
+
+// releaseBlock is release_block: cudaFree of a whole, free segment.
+func (a *Allocator) releaseBlock(i int32) {
+	b := a.arena[i]
+	a.trace(SegmentFree, b.addr, b.size, b.stream)
+	a.mem.Free(b.size)
+	a.stats.Segment.decrease(b.small, 1)
+	a.stats.ReservedBytes.decrease(b.small, b.size)
+	a.stats.NumDeviceFree++
+	if b.size >= a.cfg.MaxSplitSize {
+		a.stats.OversizeSegments.decrease(1)
+	}
+	a.poolOf(&b).blocks.remove(key(&b, i))
+	a.deleteBlock(i)
+}
+
+// releaseAvailableCachedBlocks is release_available_cached_blocks: with
+// max_split_size set, free one oversize cached block at least as large as
+// the request, else oversize blocks from the largest down.
+func (a *Allocator) releaseAvailableCachedBlocks(p *params) bool {
+	ms := a.cfg.MaxSplitSize
+	if ms == unlimited {
+		return false
+	}
+	pl := p.pool
+	want := max(p.size, ms)
+	k, ok := pl.blocks.lowerBound(fkey{stream: p.stream, size: want})
+	if ok && k.stream == p.stream && a.arena[k.b].es == none {
+		a.releaseBlock(k.b)
+		return true
+	}
+	// No single block is large enough: free oversize blocks from the
+	// largest on this stream downward, even if they fall short.
+	var cur fkey
+	if ok {
+		cur, ok = pl.blocks.before(k)
+	} else {
+		cur, ok = pl.blocks.t.Max()
+	}
+	var released int64
+	for ok && released < want && cur.size >= ms && cur.stream == p.stream {
+		prev, more := pl.blocks.before(cur)
+		if a.arena[cur.b].es == none {
+			released += cur.size
+			a.releaseBlock(cur.b)
+		}
+		cur, ok = prev, more
+	}
+	return released >= want
+}
+
+// releaseCachedBlocks is release_cached_blocks, torch.cuda.empty_cache():
+// complete every pending free, then return every whole free segment
+// (large pool first, in free-set order) and unmap every free expandable page.
+func (a *Allocator) releaseCachedBlocks() bool {
+	a.synchronizeAndFreeEvents()
+	a.releaseBlocks(&a.large)
+	a.releaseBlocks(&a.small)
+	return true
+}
+
+// EmptyCache is torch.cuda.empty_cache().
+func (a *Allocator) EmptyCache() {
+	if !a.cfg.NoCaching {
+		a.releaseCachedBlocks()
+	}
+}
+
+func (a *Allocator) synchronizeAndFreeEvents() {
+	a.stats.NumSyncAllStreams++
+	q := a.pendingQ
+	a.pendingQ = a.pendingQ[:0]
+	for _, i := range q {
+		if a.arena[i].inUse && a.arena[i].pending {
+			a.FreeCompleted(strategies.Handle(i))
+		}
+	}
+}
+
+func (a *Allocator) releaseBlocks(pl *pool) {
+	var toUnmap []int32
+	for _, k := range pl.blocks.items() {
+		b := &a.arena[k.b]
+		if b.es != none {
+			toUnmap = append(toUnmap, k.b)
+		} else if !b.isSplit() {
+			a.releaseBlock(k.b)
+		}
+	}
+	for _, i := range toUnmap {
+		a.unmapBlock(i)
+		b := &a.arena[i]
+		if !b.isSplit() && !b.mapped {
+			a.releaseExpandableSegment(i)
+		}
+	}
+}
+
+// garbageCollectCachedBlocks is garbage_collect_cached_blocks
+// (allocator-spec §1.9).
+func (a *Allocator) garbageCollectCachedBlocks() {
+	threshold := int64(a.cfg.GCThreshold * float64(a.allowedMax))
+	total := a.mem.Reserved()
+	if total <= threshold {
+		return
+	}
+	target := total - threshold
+	pl := &a.large
+	age := func(i int32) int64 { return pl.getFreeBlocksCallCount - a.arena[i].gcBase }
+	var totalAge int64
+	var count int64
+	for _, k := range pl.blocks.items() {
+		if !a.arena[k.b].isSplit() {
+			totalAge += age(k.b)
+			count++
+		}
+	}
+	if count == 0 {
+		return
+	}
+	var reclaimed int64
+	freed := true
+	for reclaimed < target && freed && count > 0 {
+		threshold := float64(totalAge) / float64(count)
+		freed = false
+		for _, k := range pl.blocks.items() {
+			b := &a.arena[k.b]
+			if !b.isSplit() && b.es == none && float64(age(k.b)) >= threshold {
+				freed = true
+				reclaimed += b.size
+				totalAge -= age(k.b)
+				count--
+				a.releaseBlock(k.b)
+			}
+		}
+	}
+}
+
+func (a *Allocator) largestFree() int64 {
+	var m int64
+	for _, pl := range []*pool{&a.small, &a.large} {
+		for _, k := range pl.blocks.items() {
+			m = max(m, k.size)
+		}
+	}
+	return m
+}
+
+// mallocNoCache and freeNoCache model PYTORCH_NO_CUDA_MEMORY_CACHING=1:
+// every tensor is its own cudaMalloc of the requested size.
+func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) {
+	addr, ok := a.mem.Malloc(orig)
+	if !ok {
+		a.lastOOM = strategies.OOM{Requested: orig, Rounded: orig, Reserved: a.mem.Reserved(),
+			Allocated: a.stats.AllocatedBytes[All].Current, DeviceFree: a.mem.Available()}
+		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s.", formatSize(orig))
+		a.stats.NumOOMs++
+		a.trace(OOMAction, a.mem.Available(), orig, stream)
+		return -1, false
+	}
+	a.trace(SegmentAlloc, addr, orig, stream)
+	small := orig <= kSmallSize
+	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, mapped: true, allocated: true})
+	a.stats.Segment.increase(small, 1)
+	a.stats.ReservedBytes.increase(small, orig)
+	a.stats.Allocation.increase(small, 1)
+	a.stats.AllocatedBytes.increase(small, orig)
+	a.stats.Active.increase(small, 1)
+	a.stats.ActiveBytes.increase(small, orig)
+	a.stats.RequestedBytes.increase(small, orig)
+	return strategies.Handle(i), true
+}
+
+func (a *Allocator) freeNoCache(h strategies.Handle) {
+	b := a.arena[h]
+	a.trace(SegmentFree, b.addr, b.size, b.stream)
+	a.mem.Free(b.size)
+	for _, s := range []*StatArray{&a.stats.Segment, &a.stats.Allocation, &a.stats.Active} {
+		s.decrease(b.small, 1)
+	}
+	for _, s := range []*StatArray{&a.stats.ReservedBytes, &a.stats.AllocatedBytes, &a.stats.ActiveBytes, &a.stats.RequestedBytes} {
+		s.decrease(b.small, b.size)
+	}
+	a.deleteBlock(int32(h))
+}
+
+// formatSize is c10's format_size, used in OOM messages.
+func formatSize(n int64) string {
+	switch {
+	case n <= 1024:
+		return fmt.Sprintf("%d bytes", n)
+	case n <= 1048576:
+		return fmt.Sprintf("%.2f KiB", float64(n)/1024)
+	case n <= 1073741824:
+		return fmt.Sprintf("%.2f MiB", float64(n)/1048576)
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/1073741824)
+}

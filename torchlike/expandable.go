@@ -1,0 +1,182 @@
+package torchlike
+
+// expSeg is an ExpandableSegment (allocator-spec §1.10): a virtual address
+// reservation of 1.125 × the device's memory for one (stream, pool), backed
+// page by page.
+type expSeg struct {
+	base, size, page int64
+	stream           int64
+	small            bool
+	mapped           []bool // per page; grown lazily as upstream's handles_
+	live             bool
+}
+
+// tryAllocateExpandableBlock is try_allocate_expandable_block: find (or
+// create) a run of free and unmapped blocks of at least size bytes and map
+// what is unmapped in it.
+func (a *Allocator) tryAllocateExpandableBlock(stream int64, pl *pool, size int64) int32 {
+	c := a.findExpandableBlock(stream, pl, size)
+	if !a.arena[c].mapped && !a.mapBlock(c, min(a.arena[c].size, size)) {
+		return none
+	}
+	for a.arena[c].size < size {
+		// invariant: free -> unmapped -> ...; mapping merges into c.
+		remaining := size - a.arena[c].size
+		n := a.arena[c].next
+		if !a.mapBlock(n, min(remaining, a.arena[n].size)) {
+			return none
+		}
+		c = n
+	}
+	a.eraseFromBlocks(c)
+	return c
+}
+
+func (a *Allocator) allocatable(i int32) bool {
+	if i == none {
+		return false
+	}
+	b := &a.arena[i]
+	return !b.allocated && !b.pending
+}
+
+// findExpandableBlock is find_expandable_block: the lowest-address
+// unmapped range of this stream (extended back over a free block before it)
+// whose consecutive free and unmapped blocks reach size; else a new segment.
+func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
+	var found int32 = none
+	pl.unmapped.t.Ascend(fkey{stream: stream}, func(k fkey) bool {
+		if k.stream != stream {
+			return false
+		}
+		c := k.b
+		if p := a.arena[c].prev; a.allocatable(p) {
+			c = p
+		}
+		var bytes int64
+		for b := c; bytes < size && a.allocatable(b); b = a.arena[b].next {
+			bytes += a.arena[b].size
+		}
+		if bytes >= size {
+			found = c
+			return false
+		}
+		return true
+	})
+	if found != none {
+		return found
+	}
+	page := kLargeBuffer
+	if pl.small {
+		page = kSmallBuffer
+	}
+	total := a.mem.Dev.Total
+	n := (total + total/8 + page - 1) / page
+	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
+	es.base = a.mem.Address(es.size)
+	a.exp = append(a.exp, es)
+	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
+	pl.unmapped.insert(key(&a.arena[i], i))
+	return i
+}
+
+// mapBlock is map_block: back the first size bytes of an unmapped block
+// with whole pages, splitting off what stays unmapped, and merge with free
+// neighbours.
+func (a *Allocator) mapBlock(i int32, size int64) bool {
+	b := &a.arena[i]
+	es := &a.exp[b.es]
+	begin := (b.addr - es.base) / es.page
+	end := (b.addr + size - es.base + es.page - 1) / es.page
+	if begin == end {
+		return false
+	}
+	bytes := (end - begin) * es.page
+	if !a.mem.Map(bytes, end-begin) {
+		return false
+	}
+	for int64(len(es.mapped)) < end {
+		es.mapped = append(es.mapped, false)
+	}
+	for p := begin; p < end; p++ {
+		es.mapped[p] = true
+	}
+	pl := a.poolOf(b)
+	pl.unmapped.remove(key(b, i))
+	b.mapped = true
+	if bytes < b.size {
+		r := a.newBlock(block{addr: b.addr + bytes, size: b.size - bytes, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es})
+		b = &a.arena[i]
+		if b.next != none {
+			a.arena[b.next].prev = r
+		}
+		b.next = r
+		b.size = bytes
+		pl.unmapped.insert(key(&a.arena[r], r))
+	}
+	a.tryMerge(i, a.arena[i].prev)
+	a.tryMerge(i, a.arena[i].next)
+	a.insertIntoBlocks(i)
+	b = &a.arena[i]
+	a.stats.ReservedBytes.increase(b.small, bytes)
+	a.stats.NumDeviceAlloc++
+	a.trace(SegmentMap, es.base+begin*es.page, bytes, b.stream)
+	return true
+}
+
+// unmapBlock is unmap_block: release the whole pages inside a free block,
+// leaving the partial pages at either end mapped and free.
+func (a *Allocator) unmapBlock(i int32) {
+	b := &a.arena[i]
+	es := &a.exp[b.es]
+	begin := (b.addr - es.base + es.page - 1) / es.page
+	end := (b.addr + b.size - es.base) / es.page
+	if begin >= end {
+		return
+	}
+	uAddr, uSize := es.base+begin*es.page, (end-begin)*es.page
+	for p := begin; p < end; p++ {
+		es.mapped[p] = false
+	}
+	pl := a.poolOf(b)
+	pl.blocks.remove(key(b, i))
+	if before := uAddr - b.addr; before > 0 {
+		nb := a.newBlock(block{addr: b.addr, size: before, stream: b.stream, small: b.small, prev: b.prev, next: i, es: b.es, mapped: true})
+		b = &a.arena[i]
+		if b.prev != none {
+			a.arena[b.prev].next = nb
+		}
+		b.prev = nb
+		a.insertIntoBlocks(nb)
+	}
+	b = &a.arena[i]
+	if after := b.addr + b.size - (uAddr + uSize); after > 0 {
+		nb := a.newBlock(block{addr: uAddr + uSize, size: after, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es, mapped: true})
+		b = &a.arena[i]
+		if b.next != none {
+			a.arena[b.next].prev = nb
+		}
+		b.next = nb
+		a.insertIntoBlocks(nb)
+	}
+	b = &a.arena[i]
+	b.addr, b.size, b.mapped = uAddr, uSize, false
+	a.tryMerge(i, b.prev)
+	a.tryMerge(i, a.arena[i].next)
+	b = &a.arena[i]
+	pl.unmapped.insert(key(b, i))
+	a.mem.Unmap(uSize, end-begin)
+	a.stats.ReservedBytes.decrease(b.small, uSize)
+	a.stats.NumDeviceFree++
+	a.trace(SegmentUnmap, uAddr, uSize, b.stream)
+}
+
+// releaseExpandableSegment drops a segment whose whole range is one
+// unmapped block (cuMemAddressFree).
+func (a *Allocator) releaseExpandableSegment(i int32) {
+	b := &a.arena[i]
+	a.exp[b.es].live = false
+	a.exp[b.es].mapped = nil
+	a.poolOf(b).unmapped.remove(key(b, i))
+	a.deleteBlock(i)
+}
