@@ -15,8 +15,11 @@ type Memory struct {
 
 	used, peak     int64
 	mallocs, frees int64
-	seconds        float64
-	next           int64
+	// ps is the modelled time in picoseconds: integer sums keep the
+	// reported seconds exact and independent of summation order.
+	ps   int64
+	cost costs
+	next int64
 
 	// Limit, if > 0, caps the bytes the allocator may hold below the
 	// device capacity (used by capacity search).
@@ -32,7 +35,15 @@ type Memory struct {
 const vaBase int64 = 0x7f0000000000
 
 // NewMemory starts a replay on d.
-func NewMemory(d *Device) *Memory { return &Memory{Dev: d, next: vaBase} }
+func NewMemory(d *Device) *Memory {
+	return &Memory{Dev: d, next: vaBase, cost: costs{
+		malloc: picos(d.MallocSec), free: picos(d.FreeSec), mapPage: picos(d.MapSec),
+		unmapPage: picos(d.UnmapSec), hit: picos(d.HitSec)}}
+}
+
+type costs struct{ malloc, free, mapPage, unmapPage, hit int64 }
+
+func picos(sec float64) int64 { return int64(sec*1e12 + 0.5) }
 
 func (m *Memory) capacity() int64 {
 	if m.Limit > 0 && m.Limit < m.Dev.Capacity {
@@ -54,7 +65,7 @@ func (m *Memory) Mallocs() int64 { return m.mallocs }
 func (m *Memory) Frees() int64   { return m.frees }
 
 // Seconds is the modelled time of every device call and cache hit.
-func (m *Memory) Seconds() float64 { return m.seconds }
+func (m *Memory) Seconds() float64 { return float64(m.ps) / 1e12 }
 
 func (m *Memory) take(size int64) {
 	m.used += size
@@ -71,7 +82,7 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 	}
 	m.take(size)
 	m.mallocs++
-	m.seconds += m.Dev.MallocSec
+	m.ps += m.cost.malloc
 	return m.Address(size), true
 }
 
@@ -79,7 +90,7 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 func (m *Memory) Free(size int64) {
 	m.used -= size
 	m.frees++
-	m.seconds += m.Dev.FreeSec
+	m.ps += m.cost.free
 }
 
 // Address reserves size bytes of virtual address space
@@ -109,7 +120,7 @@ func (m *Memory) Map(size int64, pages int64) bool {
 	}
 	m.take(size)
 	m.mallocs++
-	m.seconds += float64(pages) * m.Dev.MapSec
+	m.ps += pages * m.cost.mapPage
 	return true
 }
 
@@ -117,11 +128,11 @@ func (m *Memory) Map(size int64, pages int64) bool {
 func (m *Memory) Unmap(size int64, pages int64) {
 	m.used -= size
 	m.frees++
-	m.seconds += float64(pages) * m.Dev.UnmapSec
+	m.ps += pages * m.cost.unmapPage
 }
 
 // Hit charges an allocation served from the allocator's cache.
-func (m *Memory) Hit() { m.seconds += m.Dev.HitSec }
+func (m *Memory) Hit() { m.ps += m.cost.hit }
 
 // Move charges a relocation of bytes live bytes: read and write once over
 // the HBM, or out to the host and back when the device cannot copy in place.
@@ -131,6 +142,6 @@ func (m *Memory) Move(bytes int64, viaHost bool) {
 		bw = m.Dev.HostBytesPerSec
 	}
 	if bw > 0 {
-		m.seconds += float64(bytes) * 2 / bw
+		m.ps += picos(float64(bytes) * 2 / bw)
 	}
 }

@@ -281,7 +281,7 @@ func TestPendingFree(t *testing.T) {
 	// §5.7: allocated_bytes drops at the free request, active_bytes only
 	// when the stream events complete; a pending block is not merged or reused.
 	tc := tcase{
-		ops: []op{alloc(1, 5*MiB), {kind: "freereq", id: 1}, alloc(2, 5*MiB)},
+		ops:    []op{alloc(1, 5*MiB), {kind: "freereq", id: 1}, alloc(2, 5*MiB)},
 		layout: "large: P5242880 A5242880 F10485760",
 		stats:  map[string]int64{"allocated_bytes.all.current": 5 * MiB, "active_bytes.all.current": 10 * MiB},
 	}
@@ -295,13 +295,13 @@ func TestRoundSize(t *testing.T) {
 		in, out int64
 	}{
 		{"", 1, 512}, {"", 512, 512}, {"", 513, 1024}, {"", 10*MiB + 1, 10*MiB + 512},
-		{"4", 1200, 1536},                                // below 512×d: plain 512 rounding
-		{"4", 3 * 1024, 3 * 1024},                        // 3072 > 2048: next quarter of [2048,4096) is 3072
-		{"4", 3*1024 + 1, 3584},                          // next division of 512
-		{"4", 1280*MiB + 1, 1536 * MiB},                  // 1 GiB floor, quarters of 256 MiB
-		{"4", 1024 * MiB, 1024 * MiB},                    // powers of two stay
+		{"4", 1200, 1536},                                    // below 512×d: plain 512 rounding
+		{"4", 3 * 1024, 3 * 1024},                            // 3072 > 2048: next quarter of [2048,4096) is 3072
+		{"4", 3*1024 + 1, 3584},                              // next division of 512
+		{"4", 1280*MiB + 1, 1536 * MiB},                      // 1 GiB floor, quarters of 256 MiB
+		{"4", 1024 * MiB, 1024 * MiB},                        // powers of two stay
 		{"[256:1,512:2,1024:4,>:8]", 1200 * MiB, 1280 * MiB}, // 1024 MB slot is 8 after '>' (upstream quirk)
-		{"[256:1,512:2,1024:4,>:8]", 600 * MiB, 768 * MiB},  // 512 MB slot: halves
+		{"[256:1,512:2,1024:4,>:8]", 600 * MiB, 768 * MiB},   // 512 MB slot: halves
 	} {
 		cfg := DefaultConfig()
 		if c.div != "" {

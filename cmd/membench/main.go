@@ -1,0 +1,26 @@
+// Command membench replays allocation traces through models of the JAX,
+// TensorFlow and PyTorch accelerator allocators and reports peak reserved
+// memory, waste, OOMs and device calls as benchstat-compatible results.
+//
+// Usage:
+//
+//	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE]
+//	membench validate [--device-index N] [--capacity SIZE] SNAPSHOT.pickle...
+//
+// See README.md for the strategy and device specs.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := run(os.Stdout, os.Stderr, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+		if code, ok := err.(exitCode); ok {
+			os.Exit(int(code))
+		}
+		os.Exit(1)
+	}
+}

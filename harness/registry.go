@@ -1,0 +1,61 @@
+package harness
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"membench/strategies"
+	"membench/torchlike"
+)
+
+// Constructor builds a strategy's allocator on a replay's device memory.
+type Constructor func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error)
+
+// registry maps strategy names to constructors: the one place that knows
+// every framework package (architecture: harness → framework packages).
+var registry = map[string]Constructor{
+	"torch": func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error) {
+		cfg, err := torchlike.ParseConfig(sp)
+		if err != nil {
+			return nil, err
+		}
+		return torchlike.New(cfg, mem), nil
+	},
+}
+
+// DefaultStrategies is what `membench run` compares when no strategy is
+// named: the CLI contract's jax, tf and torch, less any not yet built.
+func DefaultStrategies() []string {
+	var out []string
+	for _, n := range []string{"jax", "tf", "torch"} {
+		if _, ok := registry[n]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Strategies lists the registered strategy names.
+func Strategies() []string {
+	var ns []string
+	for n := range registry {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// NewAllocator parses spec and builds its allocator on mem.
+func NewAllocator(spec string, mem *strategies.Memory) (strategies.Allocator, strategies.Spec, error) {
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		return nil, sp, err
+	}
+	c, ok := registry[sp.Name]
+	if !ok {
+		return nil, sp, fmt.Errorf("unknown strategy %q (known: %s)", sp.Name, strings.Join(Strategies(), ", "))
+	}
+	a, err := c(sp, mem)
+	return a, sp, err
+}

@@ -1,0 +1,165 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+
+	"membench/strategies"
+	"membench/traces"
+)
+
+// Options tune a replay.
+type Options struct {
+	// Samples bounds the timeline (the buffer holds up to twice as many).
+	Samples int
+	// Check runs the allocator's invariant checker after every event:
+	// for tests, slow.
+	Check bool
+	// KeepLayout records the allocator's layout at peak reserved memory
+	// (for the report's state map). It costs a layout walk at each new
+	// peak.
+	KeepLayout bool
+	// MaxMarks bounds the phase marks kept for charts.
+	MaxMarks int
+}
+
+// DefaultOptions are what `membench run` uses.
+var DefaultOptions = Options{Samples: 1024, MaxMarks: 4096}
+
+// Mark is a phase label at an event index.
+type Mark struct {
+	Event int64
+	Label string
+}
+
+// OOMRecord is a failed allocation: where, and the allocator's account.
+type OOMRecord struct {
+	Event int64
+	strategies.OOM
+}
+
+// Result is one replay's outcome.
+type Result struct {
+	Trace, Device, Strategy string
+	Meta                    traces.Meta
+	Events, Allocs, Frees   int64
+	PeakLive                int64 // max requested bytes live
+	PeakLiveEvent           int64
+	PeakReserved            int64
+	PeakAllocated           int64 // max bytes in live blocks as the allocator rounds them
+	DeviceMallocs           int64
+	DeviceFrees             int64
+	ModeledSec              float64
+	OOMs                    []OOMRecord
+	OOMCount                int64
+	Timeline                []Sample
+	Marks                   []Mark
+	PeakLayout              []strategies.Segment
+	DeviceNotes             []string
+}
+
+// Fit reports whether every allocation succeeded.
+func (r *Result) Fit() bool { return r.OOMCount == 0 }
+
+// FragPct is frag-%: 100 × (1 − peak live / peak reserved), GMLake's
+// definition (architecture doc).
+func (r *Result) FragPct() float64 {
+	if r.PeakReserved == 0 {
+		return 0
+	}
+	return 100 * (1 - float64(r.PeakLive)/float64(r.PeakReserved))
+}
+
+type liveEntry struct {
+	h    strategies.Handle
+	size int64
+}
+
+// Replay streams the events of r through the strategy spec on device dev.
+// Input errors (from the reader or the checker: unknown ids, double frees,
+// bad sizes) stop the replay and come back as *traces.PosError naming the
+// file and event; out-of-memory is an outcome, not an error.
+func Replay(name string, r traces.Reader, spec string, dev strategies.Device, opts Options) (*Result, error) {
+	mem := strategies.NewMemory(&dev)
+	a, sp, err := NewAllocator(spec, mem)
+	if err != nil {
+		return nil, err
+	}
+	return ReplayWith(name, r, a, sp.String(), opts)
+}
+
+// ReplayWith replays through an allocator the caller built.
+func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label string, opts Options) (*Result, error) {
+	if opts.Samples <= 0 {
+		opts.Samples = DefaultOptions.Samples
+	}
+	mem := a.Memory()
+	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes}
+	tl := newTimeline(opts.Samples)
+	live := make(map[uint64]liveEntry)
+	failed := make(map[uint64]struct{})
+	cr := traces.Check(r)
+	var liveBytes int64
+	var i int64
+	for ; ; i++ {
+		ev, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+		switch ev.Op {
+		case traces.OpAlloc:
+			res.Allocs++
+			h, ok := a.Malloc(ev.Size, ev.Stream)
+			if !ok {
+				res.OOMCount++
+				if len(res.OOMs) < 1000 {
+					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
+				}
+				failed[ev.ID] = struct{}{}
+				break
+			}
+			live[ev.ID] = liveEntry{h, ev.Size}
+			liveBytes += ev.Size
+			if liveBytes > res.PeakLive {
+				res.PeakLive, res.PeakLiveEvent = liveBytes, i
+			}
+			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+		case traces.OpFree:
+			res.Frees++
+			e, ok := live[ev.ID]
+			if !ok {
+				if _, f := failed[ev.ID]; f {
+					delete(failed, ev.ID) // the allocation failed: its free is ignored
+					break
+				}
+				return res, &traces.PosError{File: name, Event: int(i), Err: fmt.Errorf("%w %d", traces.ErrUnknownID, ev.ID)}
+			}
+			delete(live, ev.ID)
+			a.Free(e.h)
+			liveBytes -= e.size
+		case traces.OpMark:
+			if len(res.Marks) < opts.MaxMarks {
+				res.Marks = append(res.Marks, Mark{i, ev.Label})
+			}
+		}
+		reserved := mem.Reserved()
+		if opts.KeepLayout && reserved > res.PeakReserved {
+			res.PeakLayout = res.PeakLayout[:0]
+			a.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+		}
+		res.PeakReserved = max(res.PeakReserved, mem.Peak())
+		tl.add(i, ev.Time, liveBytes, reserved)
+		if opts.Check {
+			if err := a.Check(); err != nil {
+				return res, &traces.PosError{File: name, Event: int(i), Err: fmt.Errorf("invariant broken after %v: %w", ev.Op, err)}
+			}
+		}
+	}
+	res.Events = i
+	res.DeviceMallocs, res.DeviceFrees, res.ModeledSec = mem.Mallocs(), mem.Frees(), mem.Seconds()
+	res.Timeline = tl.samples
+	return res, nil
+}

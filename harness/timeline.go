@@ -1,0 +1,54 @@
+package harness
+
+// Sample is one bucket of a replay's memory timeline: the maximum live
+// and reserved bytes over the events [Event, next sample's Event).
+type Sample struct {
+	Event    int64
+	Time     int64 // first event's time in ns, or -1
+	Live     int64
+	Reserved int64
+}
+
+// timeline downsamples a replay as it streams by taking the maximum of
+// each bucket of events (so every peak survives, unlike averaging or LTTB),
+// doubling the bucket width whenever the buffer fills. Memory is bounded by
+// 2 × max samples whatever the trace's length, and no sample is allocated
+// per event.
+type timeline struct {
+	max     int
+	width   int64
+	samples []Sample
+}
+
+func newTimeline(max int) *timeline {
+	return &timeline{max: max, width: 1, samples: make([]Sample, 0, 2*max)}
+}
+
+func (t *timeline) add(event, time, live, reserved int64) {
+	n := len(t.samples)
+	if n > 0 && event-t.samples[n-1].Event < t.width {
+		s := &t.samples[n-1]
+		s.Live = max(s.Live, live)
+		s.Reserved = max(s.Reserved, reserved)
+		return
+	}
+	if n == 2*t.max {
+		t.halve()
+	}
+	t.samples = append(t.samples, Sample{Event: event, Time: time, Live: live, Reserved: reserved})
+}
+
+// halve merges neighbouring buckets and doubles the width.
+func (t *timeline) halve() {
+	out := t.samples[:0]
+	for i := 0; i < len(t.samples); i += 2 {
+		s := t.samples[i]
+		if i+1 < len(t.samples) {
+			s.Live = max(s.Live, t.samples[i+1].Live)
+			s.Reserved = max(s.Reserved, t.samples[i+1].Reserved)
+		}
+		out = append(out, s)
+	}
+	t.samples = out
+	t.width *= 2
+}
