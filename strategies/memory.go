@@ -86,6 +86,10 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 	return m.Address(size), true
 }
 
+// Seed counts size bytes as already held when a replay starts from a
+// recorded mid-run layout: no device call, no cost.
+func (m *Memory) Seed(size int64) { m.take(size) }
+
 // Free is one cudaFree of a range Malloc returned.
 func (m *Memory) Free(size int64) {
 	m.used -= size

@@ -200,13 +200,24 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 // getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
 // best-fit candidate is examined and the oversize rules may refuse it.
 func (a *Allocator) getFreeBlock(p *params) bool {
-	pl := p.pool
 	if a.gcEnabled() {
-		pl.getFreeBlocksCallCount++
+		p.pool.getFreeBlocksCallCount++
 	}
+	k, ok := a.findFreeBlock(p)
+	if !ok {
+		return false
+	}
+	p.pool.blocks.remove(k)
+	p.block = k.b
+	return true
+}
+
+// findFreeBlock is get_free_block's search without its side effects.
+func (a *Allocator) findFreeBlock(p *params) (fkey, bool) {
+	pl := p.pool
 	k, ok := pl.blocks.lowerBound(fkey{stream: p.stream, size: p.size})
 	if !ok || k.stream != p.stream {
-		return false
+		return k, false
 	}
 	if a.arena[k.b].es != none {
 		if a.cfg.ExpandableSegments {
@@ -225,7 +236,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 			for {
 				nk, ok := pl.blocks.after(k)
 				if !ok || nk.stream != p.stream {
-					return false
+					return k, false
 				}
 				k = nk
 				if a.arena[k.b].es == none {
@@ -236,14 +247,12 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	}
 	ms := a.cfg.MaxSplitSize
 	if p.size < ms && k.size >= ms {
-		return false
+		return k, false
 	}
 	if p.size >= ms && k.size >= p.size+a.cfg.MaxNonSplitRounding {
-		return false
+		return k, false
 	}
-	pl.blocks.remove(k)
-	p.block = k.b
-	return true
+	return k, true
 }
 
 func (a *Allocator) expandableSize(i int32) int64 {

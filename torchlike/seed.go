@@ -1,0 +1,207 @@
+package torchlike
+
+import (
+	"fmt"
+	"sort"
+
+	"membench/strategies"
+)
+
+// This file serves `membench validate`: starting the model from a layout
+// recorded mid-run, and the queries the validator needs to line a
+// simulation up with a recorded trace.
+
+// SeedBlock is a block live (or awaiting its stream events) when a
+// recording began.
+type SeedBlock struct {
+	Addr, Size, Requested int64
+	Pending               bool
+}
+
+// SeedSegment installs a cudaMalloc segment that existed before the
+// replay started, with its live blocks; the gaps between them become free
+// blocks, as PyTorch's merging leaves them. Nothing is counted as a device
+// call. It returns the handles of the live blocks in the order given.
+func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []SeedBlock) ([]strategies.Handle, error) {
+	if a.cfg.ExpandableSegments {
+		return nil, fmt.Errorf("seeding a non-expandable segment into an allocator with expandable_segments")
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].Addr < live[j].Addr })
+	a.mem.Seed(size)
+	a.stats.Segment.increase(small, 1)
+	a.stats.ReservedBytes.increase(small, size)
+	if size >= a.cfg.MaxSplitSize {
+		a.stats.OversizeSegments.increase(1)
+	}
+	hs, _, _, err := a.seedRun(addr, size, stream, small, none, live, true)
+	return hs, err
+}
+
+// seedRun tiles [addr, addr+size) with the live blocks and free gaps,
+// linking them as one segment (or one mapped run of an expandable one). It
+// returns the live blocks' handles and the run's first and last blocks.
+func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live []SeedBlock, mapped bool) ([]strategies.Handle, int32, int32, error) {
+	var hs []strategies.Handle
+	var ids []int32
+	at, end := addr, addr+size
+	add := func(b block) int32 {
+		b.stream, b.small, b.es, b.mapped, b.prev, b.next = stream, small, es, mapped, none, none
+		i := a.newBlock(b)
+		if n := len(ids); n > 0 {
+			a.arena[ids[n-1]].next = i
+			a.arena[i].prev = ids[n-1]
+		}
+		ids = append(ids, i)
+		return i
+	}
+	for _, l := range live {
+		if l.Addr < at || l.Addr+l.Size > end || l.Size <= 0 {
+			return nil, none, none, fmt.Errorf("block at %#x size %d does not fit its segment [%#x, %#x)", l.Addr, l.Size, addr, end)
+		}
+		if l.Addr > at {
+			add(block{addr: at, size: l.Addr - at})
+		}
+		i := add(block{addr: l.Addr, size: l.Size, req: l.Requested, allocated: !l.Pending, pending: l.Pending})
+		hs = append(hs, strategies.Handle(i))
+		at = l.Addr + l.Size
+	}
+	if at < end {
+		add(block{addr: at, size: end - at})
+	}
+	for _, i := range ids {
+		b := &a.arena[i]
+		switch {
+		case b.allocated || b.pending:
+			a.stats.Active.increase(small, 1)
+			a.stats.ActiveBytes.increase(small, b.size)
+			a.stats.RequestedBytes.increase(small, b.req)
+			if b.allocated {
+				a.stats.Allocation.increase(small, 1)
+				a.stats.AllocatedBytes.increase(small, b.size)
+				if b.size >= a.cfg.MaxSplitSize {
+					a.stats.OversizeAllocations.increase(1)
+				}
+			} else {
+				a.pendingQ = append(a.pendingQ, i)
+			}
+		case mapped:
+			a.insertIntoBlocks(i)
+			if es == none && b.isSplit() {
+				a.stats.InactiveSplit.increase(small, 1)
+				a.stats.InactiveSplitBytes.increase(small, b.size)
+			}
+		default:
+			a.poolOf(b).unmapped.insert(key(b, i))
+		}
+	}
+	return hs, ids[0], ids[len(ids)-1], nil
+}
+
+// SeedRun is one mapped run of an expandable segment at the start of a
+// recording.
+type SeedRun struct {
+	Addr, Size int64
+	Live       []SeedBlock
+}
+
+// SeedExpandable installs an expandable segment for (stream, pool) whose
+// reservation starts at base, with the given mapped runs; everything else
+// in the reservation is unmapped. A snapshot does not record where a
+// reservation starts, so the caller's base is an assumption (validate uses
+// the lowest mapped address it knows for that stream and pool).
+func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRun) ([][]strategies.Handle, error) {
+	if !a.cfg.ExpandableSegments {
+		return nil, fmt.Errorf("seeding an expandable segment into an allocator without expandable_segments")
+	}
+	page := kLargeBuffer
+	if small {
+		page = kSmallBuffer
+	}
+	total := a.mem.Dev.Total
+	n := (total + total/8 + page - 1) / page
+	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true}
+	a.exp = append(a.exp, es)
+	ei := int32(len(a.exp) - 1)
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Addr < runs[j].Addr })
+	var out [][]strategies.Handle
+	at, end := base, base+es.size
+	var last int32 = none
+	link := func(first, lastOfRun int32) {
+		if last != none {
+			a.arena[last].next = first
+			a.arena[first].prev = last
+		}
+		last = lastOfRun
+	}
+	unmapped := func(from, to int64) {
+		i := a.newBlock(block{addr: from, size: to - from, stream: stream, small: small, es: ei, prev: none, next: none})
+		a.poolOf(&a.arena[i]).unmapped.insert(key(&a.arena[i], i))
+		link(i, i)
+	}
+	for _, r := range runs {
+		if r.Addr < at || r.Addr+r.Size > end || (r.Addr-base)%page != 0 || r.Size%page != 0 {
+			return nil, fmt.Errorf("mapped run at %#x size %d is not whole pages of the reservation at %#x", r.Addr, r.Size, base)
+		}
+		if r.Addr > at {
+			unmapped(at, r.Addr)
+		}
+		hs, f, l, err := a.seedRun(r.Addr, r.Size, stream, small, ei, r.Live, true)
+		if err != nil {
+			return nil, err
+		}
+		link(f, l)
+		out = append(out, hs)
+		p0, p1 := (r.Addr-base)/page, (r.Addr+r.Size-base)/page
+		for int64(len(a.exp[ei].mapped)) < p1 {
+			a.exp[ei].mapped = append(a.exp[ei].mapped, false)
+		}
+		for p := p0; p < p1; p++ {
+			a.exp[ei].mapped[p] = true
+		}
+		a.mem.Seed(r.Size)
+		a.stats.ReservedBytes.increase(small, r.Size)
+		at = r.Addr + r.Size
+	}
+	if at < end {
+		unmapped(at, end)
+	}
+	return out, nil
+}
+
+// Addr is the address of a live allocation.
+func (a *Allocator) Addr(h strategies.Handle) int64 { return a.arena[h].addr }
+
+// WouldRelease reports whether Malloc(orig, stream) would, as its first
+// device action, return cached memory to the device: a miss in the cache
+// followed by garbage collection, or by a device allocation that fails and
+// sends malloc down its release path (allocator-spec §1.7). The validator
+// uses it to tell a recorded burst of segment frees that the next
+// allocation explains from a call to torch.cuda.empty_cache().
+func (a *Allocator) WouldRelease(orig, stream int64) bool {
+	if a.cfg.NoCaching {
+		return false
+	}
+	size := a.cfg.roundSize(orig)
+	p := params{size: size, allocSize: allocSize(size), stream: stream, pool: &a.large, block: none}
+	if size <= kSmallSize {
+		p.pool = &a.small
+	}
+	if _, ok := a.findFreeBlock(&p); ok {
+		return false
+	}
+	if a.gcEnabled() && a.mem.Reserved() > int64(a.cfg.GCThreshold*float64(a.allowedMax)) {
+		return true
+	}
+	if a.setFraction() && a.mem.Reserved()+p.allocSize > a.allowedMax {
+		return true
+	}
+	need := p.allocSize
+	if a.cfg.ExpandableSegments {
+		page := kLargeBuffer
+		if p.pool.small {
+			page = kSmallBuffer
+		}
+		need = (size + page - 1) / page * page
+	}
+	return need > a.mem.Available()
+}
