@@ -63,6 +63,7 @@ type Allocator struct {
 	small, large pool
 	exp          []expSeg
 	pendingQ     []int32 // blocks freed by the program, awaiting free_completed
+	heads        []int32 // Check's scratch
 
 	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
 	stats      Stats

@@ -341,3 +341,47 @@ func TestKnobErrors(t *testing.T) {
 		t.Errorf("literal conf: %+v, %v", cfg, err)
 	}
 }
+
+// TestCheckCatchesCorruption makes sure the invariant checker is not a
+// test that cannot fail: each corruption below must be reported.
+func TestCheckCatchesCorruption(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		corrupt func(a *Allocator)
+	}{
+		{"stat", func(a *Allocator) { a.stats.AllocatedBytes[Large].Current++ }},
+		{"free-set", func(a *Allocator) {
+			k, _ := a.large.blocks.t.Min()
+			a.large.blocks.remove(k)
+		}},
+		{"overlap", func(a *Allocator) {
+			for i := range a.arena {
+				if a.arena[i].inUse && a.arena[i].allocated {
+					a.arena[i].size += 512
+					break
+				}
+			}
+		}},
+		{"unmerged", func(a *Allocator) {
+			for i := range a.arena {
+				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
+					a.arena[i].allocated = false
+					a.stats.AllocatedBytes.decrease(false, a.arena[i].size)
+					a.stats.ActiveBytes.decrease(false, a.arena[i].size)
+					a.stats.RequestedBytes.decrease(false, a.arena[i].req)
+					a.insertIntoBlocks(int32(i))
+					break
+				}
+			}
+		}},
+	} {
+		a := run(t, tcase{ops: []op{alloc(1, 5*MiB), alloc(2, 12*MiB)}})
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		c.corrupt(a)
+		if err := a.Check(); err == nil {
+			t.Errorf("%s: corruption not detected", c.name)
+		}
+	}
+}

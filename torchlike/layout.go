@@ -47,95 +47,87 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 
 // Check implements strategies.Allocator. It verifies that the blocks of
 // every segment tile it without gaps or overlaps, that no two segments
-// overlap, that free blocks are exactly the members of the free sets, that
-// no two free mapped neighbours were left unmerged, and that the
-// statistics agree with a recount of the blocks and with the device.
+// overlap, that the free blocks are exactly the members of the free sets,
+// that no two free mapped neighbours were left unmerged, and that the
+// statistics agree with a recount of the blocks and with the device. It
+// walks the arena once, without building a Layout, so that tests can call
+// it after every event of a real trace.
 func (a *Allocator) Check() error {
 	if a.cfg.NoCaching {
 		return nil
 	}
-	var lastEnd int64
 	var reserved, allocated, active, requested [3]int64
-	free := map[int32]bool{}
-	for _, pl := range []*pool{&a.small, &a.large} {
-		for _, k := range pl.blocks.items() {
-			b := &a.arena[k.b]
-			if !b.inUse || b.allocated || b.pending || !b.mapped || b.addr != k.addr || b.size != k.size || b.stream != k.stream || b.small != pl.small {
-				return fmt.Errorf("free set entry %+v disagrees with its block %+v", k, *b)
-			}
-			free[k.b] = true
-		}
-		for _, k := range pl.unmapped.items() {
-			b := &a.arena[k.b]
-			if !b.inUse || b.mapped || b.addr != k.addr {
-				return fmt.Errorf("unmapped set entry %+v disagrees with its block %+v", k, *b)
-			}
-		}
-	}
-	var err error
-	a.Layout(func(s strategies.Segment) {
-		if err != nil {
-			return
-		}
-		if s.Addr < lastEnd {
-			err = fmt.Errorf("segment at %#x overlaps the previous one ending at %#x", s.Addr, lastEnd)
-			return
-		}
-		lastEnd = s.Addr + s.Size
-		pi := Large
-		if s.Pool == "small" || s.Pool == "small-expandable" {
-			pi = Small
-		}
-		at := s.Addr
-		prevFreeMapped := false
-		for _, b := range s.Blocks {
-			if b.Addr != at || b.Size <= 0 {
-				err = fmt.Errorf("segment at %#x: block at %#x size %d does not follow at %#x", s.Addr, b.Addr, b.Size, at)
-				return
-			}
-			at += b.Size
-			if b.State != strategies.BlockUnmapped {
-				reserved[pi] += b.Size
-			}
-			isFreeMapped := b.State == strategies.BlockFree
-			if isFreeMapped && prevFreeMapped {
-				err = fmt.Errorf("segment at %#x: free neighbours at %#x not merged", s.Addr, b.Addr)
-				return
-			}
-			prevFreeMapped = isFreeMapped
-			if b.State == strategies.BlockAllocated {
-				allocated[pi] += b.Size
-			}
-			if b.State == strategies.BlockAllocated || b.State == strategies.BlockPending {
-				active[pi] += b.Size
-				requested[pi] += b.Requested
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	nFree := 0
+	var nFree, nUnmapped int
+	a.heads = a.heads[:0]
 	for i := range a.arena {
 		b := &a.arena[i]
-		if b.inUse && b.mapped && !b.allocated && !b.pending {
+		if !b.inUse {
+			continue
+		}
+		pi := Large
+		if b.small {
+			pi = Small
+		}
+		pl := a.poolOf(b)
+		switch {
+		case !b.mapped:
+			nUnmapped++
+			if _, ok := pl.unmapped.t.Get(key(b, int32(i))); !ok {
+				return fmt.Errorf("unmapped block at %#x is missing from its pool's unmapped set", b.addr)
+			}
+		case b.allocated || b.pending:
+			active[pi] += b.size
+			requested[pi] += b.req
+			if b.allocated {
+				allocated[pi] += b.size
+			}
+		default:
 			nFree++
-			if !free[int32(i)] {
+			if k, ok := pl.blocks.t.Get(key(b, int32(i))); !ok || k.b != int32(i) {
 				return fmt.Errorf("free block at %#x is missing from its pool's free set", b.addr)
 			}
 		}
-	}
-	if nFree != len(free) {
-		return fmt.Errorf("free sets hold %d blocks, arena has %d free blocks", len(free), nFree)
-	}
-	for pi := range 3 {
-		if pi == All {
-			continue
+		if b.mapped {
+			reserved[pi] += b.size
 		}
+		if b.allocated && b.pending {
+			return fmt.Errorf("block at %#x both allocated and pending", b.addr)
+		}
+		if b.prev == none {
+			a.heads = append(a.heads, int32(i))
+		} else if p := &a.arena[b.prev]; p.next != int32(i) || p.addr+p.size != b.addr || p.es != b.es || p.small != b.small || p.stream != b.stream {
+			return fmt.Errorf("block at %#x does not follow its prev at %#x", b.addr, p.addr)
+		} else if p.mapped && b.mapped && !p.allocated && !p.pending && !b.allocated && !b.pending {
+			return fmt.Errorf("free neighbours at %#x and %#x not merged", p.addr, b.addr)
+		}
+		if b.next != none && a.arena[b.next].prev != int32(i) {
+			return fmt.Errorf("block at %#x: next's prev link is broken", b.addr)
+		}
+	}
+	if n := a.small.blocks.len() + a.large.blocks.len(); n != nFree {
+		return fmt.Errorf("free sets hold %d blocks, the arena has %d free blocks", n, nFree)
+	}
+	if n := a.small.unmapped.len() + a.large.unmapped.len(); n != nUnmapped {
+		return fmt.Errorf("unmapped sets hold %d blocks, the arena has %d", n, nUnmapped)
+	}
+	// Segments must not overlap: sort the heads by address and compare
+	// each segment's end (found by walking its chain) with the next start.
+	sort.Slice(a.heads, func(x, y int) bool { return a.arena[a.heads[x]].addr < a.arena[a.heads[y]].addr })
+	var lastEnd int64
+	for _, h := range a.heads {
+		if a.arena[h].addr < lastEnd {
+			return fmt.Errorf("segment at %#x overlaps the previous one ending at %#x", a.arena[h].addr, lastEnd)
+		}
+		i := h
+		for a.arena[i].next != none {
+			i = a.arena[i].next
+		}
+		lastEnd = a.arena[i].addr + a.arena[i].size
+	}
+	for _, pi := range []int{Small, Large} {
 		for _, c := range []struct {
-			name string
-			got  int64
-			want int64
+			name      string
+			got, want int64
 		}{
 			{"reserved_bytes", a.stats.ReservedBytes[pi].Current, reserved[pi]},
 			{"allocated_bytes", a.stats.AllocatedBytes[pi].Current, allocated[pi]},
@@ -143,7 +135,7 @@ func (a *Allocator) Check() error {
 			{"requested_bytes", a.stats.RequestedBytes[pi].Current, requested[pi]},
 		} {
 			if c.got != c.want {
-				return fmt.Errorf("%s[%d] is %d, blocks add up to %d", c.name, pi, c.got, c.want)
+				return fmt.Errorf("%s[%d] is %d, the blocks add up to %d", c.name, pi, c.got, c.want)
 			}
 		}
 	}

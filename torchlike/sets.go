@@ -41,7 +41,7 @@ type set struct {
 }
 
 func newSet(less func(a, b fkey) bool) *set {
-	s := &set{t: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})}
+	s := &set{t: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true, Degree: 16})}
 	s.visitF = func(k fkey) bool { s.found, s.ok = k, true; return false }
 	return s
 }

@@ -1,0 +1,210 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"membench/strategies"
+	"membench/traces"
+	"membench/traces/corpus"
+)
+
+func loadCorpus(t testing.TB, name string) []traces.Event {
+	t.Helper()
+	r, err := corpus.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs, err := traces.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func device(t testing.TB, spec string) strategies.Device {
+	d, err := strategies.ParseDevice(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// torchSpecs are the torch configurations every corpus trace is checked
+// under: each knob that changes the layout.
+var torchSpecs = []string{
+	"torch",
+	"torch:expandable_segments=true",
+	"torch:max_split_size_mb=20",
+	"torch:roundup_power2_divisions=4",
+	"torch:per_process_memory_fraction=0.02,garbage_collection_threshold=0.6",
+	"torch:PYTORCH_NO_CUDA_MEMORY_CACHING=1",
+}
+
+// TestInvariantsOnCorpus replays every corpus trace under every torch
+// configuration with the allocator's invariant checker after every event,
+// and checks the replay's own accounting: peak live is the trace's, the
+// allocator never holds less than is live, and the outcome is the same on
+// a second run.
+func TestInvariantsOnCorpus(t *testing.T) {
+	for _, name := range corpus.Names() {
+		evs := loadCorpus(t, name)
+		for _, spec := range torchSpecs {
+			t.Run(name+"/"+spec, func(t *testing.T) {
+				if testing.Short() && spec != "torch" {
+					t.Skip("short")
+				}
+				opts := DefaultOptions
+				opts.Check = true
+				res, err := Replay(name, &traces.SliceReader{Events: evs}, spec, device(t, "a100-80g"), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.PeakReserved < res.PeakAllocated || res.PeakAllocated < res.PeakLive {
+					t.Errorf("peak reserved %d < allocated %d or allocated < live %d", res.PeakReserved, res.PeakAllocated, res.PeakLive)
+				}
+				if res.OOMCount != 0 {
+					t.Errorf("%d OOMs on an 80 GiB device", res.OOMCount)
+				}
+				again, err := Replay(name, &traces.SliceReader{Events: evs}, spec, device(t, "a100-80g"), DefaultOptions)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(resultLine(res)) != fmt.Sprint(resultLine(again)) {
+					t.Errorf("not deterministic:\n%s\n%s", resultLine(res), resultLine(again))
+				}
+			})
+		}
+	}
+}
+
+func resultLine(r *Result) string {
+	var b []byte
+	w := &byteWriter{&b}
+	WriteResult(w, r)
+	return string(b)
+}
+
+type byteWriter struct{ b *[]byte }
+
+func (w *byteWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
+
+// TestPeakLiveMatchesREADME checks the recorded traces against the figures
+// their README gives (testdata/recorded/README.md and the shared one).
+func TestPeakLiveMatchesREADME(t *testing.T) {
+	for name, want := range map[string]int64{
+		"resnet50-train": 948391936, "gpt-train": 686272540,
+		"gpt-generate": 139275288, "encoder-infer-varlen": 393957864,
+	} {
+		res, err := Replay(name, &traces.SliceReader{Events: loadCorpus(t, name)}, "torch", device(t, "a100-80g"), DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.PeakLive != want {
+			t.Errorf("%s: peak live %d, README says %d", name, res.PeakLive, want)
+		}
+	}
+}
+
+func TestOOMIsAnOutcome(t *testing.T) {
+	evs := []traces.Event{
+		{Op: traces.OpAlloc, ID: 1, Size: 30 << 20},
+		{Op: traces.OpAlloc, ID: 2, Size: 40 << 20}, // does not fit in 64 MiB with a 30 MiB segment held
+		{Op: traces.OpFree, ID: 2},                   // the failed allocation's free is ignored
+		{Op: traces.OpFree, ID: 1},
+		{Op: traces.OpAlloc, ID: 3, Size: 50 << 20}, // fits after empty_cache on the retry path
+	}
+	res, err := Replay("t", &traces.SliceReader{Events: evs}, "torch", device(t, "gpu:capacity=64MiB"), Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OOMCount != 1 || res.OOMs[0].Event != 1 || res.OOMs[0].Requested != 40<<20 || res.Fit() {
+		t.Fatalf("OOMs %+v", res.OOMs)
+	}
+	if res.PeakLive != 50<<20 || res.DeviceFrees != 1 {
+		t.Errorf("peak live %d device frees %d", res.PeakLive, res.DeviceFrees)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	a := func(id uint64, size int64) traces.Event { return traces.Event{Op: traces.OpAlloc, ID: id, Size: size} }
+	f := func(id uint64) traces.Event { return traces.Event{Op: traces.OpFree, ID: id} }
+	for _, c := range []struct {
+		name  string
+		evs   []traces.Event
+		want  error
+		event string
+	}{
+		{"unknown-id", []traces.Event{a(1, 10), f(2)}, traces.ErrUnknownID, "(event 1)"},
+		{"double-free", []traces.Event{a(1, 10), f(1), f(1)}, traces.ErrDoubleFree, "(event 2)"},
+		{"zero-size", []traces.Event{a(1, 0)}, traces.ErrBadSize, "(event 0)"},
+		{"absurd-size", []traces.Event{a(1, 1 << 62)}, traces.ErrBadSize, "(event 0)"},
+		{"live-id", []traces.Event{a(1, 10), a(1, 10)}, traces.ErrLiveID, "(event 1)"},
+	} {
+		_, err := Replay("bad", &traces.SliceReader{Events: c.evs}, "torch", device(t, "a100-80g"), DefaultOptions)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
+			continue
+		}
+		var pe *traces.PosError
+		if !errors.As(err, &pe) || !contains(err.Error(), c.event) {
+			t.Errorf("%s: error %q does not name %s", c.name, err, c.event)
+		}
+	}
+	if _, err := Replay("x", &traces.SliceReader{}, "torch:max_split_size=4", device(t, "a100-80g"), DefaultOptions); err == nil || !contains(err.Error(), "valid keys") {
+		t.Errorf("unknown knob: %v", err)
+	}
+	if _, err := Replay("x", &traces.SliceReader{}, "pytorch", device(t, "a100-80g"), DefaultOptions); err == nil || !contains(err.Error(), "known: ") {
+		t.Errorf("unknown strategy: %v", err)
+	}
+}
+
+func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestTimelineKeepsEveryPeak(t *testing.T) {
+	tl := newTimeline(8)
+	var want int64
+	for i := int64(0); i < 10000; i++ {
+		v := (i * 7919) % 1000
+		if i == 6543 {
+			v = 1 << 40
+		}
+		want = max(want, v)
+		tl.add(i, -1, v, v)
+	}
+	var got int64
+	for _, s := range tl.samples {
+		got = max(got, s.Live)
+	}
+	if got != want || len(tl.samples) > 16 {
+		t.Errorf("max %d want %d, %d samples", got, want, len(tl.samples))
+	}
+}
+
+// BenchmarkReplay measures the simulator on the largest corpus trace,
+// events already in memory, reporting ns/event (target ≤ 150 on one core).
+func BenchmarkReplay(b *testing.B) {
+	evs := loadCorpus(b, "gpt-generate")
+	for _, spec := range []string{"torch", "torch:expandable_segments=true"} {
+		b.Run("trace=gpt-generate/strategy="+spec, func(b *testing.B) {
+			dev := device(b, "a100-80g")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Replay("gpt-generate", &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
+		})
+	}
+}
