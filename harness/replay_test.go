@@ -112,7 +112,7 @@ func TestOOMIsAnOutcome(t *testing.T) {
 	evs := []traces.Event{
 		{Op: traces.OpAlloc, ID: 1, Size: 30 << 20},
 		{Op: traces.OpAlloc, ID: 2, Size: 40 << 20}, // does not fit in 64 MiB with a 30 MiB segment held
-		{Op: traces.OpFree, ID: 2},                   // the failed allocation's free is ignored
+		{Op: traces.OpFree, ID: 2},                  // the failed allocation's free is ignored
 		{Op: traces.OpFree, ID: 1},
 		{Op: traces.OpAlloc, ID: 3, Size: 50 << 20}, // fits after empty_cache on the retry path
 	}
@@ -140,7 +140,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown-id", []traces.Event{a(1, 10), f(2)}, traces.ErrUnknownID, "(event 1)"},
 		{"double-free", []traces.Event{a(1, 10), f(1), f(1)}, traces.ErrDoubleFree, "(event 2)"},
 		{"zero-size", []traces.Event{a(1, 0)}, traces.ErrBadSize, "(event 0)"},
-		{"absurd-size", []traces.Event{a(1, 1 << 62)}, traces.ErrBadSize, "(event 0)"},
+		{"absurd-size", []traces.Event{a(1, 1<<62)}, traces.ErrBadSize, "(event 0)"},
 		{"live-id", []traces.Event{a(1, 10), a(1, 10)}, traces.ErrLiveID, "(event 1)"},
 	} {
 		_, err := Replay("bad", &traces.SliceReader{Events: c.evs}, "torch", device(t, "a100-80g"), DefaultOptions)
@@ -161,7 +161,9 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if s[i:i+len(sub)] == sub {
