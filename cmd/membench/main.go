@@ -5,22 +5,24 @@
 // Usage:
 //
 //	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE]
-//	membench validate [--device-index N] [--capacity SIZE] SNAPSHOT.pickle...
+//	membench validate [--device-index N]... [--capacity SIZE] SNAPSHOT.pickle...
 //
 // See README.md for the strategy and device specs.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
 
 func main() {
 	if err := run(os.Stdout, os.Stderr, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "membench:", err)
-		if code, ok := err.(exitCode); ok {
+		var code exitCode
+		if errors.As(err, &code) {
 			os.Exit(int(code))
 		}
+		fmt.Fprintln(os.Stderr, "membench:", err)
 		os.Exit(1)
 	}
 }

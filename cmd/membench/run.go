@@ -31,6 +31,9 @@ func run(stdout, stderr io.Writer, args []string) error {
 		ErrWriter: stderr,
 		// Errors go back to main, never to os.Exit inside the library.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// Strategy and device specs contain commas; a repeated flag, not a
+		// comma, separates values.
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),

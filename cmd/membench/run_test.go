@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(&out, &errb, append([]string{"membench"}, args...))
+	return out.String(), errb.String(), err
+}
+
+// TestRunDefault is the README's first command: the embedded corpus with
+// the default strategies and device, read back with benchfmt.
+func TestRunDefault(t *testing.T) {
+	out, _, err := runCLI(t, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := benchfmt.NewReader(strings.NewReader(out), "run")
+	n := 0
+	units := 0
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.Result:
+			n++
+			for _, m := range []string{"peak-live-B", "peak-reserved-B", "frag-%", "oom-events", "device-mallocs", "device-frees", "modeled-alloc-sec"} {
+				if _, ok := rec.Value(m); !ok {
+					t.Errorf("%s lacks %s", rec.Name.Full(), m)
+				}
+			}
+		case *benchfmt.UnitMetadata:
+			units++
+		case *benchfmt.SyntaxError:
+			t.Errorf("syntax error: %v", rec)
+		}
+	}
+	if n == 0 || units != 7 {
+		t.Errorf("%d results, %d unit lines", n, units)
+	}
+	// Deterministic: a second run prints the same bytes.
+	again, _, err := runCLI(t, "run")
+	if err != nil || again != out {
+		t.Errorf("second run differs (err %v)", err)
+	}
+}
+
+// TestBenchstatReadsOutput feeds our output to the real benchstat pinned
+// in go.mod and requires it to read it without a warning.
+func TestBenchstatReadsOutput(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	out, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "torch", "--strategy", "torch:expandable_segments=true,max_split_size_mb=128", "--device", "a100-40g:capacity=24GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "r.txt")
+	if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "tool", "benchstat", "-col", "/strategy", f)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("benchstat: %v\n%s", err, se.String())
+	}
+	if se.Len() > 0 {
+		t.Errorf("benchstat wrote to stderr:\n%s", se.String())
+	}
+	for _, want := range []string{"peak-reserved-B", "frag-%", "expandable_segments=true"} {
+		if !strings.Contains(so.String(), want) {
+			t.Errorf("benchstat output lacks %q:\n%s", want, so.String())
+		}
+	}
+	t.Logf("\n%s", so.String())
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--strategy", "torch:expandable=true"}, "valid keys"},
+		{[]string{"run", "--strategy", "mxnet"}, "unknown strategy"},
+		{[]string{"run", "--device", "v100"}, "unknown device"},
+		{[]string{"run", "--device", "a100-40g:capacity=lots"}, "bad size"},
+		{[]string{"run", "--trace", "no-such-trace"}, "no such file"},
+		{[]string{"run", "gpt-train"}, "unexpected argument"},
+	} {
+		_, _, err := runCLI(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
