@@ -86,6 +86,10 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 	return m.Address(size), true
 }
 
+// SetNextAddr moves the bump pointer, so that fallback addresses cannot
+// collide with addresses an AddrHook hands out.
+func (m *Memory) SetNextAddr(a int64) { m.next = a }
+
 // Seed counts size bytes as already held when a replay starts from a
 // recorded mid-run layout: no device call, no cost.
 func (m *Memory) Seed(size int64) { m.take(size) }

@@ -1,0 +1,114 @@
+package strategies
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"4096": 4096, "24GiB": 24 << 30, "512MiB": 512 << 20, "1.5GiB": 3 << 29, "16GB": 16e9, "2 MiB": 2 << 20, "0": 0,
+	} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "lots", "1e40GiB", "GiB", "9999999999999999999"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseDevice(t *testing.T) {
+	for _, name := range PresetNames() {
+		d, err := ParseDevice(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Capacity <= 0 || d.Capacity >= d.Total || d.Free != d.Capacity || d.Granularity <= 0 || len(d.Notes) < 2 || d.HBMBytesPerSec <= 0 {
+			t.Errorf("%s: implausible preset %+v", name, d)
+		}
+		if (d.Kind == TPU) != strings.HasPrefix(name, "tpu") || d.Relocatable != (d.Kind == TPU) {
+			t.Errorf("%s: kind %v relocatable %v", name, d.Kind, d.Relocatable)
+		}
+		if d.Kind == GPU && d.ComputeMajor < 8 {
+			t.Errorf("%s: compute capability %d", name, d.ComputeMajor)
+		}
+	}
+	d, err := ParseDevice("a100-40g:capacity=24GiB,malloc-sec=0.001")
+	if err != nil || d.Total != 24<<30 || d.Capacity != 24<<30 || d.MallocSec != 0.001 || d.ComputeMajor != 8 {
+		t.Errorf("override: %+v %v", d, err)
+	}
+	if d.Label() != "a100-40g:capacity=24GiB,malloc-sec=0.001" {
+		t.Errorf("label %q", d.Label())
+	}
+	d, err = ParseDevice("gpu:capacity=16GiB")
+	if err != nil || d.Total != 16<<30 || d.Kind != GPU {
+		t.Errorf("gpu: %+v %v", d, err)
+	}
+	for spec, want := range map[string]string{
+		"v100":                             "unknown device",
+		"a100-40g:capacty=1GiB":            "valid keys: capacity, cc,",
+		"a100-40g:capacity=lots":           "bad size",
+		"a100-40g:capacity=1GiB,free=2GiB": "free <= total",
+		"a100-40g:granularity=3000":        "power of two",
+	} {
+		if _, err := ParseDevice(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseDevice(%q): %v, want %q", spec, err, want)
+		}
+	}
+}
+
+func TestParseSpec(t *testing.T) {
+	for in, want := range map[string]string{
+		"torch":                          "torch",
+		"torch:expandable_segments=true": "torch:expandable_segments=true",
+		"torch:expandable_segments:True,max_split_size_mb:128":                        "torch:expandable_segments=True,max_split_size_mb=128",
+		"torch:roundup_power2_divisions:[256:1,>:4],garbage_collection_threshold:0.6": "torch:roundup_power2_divisions=[256:1,>:4],garbage_collection_threshold=0.6",
+		" jax:mem_fraction=0.9 ": "jax:mem_fraction=0.9",
+	} {
+		sp, err := ParseSpec(in)
+		if err != nil || sp.String() != want {
+			t.Errorf("ParseSpec(%q) = %q, %v; want %q", in, sp.String(), err, want)
+		}
+	}
+	for _, bad := range []string{"", ":x=1", "torch:novalue"} {
+		if _, err := ParseSpec(bad); err == nil {
+			t.Errorf("ParseSpec(%q) accepted", bad)
+		}
+	}
+	sp, _ := ParseSpec("torch:a=1,b=2")
+	if err := sp.CheckKeys("a", "c"); err == nil || !strings.Contains(err.Error(), `unknown key "b" (valid keys: a, c)`) {
+		t.Errorf("CheckKeys: %v", err)
+	}
+}
+
+func TestMemory(t *testing.T) {
+	d, _ := ParseDevice("gpu:capacity=10MiB")
+	m := NewMemory(&d)
+	a1, ok := m.Malloc(6 << 20)
+	if !ok || a1 == 0 {
+		t.Fatal("first malloc")
+	}
+	if _, ok := m.Malloc(6 << 20); ok {
+		t.Error("malloc beyond capacity succeeded")
+	}
+	a2, ok := m.Malloc(4 << 20)
+	if !ok || a2 < a1+6<<20 {
+		t.Errorf("second malloc at %#x overlaps the first at %#x", a2, a1)
+	}
+	m.Free(6 << 20)
+	if m.Reserved() != 4<<20 || m.Peak() != 10<<20 || m.Mallocs() != 2 || m.Frees() != 1 {
+		t.Errorf("reserved %d peak %d mallocs %d frees %d", m.Reserved(), m.Peak(), m.Mallocs(), m.Frees())
+	}
+	// 2 mallocs at 50 µs + 1 free at 20 µs, exactly.
+	if got := m.Seconds(); got != 120e-6 {
+		t.Errorf("modelled %v s", got)
+	}
+	m.Limit = 5 << 20
+	if _, ok := m.Malloc(2 << 20); ok {
+		t.Error("Limit not honoured")
+	}
+}
