@@ -79,8 +79,8 @@ type Allocator struct {
 // New builds an allocator on mem.
 func New(cfg Config, mem *strategies.Memory) *Allocator {
 	a := &Allocator{cfg: cfg, mem: mem}
-	a.small = pool{small: true, blocks: newSet(lessSize), unmapped: newSet(lessAddr)}
-	a.large = pool{blocks: newSet(lessSize), unmapped: newSet(lessAddr)}
+	a.small = pool{small: true, blocks: newSet(false), unmapped: newSet(true)}
+	a.large = pool{blocks: newSet(false), unmapped: newSet(true)}
 	if cfg.MemoryFraction > 0 {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
@@ -484,7 +484,7 @@ func (a *Allocator) releaseAvailableCachedBlocks(p *params) bool {
 	if ok {
 		cur, ok = pl.blocks.before(k)
 	} else {
-		cur, ok = pl.blocks.t.Max()
+		cur, ok = pl.blocks.max()
 	}
 	var released int64
 	for ok && released < want && cur.size >= ms && cur.stream == p.stream {

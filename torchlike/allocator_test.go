@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 	}{
 		{"stat", func(a *Allocator) { a.stats.AllocatedBytes[Large].Current++ }},
 		{"free-set", func(a *Allocator) {
-			k, _ := a.large.blocks.t.Min()
+			k, _ := a.large.blocks.min()
 			a.large.blocks.remove(k)
 		}},
 		{"overlap", func(a *Allocator) {

@@ -45,7 +45,7 @@ func (a *Allocator) allocatable(i int32) bool {
 // whose consecutive free and unmapped blocks reach size; else a new segment.
 func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
 	var found int32 = none
-	pl.unmapped.t.Ascend(fkey{stream: stream}, func(k fkey) bool {
+	pl.unmapped.ascend(fkey{stream: stream}, func(k fkey) bool {
 		if k.stream != stream {
 			return false
 		}

@@ -72,7 +72,7 @@ func (a *Allocator) Check() error {
 		switch {
 		case !b.mapped:
 			nUnmapped++
-			if _, ok := pl.unmapped.t.Get(key(b, int32(i))); !ok {
+			if !pl.unmapped.contains(key(b, int32(i))) {
 				return fmt.Errorf("unmapped block at %#x is missing from its pool's unmapped set", b.addr)
 			}
 		case b.allocated || b.pending:
@@ -83,7 +83,7 @@ func (a *Allocator) Check() error {
 			}
 		default:
 			nFree++
-			if k, ok := pl.blocks.t.Get(key(b, int32(i))); !ok || k.b != int32(i) {
+			if !pl.blocks.contains(key(b, int32(i))) {
 				return fmt.Errorf("free block at %#x is missing from its pool's free set", b.addr)
 			}
 		}
