@@ -1,0 +1,1111 @@
+// Package pickle decodes Python pickles that hold plain data: None, bools,
+// ints, floats, strings, bytes, lists, tuples, dicts and sets. It is a
+// safe subset of Python's unpickler for protocols 0 to 5: every opcode that
+// would look up a global, call a function or build a class instance
+// (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ, NEWOBJ_EX,
+// EXT1/2/4, PERSID, BINPERSID) and the out-of-band buffer opcodes
+// (NEXT_BUFFER, READONLY_BUFFER) are refused with an error naming the
+// opcode and its byte offset. Nothing in a pickle is ever executed.
+//
+// Decoded values are:
+//
+//	None                  nil
+//	bool                  bool
+//	int                   int64, or *big.Int when it does not fit
+//	float                 float64
+//	str                   string (protocol-0/1 STRING opcodes too; bytes as-is)
+//	bytes, bytearray      []byte
+//	list, set, frozenset  *List
+//	tuple                 Tuple
+//	dict                  *Dict (insertion order kept)
+//
+// Containers shared through the pickle memo stay shared (the same *List or
+// *Dict pointer), and a pickle can describe a list that contains itself, so
+// code walking a decoded value must not assume it is a tree.
+package pickle
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxLen is the largest length prefix (of a string, bytes or long) that
+// Decode accepts: a larger one means a corrupt file, and refusing it keeps a
+// few bytes of input from asking for gigabytes of memory.
+const MaxLen = 1 << 30
+
+// maxProtocol is the highest pickle protocol that Decode knows.
+const maxProtocol = 5
+
+// ErrRefused is wrapped by the error for an opcode that would build an
+// object from a global or call code.
+var ErrRefused = errors.New("opcode refused: pickles that build objects or call code are not decoded")
+
+// Error is a decoding error with the byte offset of the opcode that failed.
+type Error struct {
+	Offset int64  // byte offset of the opcode in the input
+	Op     string // opcode name, or "" when the failure is not an opcode's
+	Msg    string
+	Err    error // wrapped cause (io.ErrUnexpectedEOF, ErrRefused, ...), may be nil
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("pickle: offset %d", e.Offset)
+	if e.Op != "" {
+		s += ": " + e.Op
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Opcodes, named as in Python's pickletools.
+const (
+	opMark           = '('
+	opStop           = '.'
+	opPop            = '0'
+	opPopMark        = '1'
+	opDup            = '2'
+	opFloat          = 'F'
+	opInt            = 'I'
+	opBinInt         = 'J'
+	opBinInt1        = 'K'
+	opLong           = 'L'
+	opBinInt2        = 'M'
+	opNone           = 'N'
+	opPersID         = 'P'
+	opBinPersID      = 'Q'
+	opReduce         = 'R'
+	opString         = 'S'
+	opBinString      = 'T'
+	opShortBinString = 'U'
+	opUnicode        = 'V'
+	opBinUnicode     = 'X'
+	opAppend         = 'a'
+	opBuild          = 'b'
+	opGlobal         = 'c'
+	opDict           = 'd'
+	opEmptyDict      = '}'
+	opAppends        = 'e'
+	opGet            = 'g'
+	opBinGet         = 'h'
+	opInst           = 'i'
+	opLongBinGet     = 'j'
+	opList           = 'l'
+	opEmptyList      = ']'
+	opObj            = 'o'
+	opPut            = 'p'
+	opBinPut         = 'q'
+	opLongBinPut     = 'r'
+	opSetItem        = 's'
+	opTuple          = 't'
+	opEmptyTuple     = ')'
+	opSetItems       = 'u'
+	opBinFloat       = 'G'
+	opBinBytes       = 'B'
+	opShortBinBytes  = 'C'
+
+	opProto           = 0x80
+	opNewObj          = 0x81
+	opExt1            = 0x82
+	opExt2            = 0x83
+	opExt4            = 0x84
+	opTuple1          = 0x85
+	opTuple2          = 0x86
+	opTuple3          = 0x87
+	opNewTrue         = 0x88
+	opNewFalse        = 0x89
+	opLong1           = 0x8a
+	opLong4           = 0x8b
+	opShortBinUnicode = 0x8c
+	opBinUnicode8     = 0x8d
+	opBinBytes8       = 0x8e
+	opEmptySet        = 0x8f
+	opAddItems        = 0x90
+	opFrozenSet       = 0x91
+	opNewObjEx        = 0x92
+	opStackGlobal     = 0x93
+	opMemoize         = 0x94
+	opFrame           = 0x95
+	opByteArray8      = 0x96
+	opNextBuffer      = 0x97
+	opReadonlyBuffer  = 0x98
+)
+
+var opNames = [256]string{
+	opMark: "MARK", opStop: "STOP", opPop: "POP", opPopMark: "POP_MARK", opDup: "DUP",
+	opFloat: "FLOAT", opInt: "INT", opBinInt: "BININT", opBinInt1: "BININT1", opLong: "LONG",
+	opBinInt2: "BININT2", opNone: "NONE", opPersID: "PERSID", opBinPersID: "BINPERSID",
+	opReduce: "REDUCE", opString: "STRING", opBinString: "BINSTRING",
+	opShortBinString: "SHORT_BINSTRING", opUnicode: "UNICODE", opBinUnicode: "BINUNICODE",
+	opAppend: "APPEND", opBuild: "BUILD", opGlobal: "GLOBAL", opDict: "DICT",
+	opEmptyDict: "EMPTY_DICT", opAppends: "APPENDS", opGet: "GET", opBinGet: "BINGET",
+	opInst: "INST", opLongBinGet: "LONG_BINGET", opList: "LIST", opEmptyList: "EMPTY_LIST",
+	opObj: "OBJ", opPut: "PUT", opBinPut: "BINPUT", opLongBinPut: "LONG_BINPUT",
+	opSetItem: "SETITEM", opTuple: "TUPLE", opEmptyTuple: "EMPTY_TUPLE", opSetItems: "SETITEMS",
+	opBinFloat: "BINFLOAT", opBinBytes: "BINBYTES", opShortBinBytes: "SHORT_BINBYTES",
+	opProto: "PROTO", opNewObj: "NEWOBJ", opExt1: "EXT1", opExt2: "EXT2", opExt4: "EXT4",
+	opTuple1: "TUPLE1", opTuple2: "TUPLE2", opTuple3: "TUPLE3", opNewTrue: "NEWTRUE",
+	opNewFalse: "NEWFALSE", opLong1: "LONG1", opLong4: "LONG4",
+	opShortBinUnicode: "SHORT_BINUNICODE", opBinUnicode8: "BINUNICODE8",
+	opBinBytes8: "BINBYTES8", opEmptySet: "EMPTY_SET", opAddItems: "ADDITEMS",
+	opFrozenSet: "FROZENSET", opNewObjEx: "NEWOBJ_EX", opStackGlobal: "STACK_GLOBAL",
+	opMemoize: "MEMOIZE", opFrame: "FRAME", opByteArray8: "BYTEARRAY8",
+	opNextBuffer: "NEXT_BUFFER", opReadonlyBuffer: "READONLY_BUFFER",
+}
+
+func opName(op byte) string {
+	if n := opNames[op]; n != "" {
+		return n
+	}
+	return fmt.Sprintf("unknown opcode 0x%02x", op)
+}
+
+// memoUnset marks a hole in the memo slice.
+type memoUnsetT struct{}
+
+var memoUnset any = memoUnsetT{}
+
+// memoSlack bounds the holes in the memo slice: a PUT index beyond twice
+// the number of memo entries (plus this slack) goes to a map instead, so
+// that a few bytes of input (a LONG_BINPUT index can be 4 billion) never
+// allocate more than a few slots per entry.
+const memoSlack = 64
+
+type decoder struct {
+	r      *bufio.Reader
+	pos    int64 // bytes consumed
+	opPos  int64 // offset of the current opcode
+	op     byte
+	size   int64 // total input size, or -1 when unknown
+	stack  []any
+	marks  []int // stack heights at each MARK
+	memo   []any
+	sparse map[uint64]any
+	nmemo  int // number of memo entries (Python's len(memo))
+	tmp    []byte
+}
+
+// Decode reads one pickle from r and returns its value. It reads exactly
+// up to the STOP opcode plus whatever the internal buffer took beyond it.
+// When r reports its size (a *bytes.Reader, *strings.Reader, *bytes.Buffer
+// or a regular *os.File), length prefixes larger than the rest of the input
+// are rejected before any memory is allocated for them.
+func Decode(r io.Reader) (any, error) {
+	d := &decoder{size: -1}
+	switch rr := r.(type) {
+	case interface{ Len() int }:
+		d.size = int64(rr.Len())
+	case *os.File:
+		if st, err := rr.Stat(); err == nil && st.Mode().IsRegular() {
+			if off, err := rr.Seek(0, io.SeekCurrent); err == nil && off <= st.Size() {
+				d.size = st.Size() - off
+			}
+		}
+	}
+	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4096 {
+		d.r = br
+	} else {
+		d.r = bufio.NewReaderSize(r, 64<<10)
+	}
+	d.stack = make([]any, 0, 64)
+	return d.run()
+}
+
+func (d *decoder) errf(err error, format string, args ...any) error {
+	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+func (d *decoder) truncated() error {
+	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: "truncated input", Err: io.ErrUnexpectedEOF}
+}
+
+func (d *decoder) readByte() (byte, error) {
+	b, err := d.r.ReadByte()
+	if err != nil {
+		if err == io.EOF {
+			return 0, d.truncated()
+		}
+		return 0, d.errf(err, "read")
+	}
+	d.pos++
+	return b, nil
+}
+
+// peekN returns the next n bytes and consumes them; the slice is valid
+// until the next read. n must be at most the buffer size.
+func (d *decoder) peekN(n int) ([]byte, error) {
+	b, err := d.r.Peek(n)
+	if len(b) < n {
+		if err == io.EOF || err == nil {
+			return nil, d.truncated()
+		}
+		return nil, d.errf(err, "read")
+	}
+	d.r.Discard(n)
+	d.pos += int64(n)
+	return b, nil
+}
+
+// checkLen validates a length prefix before anything is allocated.
+func (d *decoder) checkLen(n uint64) error {
+	if n > MaxLen {
+		return d.errf(nil, "length %d exceeds the %d-byte limit", n, MaxLen)
+	}
+	if d.size >= 0 && int64(n) > d.size-d.pos {
+		return d.errf(io.ErrUnexpectedEOF, "length %d exceeds the %d bytes left in the input", n, d.size-d.pos)
+	}
+	return nil
+}
+
+// readData reads n bytes into a new slice. Large reads grow the slice as
+// data actually arrives, so a lying length prefix on a stream of unknown
+// size costs no more memory than the stream holds.
+func (d *decoder) readData(n uint64) ([]byte, error) {
+	if err := d.checkLen(n); err != nil {
+		return nil, err
+	}
+	const chunk = 1 << 20
+	if n <= chunk {
+		buf := make([]byte, n)
+		k, err := io.ReadFull(d.r, buf)
+		d.pos += int64(k)
+		if err != nil {
+			return nil, d.truncated()
+		}
+		return buf, nil
+	}
+	buf := make([]byte, 0, chunk)
+	for uint64(len(buf)) < n {
+		m := min(n-uint64(len(buf)), chunk)
+		buf = append(buf, make([]byte, m)...)
+		k, err := io.ReadFull(d.r, buf[len(buf)-int(m):])
+		d.pos += int64(k)
+		if err != nil {
+			return nil, d.truncated()
+		}
+	}
+	return buf, nil
+}
+
+// readString reads n bytes as a string, avoiding a copy for short ones.
+func (d *decoder) readString(n uint64) (string, error) {
+	if n <= 4096 {
+		if err := d.checkLen(n); err != nil {
+			return "", err
+		}
+		b, err := d.peekN(int(n))
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	b, err := d.readData(n)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// readLine reads a protocol-0 argument line and returns it without its
+// newline. The slice is only valid until the next read.
+func (d *decoder) readLine() ([]byte, error) {
+	line, err := d.r.ReadSlice('\n')
+	if err == nil {
+		d.pos += int64(len(line))
+		return line[:len(line)-1], nil
+	}
+	if err != bufio.ErrBufferFull {
+		d.pos += int64(len(line))
+		if err == io.EOF {
+			return nil, d.truncated()
+		}
+		return nil, d.errf(err, "read")
+	}
+	d.tmp = append(d.tmp[:0], line...)
+	d.pos += int64(len(line))
+	for {
+		line, err = d.r.ReadSlice('\n')
+		d.pos += int64(len(line))
+		d.tmp = append(d.tmp, line...)
+		if len(d.tmp) > MaxLen {
+			return nil, d.errf(nil, "line longer than %d bytes", MaxLen)
+		}
+		if err == nil {
+			return d.tmp[:len(d.tmp)-1], nil
+		}
+		if err != bufio.ErrBufferFull {
+			if err == io.EOF {
+				return nil, d.truncated()
+			}
+			return nil, d.errf(err, "read")
+		}
+	}
+}
+
+func (d *decoder) uint32() (uint32, error) {
+	b, err := d.peekN(4)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b), nil
+}
+
+func (d *decoder) uint64() (uint64, error) {
+	b, err := d.peekN(8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// base is the stack height below which the current opcode may not reach:
+// like Python's unpickler, items under the latest MARK are out of sight.
+func (d *decoder) base() int {
+	if len(d.marks) == 0 {
+		return 0
+	}
+	return d.marks[len(d.marks)-1]
+}
+
+func (d *decoder) push(v any) { d.stack = append(d.stack, v) }
+
+func (d *decoder) pop() (any, error) {
+	if len(d.stack) <= d.base() {
+		return nil, d.errf(nil, "stack underflow")
+	}
+	v := d.stack[len(d.stack)-1]
+	d.stack[len(d.stack)-1] = nil
+	d.stack = d.stack[:len(d.stack)-1]
+	return v, nil
+}
+
+func (d *decoder) top() (any, error) {
+	if len(d.stack) <= d.base() {
+		return nil, d.errf(nil, "stack underflow")
+	}
+	return d.stack[len(d.stack)-1], nil
+}
+
+// popMark removes the items pushed since the latest MARK and the mark
+// itself. The returned slice aliases the stack: copy it before pushing.
+func (d *decoder) popMark() ([]any, error) {
+	if len(d.marks) == 0 {
+		return nil, d.errf(nil, "no MARK on the stack")
+	}
+	k := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	items := d.stack[k:]
+	d.stack = d.stack[:k]
+	return items, nil
+}
+
+func clearItems(items []any) {
+	for i := range items {
+		items[i] = nil
+	}
+}
+
+func (d *decoder) memoPut(idx uint64, v any) {
+	if d.sparse != nil && idx <= 2*uint64(d.nmemo)+memoSlack {
+		// The slice is about to hold idx: an older entry in the map
+		// must not shadow it (or be counted twice).
+		if _, ok := d.sparse[idx]; ok {
+			delete(d.sparse, idx)
+			d.nmemo--
+		}
+	}
+	if idx < uint64(len(d.memo)) {
+		if d.memo[idx] == memoUnset {
+			d.nmemo++
+		}
+		d.memo[idx] = v
+		return
+	}
+	if idx <= 2*uint64(d.nmemo)+memoSlack {
+		for uint64(len(d.memo)) < idx {
+			d.memo = append(d.memo, memoUnset)
+		}
+		d.memo = append(d.memo, v)
+		d.nmemo++
+		return
+	}
+	if d.sparse == nil {
+		d.sparse = make(map[uint64]any)
+	}
+	if _, ok := d.sparse[idx]; !ok {
+		d.nmemo++
+	}
+	d.sparse[idx] = v
+}
+
+func (d *decoder) memoGet(idx uint64) (any, error) {
+	if idx < uint64(len(d.memo)) {
+		if v := d.memo[idx]; v != memoUnset {
+			return v, nil
+		}
+	}
+	if v, ok := d.sparse[idx]; ok {
+		return v, nil
+	}
+	return nil, d.errf(nil, "memo index %d not defined", idx)
+}
+
+func (d *decoder) doPut(idx uint64) error {
+	v, err := d.top()
+	if err != nil {
+		return err
+	}
+	d.memoPut(idx, v)
+	return nil
+}
+
+func (d *decoder) doGet(idx uint64) error {
+	v, err := d.memoGet(idx)
+	if err != nil {
+		return err
+	}
+	d.push(v)
+	return nil
+}
+
+// int64Value boxes small ints without allocating.
+func int64Value(n int64) any { return n }
+
+func (d *decoder) run() (any, error) {
+	for {
+		d.opPos = d.pos
+		d.op = 0
+		op, err := d.r.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				if d.pos == 0 {
+					return nil, &Error{Offset: 0, Msg: "empty input", Err: io.ErrUnexpectedEOF}
+				}
+				return nil, &Error{Offset: d.pos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
+			}
+			return nil, &Error{Offset: d.pos, Msg: "read", Err: err}
+		}
+		d.pos++
+		d.op = op
+		switch op {
+		case opProto:
+			b, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			if b > maxProtocol {
+				return nil, d.errf(nil, "unsupported protocol %d", b)
+			}
+		case opFrame:
+			// Frames only batch reads; the opcodes inside are decoded the
+			// same way, so the length is read and ignored.
+			if _, err := d.uint64(); err != nil {
+				return nil, err
+			}
+		case opStop:
+			v, err := d.pop()
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
+		case opMark:
+			d.marks = append(d.marks, len(d.stack))
+		case opPop:
+			if len(d.stack) > d.base() {
+				d.pop()
+			} else if _, err := d.popMark(); err != nil {
+				return nil, d.errf(nil, "stack underflow")
+			}
+		case opPopMark:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			clearItems(items)
+		case opDup:
+			v, err := d.top()
+			if err != nil {
+				return nil, err
+			}
+			d.push(v)
+		case opNone:
+			d.push(nil)
+		case opNewTrue:
+			d.push(true)
+		case opNewFalse:
+			d.push(false)
+
+		case opInt:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			switch string(line) {
+			case "00":
+				d.push(false)
+				continue
+			case "01":
+				d.push(true)
+				continue
+			}
+			v, err := d.parseInt(line)
+			if err != nil {
+				return nil, err
+			}
+			d.push(v)
+		case opLong:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			if n := len(line); n > 0 && line[n-1] == 'L' {
+				line = line[:n-1]
+			}
+			v, err := d.parseInt(line)
+			if err != nil {
+				return nil, err
+			}
+			d.push(v)
+		case opBinInt:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			d.push(int64Value(int64(int32(u))))
+		case opBinInt1:
+			b, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			d.push(int64Value(int64(b)))
+		case opBinInt2:
+			b, err := d.peekN(2)
+			if err != nil {
+				return nil, err
+			}
+			d.push(int64Value(int64(binary.LittleEndian.Uint16(b))))
+		case opLong1:
+			n, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			b, err := d.peekN(int(n))
+			if err != nil {
+				return nil, err
+			}
+			d.push(decodeLong(b))
+		case opLong4:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			if int32(u) < 0 {
+				return nil, d.errf(nil, "negative length %d", int32(u))
+			}
+			b, err := d.readData(uint64(u))
+			if err != nil {
+				return nil, err
+			}
+			d.push(decodeLong(b))
+
+		case opFloat:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			f, err := strconv.ParseFloat(string(line), 64)
+			if err != nil {
+				var ne *strconv.NumError
+				if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+					return nil, d.errf(nil, "bad float %q", truncate(line))
+				}
+			}
+			d.push(f)
+		case opBinFloat:
+			b, err := d.peekN(8)
+			if err != nil {
+				return nil, err
+			}
+			d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
+
+		case opString:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			s, err := unquoteString(line)
+			if err != nil {
+				return nil, d.errf(nil, "%v", err)
+			}
+			d.push(s)
+		case opBinString:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			if int32(u) < 0 {
+				return nil, d.errf(nil, "negative length %d", int32(u))
+			}
+			s, err := d.readString(uint64(u))
+			if err != nil {
+				return nil, err
+			}
+			d.push(s)
+		case opShortBinString, opShortBinUnicode:
+			n, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			s, err := d.readString(uint64(n))
+			if err != nil {
+				return nil, err
+			}
+			d.push(s)
+		case opUnicode:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			d.push(rawUnicodeEscape(line))
+		case opBinUnicode:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			s, err := d.readString(uint64(u))
+			if err != nil {
+				return nil, err
+			}
+			d.push(s)
+		case opBinUnicode8:
+			u, err := d.uint64()
+			if err != nil {
+				return nil, err
+			}
+			s, err := d.readString(u)
+			if err != nil {
+				return nil, err
+			}
+			d.push(s)
+		case opShortBinBytes:
+			n, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			b, err := d.readData(uint64(n))
+			if err != nil {
+				return nil, err
+			}
+			d.push(b)
+		case opBinBytes:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			b, err := d.readData(uint64(u))
+			if err != nil {
+				return nil, err
+			}
+			d.push(b)
+		case opBinBytes8, opByteArray8:
+			u, err := d.uint64()
+			if err != nil {
+				return nil, err
+			}
+			b, err := d.readData(u)
+			if err != nil {
+				return nil, err
+			}
+			d.push(b)
+
+		case opEmptyList:
+			d.push(&List{})
+		case opEmptySet:
+			d.push(&List{})
+		case opList, opFrozenSet:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			l := &List{Items: append([]any(nil), items...)}
+			clearItems(items)
+			d.push(l)
+		case opAppend:
+			v, err := d.pop()
+			if err != nil {
+				return nil, err
+			}
+			t, err := d.top()
+			if err != nil {
+				return nil, err
+			}
+			l, ok := t.(*List)
+			if !ok {
+				return nil, d.errf(nil, "append to %s", TypeName(t))
+			}
+			l.Items = append(l.Items, v)
+		case opAppends, opAddItems:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			t, err := d.top()
+			if err != nil {
+				return nil, err
+			}
+			l, ok := t.(*List)
+			if !ok {
+				return nil, d.errf(nil, "append to %s", TypeName(t))
+			}
+			l.Items = append(l.Items, items...)
+			clearItems(items)
+
+		case opEmptyTuple:
+			d.push(Tuple{})
+		case opTuple:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			t := append(Tuple(nil), items...)
+			if t == nil {
+				t = Tuple{}
+			}
+			clearItems(items)
+			d.push(t)
+		case opTuple1, opTuple2, opTuple3:
+			n := int(op-opTuple1) + 1
+			if len(d.stack)-d.base() < n {
+				return nil, d.errf(nil, "stack underflow")
+			}
+			k := len(d.stack) - n
+			t := append(Tuple(nil), d.stack[k:]...)
+			clearItems(d.stack[k:])
+			d.stack = d.stack[:k]
+			d.push(t)
+
+		case opEmptyDict:
+			d.push(&Dict{})
+		case opDict:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			if len(items)%2 != 0 {
+				return nil, d.errf(nil, "odd number of items (%d)", len(items))
+			}
+			m := &Dict{}
+			m.grow(len(items) / 2)
+			for i := 0; i < len(items); i += 2 {
+				if err := m.Set(items[i], items[i+1]); err != nil {
+					return nil, d.errf(err, "")
+				}
+			}
+			clearItems(items)
+			d.push(m)
+		case opSetItem:
+			v, err := d.pop()
+			if err != nil {
+				return nil, err
+			}
+			k, err := d.pop()
+			if err != nil {
+				return nil, err
+			}
+			t, err := d.top()
+			if err != nil {
+				return nil, err
+			}
+			m, ok := t.(*Dict)
+			if !ok {
+				return nil, d.errf(nil, "set item on %s", TypeName(t))
+			}
+			if err := m.Set(k, v); err != nil {
+				return nil, d.errf(err, "")
+			}
+		case opSetItems:
+			items, err := d.popMark()
+			if err != nil {
+				return nil, err
+			}
+			if len(items)%2 != 0 {
+				return nil, d.errf(nil, "odd number of items (%d)", len(items))
+			}
+			t, err := d.top()
+			if err != nil {
+				return nil, err
+			}
+			m, ok := t.(*Dict)
+			if !ok {
+				return nil, d.errf(nil, "set items on %s", TypeName(t))
+			}
+			m.grow(len(items) / 2)
+			for i := 0; i < len(items); i += 2 {
+				if err := m.Set(items[i], items[i+1]); err != nil {
+					return nil, d.errf(err, "")
+				}
+			}
+			clearItems(items)
+
+		case opPut:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			idx, err := strconv.ParseUint(string(line), 10, 63)
+			if err != nil {
+				return nil, d.errf(nil, "bad memo index %q", truncate(line))
+			}
+			if err := d.doPut(idx); err != nil {
+				return nil, err
+			}
+		case opBinPut:
+			b, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			if err := d.doPut(uint64(b)); err != nil {
+				return nil, err
+			}
+		case opLongBinPut:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			if err := d.doPut(uint64(u)); err != nil {
+				return nil, err
+			}
+		case opMemoize:
+			if err := d.doPut(uint64(d.nmemo)); err != nil {
+				return nil, err
+			}
+		case opGet:
+			line, err := d.readLine()
+			if err != nil {
+				return nil, err
+			}
+			idx, err := strconv.ParseUint(string(line), 10, 63)
+			if err != nil {
+				return nil, d.errf(nil, "bad memo index %q", truncate(line))
+			}
+			if err := d.doGet(idx); err != nil {
+				return nil, err
+			}
+		case opBinGet:
+			b, err := d.readByte()
+			if err != nil {
+				return nil, err
+			}
+			if err := d.doGet(uint64(b)); err != nil {
+				return nil, err
+			}
+		case opLongBinGet:
+			u, err := d.uint32()
+			if err != nil {
+				return nil, err
+			}
+			if err := d.doGet(uint64(u)); err != nil {
+				return nil, err
+			}
+
+		case opGlobal, opStackGlobal, opReduce, opBuild, opInst, opObj, opNewObj,
+			opNewObjEx, opExt1, opExt2, opExt4, opPersID, opBinPersID,
+			opNextBuffer, opReadonlyBuffer:
+			return nil, &Error{Offset: d.opPos, Op: opName(op), Err: ErrRefused}
+		default:
+			return nil, &Error{Offset: d.opPos, Msg: fmt.Sprintf("unknown opcode 0x%02x", op)}
+		}
+	}
+}
+
+// parseInt parses a protocol-0 INT or LONG argument: decimal (or any
+// base prefix Python's int(s, 0) accepts), int64 when it fits.
+func (d *decoder) parseInt(line []byte) (any, error) {
+	s := string(line)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return int64Value(n), nil
+	}
+	if len(s) > 100000 {
+		return nil, d.errf(nil, "integer literal too long (%d digits)", len(s))
+	}
+	z, ok := new(big.Int).SetString(s, 0)
+	if !ok {
+		return nil, d.errf(nil, "bad integer %q", truncate(line))
+	}
+	if z.IsInt64() {
+		return int64Value(z.Int64()), nil
+	}
+	return z, nil
+}
+
+// decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4).
+func decodeLong(b []byte) any {
+	n := len(b)
+	if n == 0 {
+		return int64Value(0)
+	}
+	if n <= 8 {
+		var u uint64
+		for i := n - 1; i >= 0; i-- {
+			u = u<<8 | uint64(b[i])
+		}
+		shift := uint(64 - 8*n)
+		return int64Value(int64(u<<shift) >> shift) // sign-extend
+	}
+	be := make([]byte, n)
+	for i := range b {
+		be[n-1-i] = b[i]
+	}
+	z := new(big.Int).SetBytes(be)
+	if b[n-1]&0x80 != 0 {
+		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+	}
+	if z.IsInt64() {
+		return int64Value(z.Int64())
+	}
+	return z
+}
+
+func truncate(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+// unquoteString decodes a protocol-0 STRING argument: a Python 2 repr of a
+// byte string, quoted with ' or ", with the escapes of Python's
+// codecs.escape_decode.
+func unquoteString(b []byte) (string, error) {
+	if len(b) < 2 || b[0] != b[len(b)-1] || (b[0] != '\'' && b[0] != '"') {
+		return "", errors.New("the STRING argument must be quoted")
+	}
+	b = b[1 : len(b)-1]
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' || i+1 >= len(b) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch c = b[i]; c {
+		case '\n':
+		case '\\', '\'', '"':
+			out = append(out, c)
+		case 'a':
+			out = append(out, '\a')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'v':
+			out = append(out, '\v')
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v := int(c - '0')
+			for k := 0; k < 2 && i+1 < len(b) && b[i+1] >= '0' && b[i+1] <= '7'; k++ {
+				i++
+				v = v*8 + int(b[i]-'0')
+			}
+			out = append(out, byte(v))
+		case 'x':
+			if i+2 >= len(b) {
+				return "", errors.New("truncated \\x escape in STRING")
+			}
+			h1, ok1 := unhex(b[i+1])
+			h2, ok2 := unhex(b[i+2])
+			if !ok1 || !ok2 {
+				return "", errors.New("invalid \\x escape in STRING")
+			}
+			out = append(out, h1<<4|h2)
+			i += 2
+		default:
+			out = append(out, '\\', c)
+		}
+	}
+	return string(out), nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// rawUnicodeEscape decodes Python's raw-unicode-escape codec (the UNICODE
+// argument): \uXXXX and \UXXXXXXXX escapes, when preceded by an odd number
+// of backslashes, give a code point; every other byte is a Latin-1 code
+// point. Malformed escapes are kept literally.
+func rawUnicodeEscape(b []byte) string {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' {
+			out = utf8.AppendRune(out, rune(c))
+			continue
+		}
+		// Count the run of backslashes; only the last one of an odd run
+		// can start an escape.
+		j := i
+		for j < len(b) && b[j] == '\\' {
+			j++
+		}
+		run := j - i
+		if run%2 == 0 || j >= len(b) || (b[j] != 'u' && b[j] != 'U') {
+			for k := 0; k < run; k++ {
+				out = append(out, '\\')
+			}
+			i = j - 1
+			continue
+		}
+		for k := 0; k < run-1; k++ {
+			out = append(out, '\\')
+		}
+		n := 4
+		if b[j] == 'U' {
+			n = 8
+		}
+		var r rune
+		ok := j+n < len(b)
+		for k := 1; ok && k <= n; k++ {
+			h, hok := unhex(b[j+k])
+			ok = hok
+			r = r<<4 | rune(h)
+		}
+		if !ok || r > utf8.MaxRune {
+			out = append(out, '\\')
+			i = j - 1
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+		i = j + n
+	}
+	return string(out)
+}

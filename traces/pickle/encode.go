@@ -1,0 +1,246 @@
+package pickle
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"slices"
+)
+
+// Encode writes v as a protocol-4 pickle that uses only the opcodes
+// PyTorch's MemoryViz reader understands (PROTO, MEMOIZE, BINGET,
+// LONG_BINGET, MARK, EMPTY_DICT/LIST/TUPLE, TUPLE, TUPLE1-3, SETITEMS,
+// APPENDS, BININT/BININT1/BININT2, LONG1, BINFLOAT, SHORT_BINUNICODE,
+// BINUNICODE, NONE, NEWTRUE/NEWFALSE, STOP), plus SHORT_BINBYTES/BINBYTES
+// for []byte and LONG4 for huge ints. Repeated strings are written once and
+// then fetched from the memo.
+//
+// v may hold the values Decode returns and also int, []any (a list) and
+// map[string]any (a dict with sorted keys). Cyclic or deeper than 1000
+// levels values are refused.
+func Encode(w io.Writer, v any) error {
+	bw := bufio.NewWriter(w)
+	e := &encoder{w: bw, strs: make(map[string]uint32)}
+	bw.Write([]byte{opProto, 4})
+	if err := e.value(v, 0); err != nil {
+		return err
+	}
+	bw.WriteByte(opStop)
+	return bw.Flush()
+}
+
+type encoder struct {
+	w     *bufio.Writer
+	strs  map[string]uint32
+	nmemo uint32
+	b     [9]byte
+}
+
+const maxEncodeDepth = 1000
+
+func (e *encoder) value(v any, depth int) error {
+	if depth > maxEncodeDepth {
+		return errors.New("pickle: value too deeply nested (or cyclic)")
+	}
+	w := e.w
+	switch v := v.(type) {
+	case nil:
+		w.WriteByte(opNone)
+	case bool:
+		if v {
+			w.WriteByte(opNewTrue)
+		} else {
+			w.WriteByte(opNewFalse)
+		}
+	case int:
+		e.int(int64(v))
+	case int64:
+		e.int(v)
+	case *big.Int:
+		if v.IsInt64() {
+			e.int(v.Int64())
+		} else {
+			e.bigInt(v)
+		}
+	case float64:
+		e.b[0] = opBinFloat
+		binary.BigEndian.PutUint64(e.b[1:], math.Float64bits(v))
+		w.Write(e.b[:9])
+	case string:
+		e.str(v)
+	case []byte:
+		if len(v) < 256 {
+			w.Write([]byte{opShortBinBytes, byte(len(v))})
+		} else {
+			if uint64(len(v)) > math.MaxUint32 {
+				return errors.New("pickle: bytes too long")
+			}
+			e.b[0] = opBinBytes
+			binary.LittleEndian.PutUint32(e.b[1:], uint32(len(v)))
+			w.Write(e.b[:5])
+		}
+		w.Write(v)
+	case *List:
+		return e.list(v.Items, depth)
+	case []any:
+		return e.list(v, depth)
+	case Tuple:
+		switch len(v) {
+		case 0:
+			w.WriteByte(opEmptyTuple)
+			return nil
+		case 1, 2, 3:
+			for _, x := range v {
+				if err := e.value(x, depth+1); err != nil {
+					return err
+				}
+			}
+			w.WriteByte(opTuple1 + byte(len(v)-1))
+			return nil
+		}
+		w.WriteByte(opMark)
+		for _, x := range v {
+			if err := e.value(x, depth+1); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(opTuple)
+	case *Dict:
+		w.WriteByte(opEmptyDict)
+		return e.items(v.keys, v.vals, depth)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		ks := make([]any, len(keys))
+		vs := make([]any, len(keys))
+		for i, k := range keys {
+			ks[i], vs[i] = k, v[k]
+		}
+		w.WriteByte(opEmptyDict)
+		return e.items(ks, vs, depth)
+	default:
+		return fmt.Errorf("pickle: cannot encode %T", v)
+	}
+	return nil
+}
+
+// batch is how many items go between one MARK and its APPENDS/SETITEMS,
+// as in Python's pickler.
+const batch = 1000
+
+func (e *encoder) list(items []any, depth int) error {
+	e.w.WriteByte(opEmptyList)
+	for len(items) > 0 {
+		n := min(len(items), batch)
+		e.w.WriteByte(opMark)
+		for _, x := range items[:n] {
+			if err := e.value(x, depth+1); err != nil {
+				return err
+			}
+		}
+		e.w.WriteByte(opAppends)
+		items = items[n:]
+	}
+	return nil
+}
+
+func (e *encoder) items(keys, vals []any, depth int) error {
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		e.w.WriteByte(opMark)
+		for i := range n {
+			if err := e.value(keys[i], depth+1); err != nil {
+				return err
+			}
+			if err := e.value(vals[i], depth+1); err != nil {
+				return err
+			}
+		}
+		e.w.WriteByte(opSetItems)
+		keys, vals = keys[n:], vals[n:]
+	}
+	return nil
+}
+
+func (e *encoder) int(n int64) {
+	switch {
+	case n >= 0 && n < 1<<8:
+		e.w.Write([]byte{opBinInt1, byte(n)})
+	case n >= 0 && n < 1<<16:
+		e.w.Write([]byte{opBinInt2, byte(n), byte(n >> 8)})
+	case n >= math.MinInt32 && n <= math.MaxInt32:
+		e.b[0] = opBinInt
+		binary.LittleEndian.PutUint32(e.b[1:], uint32(int32(n)))
+		e.w.Write(e.b[:5])
+	default:
+		// Minimal little-endian two's complement, as Python's encode_long.
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], uint64(n))
+		k := 8
+		for k > 1 {
+			top, next := buf[k-1], buf[k-2]
+			if (top == 0 && next&0x80 == 0) || (top == 0xff && next&0x80 != 0) {
+				k--
+				continue
+			}
+			break
+		}
+		e.w.Write([]byte{opLong1, byte(k)})
+		e.w.Write(buf[:k])
+	}
+}
+
+func (e *encoder) bigInt(z *big.Int) {
+	// Two's complement of z in n bytes, n minimal with the sign bit right.
+	n := z.BitLen()/8 + 1
+	m := new(big.Int).Set(z)
+	if z.Sign() < 0 {
+		m.Add(m, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+	}
+	be := m.FillBytes(make([]byte, n))
+	le := make([]byte, n)
+	for i := range be {
+		le[n-1-i] = be[i]
+	}
+	if n < 256 {
+		e.w.Write([]byte{opLong1, byte(n)})
+	} else {
+		e.b[0] = opLong4
+		binary.LittleEndian.PutUint32(e.b[1:], uint32(n))
+		e.w.Write(e.b[:5])
+	}
+	e.w.Write(le)
+}
+
+func (e *encoder) str(s string) {
+	if i, ok := e.strs[s]; ok {
+		if i < 256 {
+			e.w.Write([]byte{opBinGet, byte(i)})
+		} else {
+			e.b[0] = opLongBinGet
+			binary.LittleEndian.PutUint32(e.b[1:], i)
+			e.w.Write(e.b[:5])
+		}
+		return
+	}
+	if len(s) < 256 {
+		e.w.Write([]byte{opShortBinUnicode, byte(len(s))})
+	} else {
+		e.b[0] = opBinUnicode
+		binary.LittleEndian.PutUint32(e.b[1:], uint32(len(s)))
+		e.w.Write(e.b[:5])
+	}
+	e.w.WriteString(s)
+	if e.nmemo < math.MaxUint32 {
+		e.w.WriteByte(opMemoize)
+		e.strs[s] = e.nmemo
+		e.nmemo++
+	}
+}

@@ -1,0 +1,286 @@
+package traces
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"membench/traces/torchsnap"
+)
+
+// openSnapshot reads a PyTorch memory snapshot (a pickle as
+// torch.cuda.memory._dump_snapshot writes it, or the JSON dump of the same
+// dict) and serves the events of one device's trace.
+//
+// The device is opts.Device, or with -1 the lowest device that has trace
+// entries (the lowest device with segments if none has). The stream starts
+// with one OpAlloc for every block live before the first trace entry, in
+// address order, as torchsnap.InitialState reconstructs them from the final
+// segments (Meta "warm_start"); then the trace: alloc → OpAlloc on the
+// entry's stream; the entry that returns a block's memory to the allocator
+// → OpFree (free_completed; or free_requested / free in a trace without
+// free_completed; see torchsnap.Role); oom and snapshot → OpMark labelled
+// "oom" / "snapshot". free_requested entries that a free_completed follows
+// and segment_* entries (the allocator's own decisions) give no event.
+//
+// Every alloc gets a fresh id, sequential from 1 (addresses are reused).
+// Times are time_us minus the first entry's, in nanoseconds; the warm-start
+// allocs are at time 0 (NoTime when the snapshot has no clock). Errors are
+// *PosError values naming the file and, for the trace, the entry index in
+// device_traces[device].
+func openSnapshot(name string, r io.Reader, opts OpenOptions) (Reader, error) {
+	fail := func(event int, err error) (Reader, error) {
+		return nil, &PosError{File: name, Event: event, Err: err}
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	encoding := "pickle"
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				return fail(-1, errors.New("empty PyTorch snapshot"))
+			}
+			return fail(-1, err)
+		}
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
+			br.Discard(1)
+			continue
+		}
+		if b[0] == '{' || b[0] == '[' {
+			encoding = "json"
+		}
+		break
+	}
+	var snap *torchsnap.Snapshot
+	var err error
+	if encoding == "json" {
+		snap, err = torchsnap.DecodeJSON(br)
+	} else {
+		snap, err = torchsnap.DecodePickle(br)
+	}
+	if err != nil {
+		return fail(-1, err)
+	}
+
+	devs := snap.Devices()
+	dev := opts.Device
+	if dev < 0 {
+		dev = -1
+		for _, d := range devs {
+			if len(snap.Trace(d)) > 0 {
+				dev = d
+				break
+			}
+		}
+		if dev < 0 {
+			if len(devs) == 0 {
+				return fail(-1, errors.New("the PyTorch snapshot holds no segments and no trace entries"))
+			}
+			dev = devs[0]
+		}
+	} else if !slices.Contains(devs, dev) {
+		return fail(-1, fmt.Errorf("device %d is not in the PyTorch snapshot (devices present: %s)", dev, joinDevices(devs)))
+	}
+
+	layout, err := snap.InitialState(dev)
+	if err != nil {
+		var ee *torchsnap.EntryError
+		if errors.As(err, &ee) {
+			if errors.Is(err, torchsnap.ErrFreeNotLive) {
+				return fail(ee.Entry, fmt.Errorf("%w (%w)", err, ErrUnknownID))
+			}
+			return fail(ee.Entry, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
+		}
+		return fail(-1, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
+	}
+
+	sr := &snapshotReader{
+		name:   name,
+		trace:  snap.Trace(dev),
+		roles:  layout.Roles,
+		live:   make(map[int64]uint64),
+		nextID: 1,
+		t0:     NoTime,
+	}
+	for _, e := range sr.trace {
+		if e.TimeUS != 0 {
+			sr.t0 = e.TimeUS
+			break
+		}
+	}
+	initTime := NoTime
+	if sr.t0 != NoTime {
+		initTime = 0
+	}
+	for _, sg := range layout.Segments {
+		for _, b := range sg.Blocks {
+			if b.RequestedSize <= 0 || b.RequestedSize > MaxSize {
+				// A block allocated before the trace with no recorded
+				// request: replay it with the size it occupies.
+				if b.Size <= 0 || b.Size > MaxSize {
+					return fail(-1, fmt.Errorf("warm-start block at %#x: size %d: %w", b.Address, b.Size, ErrBadSize))
+				}
+				b.RequestedSize = b.Size
+			}
+			sr.init = append(sr.init, Event{Op: OpAlloc, ID: sr.nextID, Size: b.RequestedSize, Stream: sg.Stream, Time: initTime})
+			sr.live[b.Address] = sr.nextID
+			sr.nextID++
+		}
+	}
+	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
+	return sr, nil
+}
+
+func joinDevices(devs []int) string {
+	if len(devs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(devs))
+	for i, d := range devs {
+		parts[i] = strconv.Itoa(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+func snapshotMeta(snap *torchsnap.Snapshot, dev int, devs []int, encoding string, l *torchsnap.Layout, sr *snapshotReader) Meta {
+	m := Meta{
+		{"format", "pytorch-snapshot"},
+		{"encoding", encoding},
+		{"device", strconv.Itoa(dev)},
+		{"devices", joinDevices(devs)},
+		{"entries", strconv.Itoa(len(sr.trace))},
+		{"ids", "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
+	}
+	if sr.t0 != NoTime {
+		m = append(m, KV{"time-origin-us", strconv.FormatInt(sr.t0, 10) + " (time_us of the first entry; event times count from it)"})
+	}
+	if n := l.NumBlocks(); n > 0 {
+		m = append(m, KV{"warm_start", fmt.Sprintf("%d blocks", n)})
+	}
+	if n := len(l.Segments); n > 0 {
+		m = append(m, KV{"warm_start_segments", strconv.Itoa(n)})
+	}
+	if n := l.UncertainSizes(); n > 0 {
+		m = append(m, KV{"warm_start_uncertain_sizes", fmt.Sprintf("%d blocks may own up to 1 MiB of unsplit remainder", n)})
+	}
+	if as := l.AssumedEntries(); len(as) > 0 {
+		m = append(m, KV{"reconstruction_assumptions", fmt.Sprintf("%d entries, first %d: %s", len(as), l.Assumptions[0].Entry, l.Assumptions[0].Note)})
+	}
+	if st := snap.Settings; st != nil {
+		keys := make([]string, 0, len(st.Raw))
+		for k := range st.Raw {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			m = append(m, KV{"torch." + snapMetaKey(k), snapMetaValue(st.Raw[k])})
+		}
+	}
+	return m
+}
+
+// snapMetaKey and snapMetaValue keep snapshot text writable as a native meta line.
+func snapMetaKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, k)
+}
+
+func snapMetaValue(v string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+}
+
+// snapshotReader serves the events of one device's trace.
+type snapshotReader struct {
+	name   string
+	meta   Meta
+	init   []Event // allocs of the blocks live before the first entry
+	trace  []torchsnap.TraceEntry
+	roles  []torchsnap.Role
+	next   int // next init event, then len(init) + next entry
+	live   map[int64]uint64
+	nextID uint64
+	t0     int64 // time_us origin, or NoTime
+	err    error // sticky
+}
+
+func (r *snapshotReader) Meta() Meta   { return r.meta }
+func (r *snapshotReader) Close() error { return nil }
+
+// Name returns the name the reader was given (the file name for Open).
+func (r *snapshotReader) Name() string { return r.name }
+
+func (r *snapshotReader) time(us int64) int64 {
+	if r.t0 == NoTime {
+		return NoTime
+	}
+	if us <= r.t0 {
+		return 0
+	}
+	d := uint64(us) - uint64(r.t0)
+	if d > math.MaxInt64/1000 {
+		return math.MaxInt64 / 1000 * 1000
+	}
+	return int64(d) * 1000
+}
+
+func (r *snapshotReader) Next() (Event, error) {
+	if r.err != nil {
+		return Event{}, r.err
+	}
+	if r.next < len(r.init) {
+		r.next++
+		return r.init[r.next-1], nil
+	}
+	for {
+		i := r.next - len(r.init)
+		if i >= len(r.trace) {
+			return Event{}, io.EOF
+		}
+		r.next++
+		e := &r.trace[i]
+		switch r.roles[i] {
+		case torchsnap.RoleAlloc:
+			if e.Size <= 0 || e.Size > MaxSize {
+				return r.fail(i, fmt.Errorf("alloc of %d bytes at %#x: %w", e.Size, e.Addr, ErrBadSize))
+			}
+			if id, ok := r.live[e.Addr]; ok {
+				return r.fail(i, fmt.Errorf("alloc at %#x, where id %d is still live: %w", e.Addr, id, ErrLiveID))
+			}
+			id := r.nextID
+			r.nextID++
+			r.live[e.Addr] = id
+			return Event{Op: OpAlloc, ID: id, Size: e.Size, Stream: e.Stream, Time: r.time(e.TimeUS)}, nil
+		case torchsnap.RoleFree:
+			id, ok := r.live[e.Addr]
+			if !ok {
+				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, ErrUnknownID))
+			}
+			delete(r.live, e.Addr)
+			return Event{Op: OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
+		case torchsnap.RoleNone:
+			switch e.Action {
+			case torchsnap.ActionOOM, torchsnap.ActionSnapshot:
+				return Event{Op: OpMark, Label: e.Action, Time: r.time(e.TimeUS)}, nil
+			}
+		}
+	}
+}
+
+func (r *snapshotReader) fail(entry int, err error) (Event, error) {
+	r.err = &PosError{File: r.name, Event: entry, Err: err}
+	return Event{}, r.err
+}
