@@ -1,6 +1,8 @@
 package torchlike
 
 import (
+	"membench/internal/freeset"
+
 	"fmt"
 
 	"membench/strategies"
@@ -30,8 +32,8 @@ func (b *block) isSplit() bool { return b.prev != none || b.next != none }
 // expandable segments the unmapped address ranges.
 type pool struct {
 	small    bool
-	blocks   *set // free, mapped blocks by (stream, size, addr)
-	unmapped *set // unmapped expandable ranges by (stream, addr)
+	blocks   *freeset.Set // free, mapped blocks by (stream, size, addr)
+	unmapped *freeset.Set // unmapped expandable ranges by (stream, addr)
 	// getFreeBlocksCallCount ages cached blocks for garbage collection.
 	getFreeBlocksCallCount int64
 }
@@ -79,8 +81,8 @@ type Allocator struct {
 // New builds an allocator on mem.
 func New(cfg Config, mem *strategies.Memory) *Allocator {
 	a := &Allocator{cfg: cfg, mem: mem}
-	a.small = pool{small: true, blocks: newSet(false), unmapped: newSet(true)}
-	a.large = pool{blocks: newSet(false), unmapped: newSet(true)}
+	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
+	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
 	if cfg.MemoryFraction > 0 {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
@@ -127,7 +129,9 @@ func (a *Allocator) poolOf(b *block) *pool {
 	return &a.large
 }
 
-func key(b *block, i int32) fkey { return fkey{b.stream, b.size, b.addr, i} }
+func key(b *block, i int32) freeset.Key {
+	return freeset.Key{Stream: b.stream, Size: b.size, Addr: b.addr, B: i}
+}
 
 // insertIntoBlocks is BlockPool::insert_into_blocks: it stamps the block's
 // garbage-collection age base.
@@ -135,12 +139,12 @@ func (a *Allocator) insertIntoBlocks(i int32) {
 	b := &a.arena[i]
 	p := a.poolOf(b)
 	b.gcBase = p.getFreeBlocksCallCount
-	p.blocks.insert(key(b, i))
+	p.blocks.Insert(key(b, i))
 }
 
 func (a *Allocator) eraseFromBlocks(i int32) {
 	b := &a.arena[i]
-	a.poolOf(b).blocks.remove(key(b, i))
+	a.poolOf(b).blocks.Remove(key(b, i))
 }
 
 func (a *Allocator) trace(act TraceAction, addr, size, stream int64) {
@@ -208,25 +212,25 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.pool.blocks.remove(k)
-	p.block = k.b
+	p.pool.blocks.Remove(k)
+	p.block = k.B
 	return true
 }
 
 // findFreeBlock is get_free_block's search without its side effects.
-func (a *Allocator) findFreeBlock(p *params) (fkey, bool) {
+func (a *Allocator) findFreeBlock(p *params) (freeset.Key, bool) {
 	pl := p.pool
-	k, ok := pl.blocks.lowerBound(fkey{stream: p.stream, size: p.size})
-	if !ok || k.stream != p.stream {
+	k, ok := pl.blocks.LowerBound(freeset.Key{Stream: p.stream, Size: p.size})
+	if !ok || k.Stream != p.stream {
 		return k, false
 	}
-	if a.arena[k.b].es != none {
+	if a.arena[k.B].es != none {
 		if a.cfg.ExpandableSegments {
 			// Compare the tail block of a segment by the size it can
 			// grow to (its size plus the unmapped range after it).
-			for a.arena[k.b].es != none {
-				nk, ok := pl.blocks.after(k)
-				if !ok || nk.stream != p.stream || a.expandableSize(nk.b) >= a.expandableSize(k.b) {
+			for a.arena[k.B].es != none {
+				nk, ok := pl.blocks.After(k)
+				if !ok || nk.Stream != p.stream || a.expandableSize(nk.B) >= a.expandableSize(k.B) {
 					break
 				}
 				k = nk
@@ -235,22 +239,22 @@ func (a *Allocator) findFreeBlock(p *params) (fkey, bool) {
 			// Expandable segments were turned off after some were made:
 			// take the first non-expandable block instead.
 			for {
-				nk, ok := pl.blocks.after(k)
-				if !ok || nk.stream != p.stream {
+				nk, ok := pl.blocks.After(k)
+				if !ok || nk.Stream != p.stream {
 					return k, false
 				}
 				k = nk
-				if a.arena[k.b].es == none {
+				if a.arena[k.B].es == none {
 					break
 				}
 			}
 		}
 	}
 	ms := a.cfg.MaxSplitSize
-	if p.size < ms && k.size >= ms {
+	if p.size < ms && k.Size >= ms {
 		return k, false
 	}
-	if p.size >= ms && k.size >= p.size+a.cfg.MaxNonSplitRounding {
+	if p.size >= ms && k.Size >= p.size+a.cfg.MaxNonSplitRounding {
 		return k, false
 	}
 	return k, true
@@ -440,9 +444,9 @@ func (a *Allocator) tryMerge(dst, src int32) int64 {
 	n := s.size
 	d.size += n
 	if s.mapped {
-		a.poolOf(s).blocks.remove(key(s, src))
+		a.poolOf(s).blocks.Remove(key(s, src))
 	} else {
-		a.poolOf(s).unmapped.remove(key(s, src))
+		a.poolOf(s).unmapped.Remove(key(s, src))
 	}
 	a.deleteBlock(src)
 	return n
@@ -459,7 +463,7 @@ func (a *Allocator) releaseBlock(i int32) {
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.decrease(1)
 	}
-	a.poolOf(&b).blocks.remove(key(&b, i))
+	a.poolOf(&b).blocks.Remove(key(&b, i))
 	a.deleteBlock(i)
 }
 
@@ -473,25 +477,25 @@ func (a *Allocator) releaseAvailableCachedBlocks(p *params) bool {
 	}
 	pl := p.pool
 	want := max(p.size, ms)
-	k, ok := pl.blocks.lowerBound(fkey{stream: p.stream, size: want})
-	if ok && k.stream == p.stream && a.arena[k.b].es == none {
-		a.releaseBlock(k.b)
+	k, ok := pl.blocks.LowerBound(freeset.Key{Stream: p.stream, Size: want})
+	if ok && k.Stream == p.stream && a.arena[k.B].es == none {
+		a.releaseBlock(k.B)
 		return true
 	}
 	// No single block is large enough: free oversize blocks from the
 	// largest on this stream downward, even if they fall short.
-	var cur fkey
+	var cur freeset.Key
 	if ok {
-		cur, ok = pl.blocks.before(k)
+		cur, ok = pl.blocks.Before(k)
 	} else {
-		cur, ok = pl.blocks.max()
+		cur, ok = pl.blocks.Max()
 	}
 	var released int64
-	for ok && released < want && cur.size >= ms && cur.stream == p.stream {
-		prev, more := pl.blocks.before(cur)
-		if a.arena[cur.b].es == none {
-			released += cur.size
-			a.releaseBlock(cur.b)
+	for ok && released < want && cur.Size >= ms && cur.Stream == p.stream {
+		prev, more := pl.blocks.Before(cur)
+		if a.arena[cur.B].es == none {
+			released += cur.Size
+			a.releaseBlock(cur.B)
 		}
 		cur, ok = prev, more
 	}
@@ -528,12 +532,12 @@ func (a *Allocator) synchronizeAndFreeEvents() {
 
 func (a *Allocator) releaseBlocks(pl *pool) {
 	var toUnmap []int32
-	for _, k := range pl.blocks.items() {
-		b := &a.arena[k.b]
+	for _, k := range pl.blocks.Items() {
+		b := &a.arena[k.B]
 		if b.es != none {
-			toUnmap = append(toUnmap, k.b)
+			toUnmap = append(toUnmap, k.B)
 		} else if !b.isSplit() {
-			a.releaseBlock(k.b)
+			a.releaseBlock(k.B)
 		}
 	}
 	for _, i := range toUnmap {
@@ -558,9 +562,9 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	age := func(i int32) int64 { return pl.getFreeBlocksCallCount - a.arena[i].gcBase }
 	var totalAge int64
 	var count int64
-	for _, k := range pl.blocks.items() {
-		if !a.arena[k.b].isSplit() {
-			totalAge += age(k.b)
+	for _, k := range pl.blocks.Items() {
+		if !a.arena[k.B].isSplit() {
+			totalAge += age(k.B)
 			count++
 		}
 	}
@@ -572,14 +576,14 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	for reclaimed < target && freed && count > 0 {
 		threshold := float64(totalAge) / float64(count)
 		freed = false
-		for _, k := range pl.blocks.items() {
-			b := &a.arena[k.b]
-			if !b.isSplit() && b.es == none && float64(age(k.b)) >= threshold {
+		for _, k := range pl.blocks.Items() {
+			b := &a.arena[k.B]
+			if !b.isSplit() && b.es == none && float64(age(k.B)) >= threshold {
 				freed = true
 				reclaimed += b.size
-				totalAge -= age(k.b)
+				totalAge -= age(k.B)
 				count--
-				a.releaseBlock(k.b)
+				a.releaseBlock(k.B)
 			}
 		}
 	}
@@ -588,8 +592,8 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 func (a *Allocator) largestFree() int64 {
 	var m int64
 	for _, pl := range []*pool{&a.small, &a.large} {
-		for _, k := range pl.blocks.items() {
-			m = max(m, k.size)
+		for _, k := range pl.blocks.Items() {
+			m = max(m, k.Size)
 		}
 	}
 	return m

@@ -351,8 +351,8 @@ func TestCheckCatchesCorruption(t *testing.T) {
 	}{
 		{"stat", func(a *Allocator) { a.stats.AllocatedBytes[Large].Current++ }},
 		{"free-set", func(a *Allocator) {
-			k, _ := a.large.blocks.min()
-			a.large.blocks.remove(k)
+			k, _ := a.large.blocks.Min()
+			a.large.blocks.Remove(k)
 		}},
 		{"overlap", func(a *Allocator) {
 			for i := range a.arena {

@@ -1,5 +1,7 @@
 package torchlike
 
+import "membench/internal/freeset"
+
 // expSeg is an ExpandableSegment (allocator-spec §1.10): a virtual address
 // reservation of 1.125 × the device's memory for one (stream, pool), backed
 // page by page.
@@ -45,11 +47,11 @@ func (a *Allocator) allocatable(i int32) bool {
 // whose consecutive free and unmapped blocks reach size; else a new segment.
 func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
 	var found int32 = none
-	pl.unmapped.ascend(fkey{stream: stream}, func(k fkey) bool {
-		if k.stream != stream {
+	pl.unmapped.Ascend(freeset.Key{Stream: stream}, func(k freeset.Key) bool {
+		if k.Stream != stream {
 			return false
 		}
-		c := k.b
+		c := k.B
 		if p := a.arena[c].prev; a.allocatable(p) {
 			c = p
 		}
@@ -76,7 +78,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	es.base = a.mem.Address(es.size)
 	a.exp = append(a.exp, es)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
-	pl.unmapped.insert(key(&a.arena[i], i))
+	pl.unmapped.Insert(key(&a.arena[i], i))
 	return i
 }
 
@@ -102,7 +104,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 		es.mapped[p] = true
 	}
 	pl := a.poolOf(b)
-	pl.unmapped.remove(key(b, i))
+	pl.unmapped.Remove(key(b, i))
 	b.mapped = true
 	if bytes < b.size {
 		r := a.newBlock(block{addr: b.addr + bytes, size: b.size - bytes, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es})
@@ -112,7 +114,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 		}
 		b.next = r
 		b.size = bytes
-		pl.unmapped.insert(key(&a.arena[r], r))
+		pl.unmapped.Insert(key(&a.arena[r], r))
 	}
 	a.tryMerge(i, a.arena[i].prev)
 	a.tryMerge(i, a.arena[i].next)
@@ -139,7 +141,7 @@ func (a *Allocator) unmapBlock(i int32) {
 		es.mapped[p] = false
 	}
 	pl := a.poolOf(b)
-	pl.blocks.remove(key(b, i))
+	pl.blocks.Remove(key(b, i))
 	if before := uAddr - b.addr; before > 0 {
 		nb := a.newBlock(block{addr: b.addr, size: before, stream: b.stream, small: b.small, prev: b.prev, next: i, es: b.es, mapped: true})
 		b = &a.arena[i]
@@ -164,7 +166,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	a.tryMerge(i, b.prev)
 	a.tryMerge(i, a.arena[i].next)
 	b = &a.arena[i]
-	pl.unmapped.insert(key(b, i))
+	pl.unmapped.Insert(key(b, i))
 	a.mem.Unmap(uSize, end-begin)
 	a.stats.ReservedBytes.decrease(b.small, uSize)
 	a.stats.NumDeviceFree++
@@ -177,6 +179,6 @@ func (a *Allocator) releaseExpandableSegment(i int32) {
 	b := &a.arena[i]
 	a.exp[b.es].live = false
 	a.exp[b.es].mapped = nil
-	a.poolOf(b).unmapped.remove(key(b, i))
+	a.poolOf(b).unmapped.Remove(key(b, i))
 	a.deleteBlock(i)
 }

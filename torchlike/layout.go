@@ -72,7 +72,7 @@ func (a *Allocator) Check() error {
 		switch {
 		case !b.mapped:
 			nUnmapped++
-			if !pl.unmapped.contains(key(b, int32(i))) {
+			if !pl.unmapped.Contains(key(b, int32(i))) {
 				return fmt.Errorf("unmapped block at %#x is missing from its pool's unmapped set", b.addr)
 			}
 		case b.allocated || b.pending:
@@ -83,7 +83,7 @@ func (a *Allocator) Check() error {
 			}
 		default:
 			nFree++
-			if !pl.blocks.contains(key(b, int32(i))) {
+			if !pl.blocks.Contains(key(b, int32(i))) {
 				return fmt.Errorf("free block at %#x is missing from its pool's free set", b.addr)
 			}
 		}
@@ -104,10 +104,10 @@ func (a *Allocator) Check() error {
 			return fmt.Errorf("block at %#x: next's prev link is broken", b.addr)
 		}
 	}
-	if n := a.small.blocks.len() + a.large.blocks.len(); n != nFree {
+	if n := a.small.blocks.Len() + a.large.blocks.Len(); n != nFree {
 		return fmt.Errorf("free sets hold %d blocks, the arena has %d free blocks", n, nFree)
 	}
-	if n := a.small.unmapped.len() + a.large.unmapped.len(); n != nUnmapped {
+	if n := a.small.unmapped.Len() + a.large.unmapped.Len(); n != nUnmapped {
 		return fmt.Errorf("unmapped sets hold %d blocks, the arena has %d", n, nUnmapped)
 	}
 	// Segments must not overlap: sort the heads by address and compare

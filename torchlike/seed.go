@@ -91,7 +91,7 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 				a.stats.InactiveSplitBytes.increase(small, b.size)
 			}
 		default:
-			a.poolOf(b).unmapped.insert(key(b, i))
+			a.poolOf(b).unmapped.Insert(key(b, i))
 		}
 	}
 	return hs, ids[0], ids[len(ids)-1], nil
@@ -135,7 +135,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	unmapped := func(from, to int64) {
 		i := a.newBlock(block{addr: from, size: to - from, stream: stream, small: small, es: ei, prev: none, next: none})
-		a.poolOf(&a.arena[i]).unmapped.insert(key(&a.arena[i], i))
+		a.poolOf(&a.arena[i]).unmapped.Insert(key(&a.arena[i], i))
 		link(i, i)
 	}
 	for _, r := range runs {

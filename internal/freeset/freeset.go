@@ -1,15 +1,20 @@
-package torchlike
+// Package freeset is the ordered set that holds an allocator's free
+// blocks: PyTorch's pools and TSL's BFC bins both look up the smallest free
+// block at or above a size, ties to the lowest address.
+package freeset
 
-// fkey orders the free blocks of a pool as PyTorch's BlockComparatorSize
-// does (allocator-spec §1.3): stream, then size, then address, streams and
-// addresses compared as unsigned pointers. b is the block's arena index and
-// takes no part in the order (addresses are unique within a pool).
-type fkey struct {
-	stream, size, addr int64
-	b                  int32
+// Key orders free blocks as PyTorch's BlockComparatorSize does
+// (allocator-spec §1.3): stream, then size, then address, streams and
+// addresses compared as unsigned pointers; BFC, which has no streams, uses
+// stream 0 and gets its bins' (size, address) order (§2.1). B is the
+// block's index in its allocator's arena and takes no part in the order
+// (addresses are unique within a set).
+type Key struct {
+	Stream, Size, Addr int64
+	B                  int32
 }
 
-// set is an ordered set of block keys: a pool's free blocks by (stream,
+// Set is an ordered set of block keys: a pool's free blocks by (stream,
 // size, address), or with byAddr its unmapped expandable ranges by
 // (stream, address) as BlockComparatorAddress orders them.
 //
@@ -18,37 +23,39 @@ type fkey struct {
 // insertion or deletion moves at most one chunk's keys. This replaced
 // github.com/tidwall/btree here because the comparison is inlined instead
 // of called through a function value, which made the replay loop about
-// twice as fast (BenchmarkOrderedSet in sets_bench_test.go); chunks are
+// twice as fast (BenchmarkOrderedSet in torchlike/sets_bench_test.go); chunks are
 // recycled, so a steady-state replay allocates nothing.
-type set struct {
+type Set struct {
 	byAddr bool
-	chunks [][]fkey
-	last   []fkey
+	chunks [][]Key
+	last   []Key
 	n      int
-	spare  [][]fkey
+	spare  [][]Key
 }
 
 const chunkMax = 128
 
-func newSet(byAddr bool) *set { return &set{byAddr: byAddr} }
+// New returns an empty set ordered by (stream, size, address), or with
+// byAddr by (stream, address).
+func New(byAddr bool) *Set { return &Set{byAddr: byAddr} }
 
-func (s *set) less(x, y fkey) bool {
-	if x.stream != y.stream {
-		return uint64(x.stream) < uint64(y.stream)
+func (s *Set) Less(x, y Key) bool {
+	if x.Stream != y.Stream {
+		return uint64(x.Stream) < uint64(y.Stream)
 	}
-	if !s.byAddr && x.size != y.size {
-		return x.size < y.size
+	if !s.byAddr && x.Size != y.Size {
+		return x.Size < y.Size
 	}
-	return uint64(x.addr) < uint64(y.addr)
+	return uint64(x.Addr) < uint64(y.Addr)
 }
 
 // chunkFor is the first chunk whose last key is not less than k, or
 // len(chunks).
-func (s *set) chunkFor(k fkey) int {
+func (s *Set) chunkFor(k Key) int {
 	lo, hi := 0, len(s.last)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.less(s.last[m], k) {
+		if s.Less(s.last[m], k) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -58,11 +65,11 @@ func (s *set) chunkFor(k fkey) int {
 }
 
 // posIn is the first index in c whose key is not less than k.
-func (s *set) posIn(c []fkey, k fkey) int {
+func (s *Set) posIn(c []Key, k Key) int {
 	lo, hi := 0, len(c)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.less(c[m], k) {
+		if s.Less(c[m], k) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -71,27 +78,27 @@ func (s *set) posIn(c []fkey, k fkey) int {
 	return lo
 }
 
-func (s *set) len() int { return s.n }
+func (s *Set) Len() int { return s.n }
 
 // lowerBound is the first key not less than k.
-func (s *set) lowerBound(k fkey) (fkey, bool) {
+func (s *Set) LowerBound(k Key) (Key, bool) {
 	i := s.chunkFor(k)
 	if i == len(s.chunks) {
-		return fkey{}, false
+		return Key{}, false
 	}
 	c := s.chunks[i]
 	return c[s.posIn(c, k)], true
 }
 
 // after is the first key greater than k.
-func (s *set) after(k fkey) (fkey, bool) {
+func (s *Set) After(k Key) (Key, bool) {
 	i := s.chunkFor(k)
 	if i == len(s.chunks) {
-		return fkey{}, false
+		return Key{}, false
 	}
 	c := s.chunks[i]
 	j := s.posIn(c, k)
-	if j < len(c) && !s.less(k, c[j]) { // c[j] == k
+	if j < len(c) && !s.Less(k, c[j]) { // c[j] == k
 		j++
 	}
 	if j < len(c) {
@@ -100,11 +107,11 @@ func (s *set) after(k fkey) (fkey, bool) {
 	if i+1 < len(s.chunks) {
 		return s.chunks[i+1][0], true
 	}
-	return fkey{}, false
+	return Key{}, false
 }
 
 // before is the last key less than k.
-func (s *set) before(k fkey) (fkey, bool) {
+func (s *Set) Before(k Key) (Key, bool) {
 	i := s.chunkFor(k)
 	if i < len(s.chunks) {
 		c := s.chunks[i]
@@ -116,25 +123,25 @@ func (s *set) before(k fkey) (fkey, bool) {
 		c := s.chunks[i-1]
 		return c[len(c)-1], true
 	}
-	return fkey{}, false
+	return Key{}, false
 }
 
-func (s *set) min() (fkey, bool) {
+func (s *Set) Min() (Key, bool) {
 	if s.n == 0 {
-		return fkey{}, false
+		return Key{}, false
 	}
 	return s.chunks[0][0], true
 }
 
-func (s *set) max() (fkey, bool) {
+func (s *Set) Max() (Key, bool) {
 	if s.n == 0 {
-		return fkey{}, false
+		return Key{}, false
 	}
 	return s.last[len(s.last)-1], true
 }
 
 // contains reports whether k (with its arena index) is in the set.
-func (s *set) contains(k fkey) bool {
+func (s *Set) Contains(k Key) bool {
 	i := s.chunkFor(k)
 	if i == len(s.chunks) {
 		return false
@@ -144,16 +151,16 @@ func (s *set) contains(k fkey) bool {
 	return j < len(c) && c[j] == k
 }
 
-func (s *set) newChunk() []fkey {
+func (s *Set) newChunk() []Key {
 	if n := len(s.spare); n > 0 {
 		c := s.spare[n-1]
 		s.spare = s.spare[:n-1]
 		return c[:0]
 	}
-	return make([]fkey, 0, chunkMax+1)
+	return make([]Key, 0, chunkMax+1)
 }
 
-func (s *set) insert(k fkey) {
+func (s *Set) Insert(k Key) {
 	s.n++
 	if len(s.chunks) == 0 {
 		s.chunks = append(s.chunks, append(s.newChunk(), k))
@@ -163,7 +170,7 @@ func (s *set) insert(k fkey) {
 	i := min(s.chunkFor(k), len(s.chunks)-1)
 	c := s.chunks[i]
 	j := s.posIn(c, k)
-	c = append(c, fkey{})
+	c = append(c, Key{})
 	copy(c[j+1:], c[j:])
 	c[j] = k
 	s.chunks[i] = c
@@ -177,22 +184,22 @@ func (s *set) insert(k fkey) {
 		s.chunks = append(s.chunks, nil)
 		copy(s.chunks[i+2:], s.chunks[i+1:])
 		s.chunks[i+1] = nc
-		s.last = append(s.last, fkey{})
+		s.last = append(s.last, Key{})
 		copy(s.last[i+2:], s.last[i+1:])
 		s.last[i+1] = nc[len(nc)-1]
 	}
 }
 
-func (s *set) remove(k fkey) {
+func (s *Set) Remove(k Key) {
 	i := s.chunkFor(k)
-	var c []fkey
+	var c []Key
 	j := 0
 	if i < len(s.chunks) {
 		c = s.chunks[i]
 		j = s.posIn(c, k)
 	}
 	if i == len(s.chunks) || j == len(c) || c[j] != k {
-		panic("torchlike: removing a block that is not in its set")
+		panic("freeset: removing a block that is not in its set")
 	}
 	s.n--
 	copy(c[j:], c[j+1:])
@@ -209,8 +216,8 @@ func (s *set) remove(k fkey) {
 
 // items returns the keys in order: for the rare whole-pool passes
 // (empty_cache, garbage collection), which mutate the set as they go.
-func (s *set) items() []fkey {
-	out := make([]fkey, 0, s.n)
+func (s *Set) Items() []Key {
+	out := make([]Key, 0, s.n)
 	for _, c := range s.chunks {
 		out = append(out, c...)
 	}
@@ -219,7 +226,7 @@ func (s *set) items() []fkey {
 
 // ascend calls fn on each key from the first not less than k, in order,
 // until fn returns false. fn must not change the set.
-func (s *set) ascend(k fkey, fn func(fkey) bool) {
+func (s *Set) Ascend(k Key, fn func(Key) bool) {
 	i := s.chunkFor(k)
 	if i == len(s.chunks) {
 		return

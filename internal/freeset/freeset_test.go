@@ -1,4 +1,4 @@
-package torchlike
+package freeset
 
 import (
 	"math/rand/v2"
@@ -8,37 +8,37 @@ import (
 	tbtree "github.com/tidwall/btree"
 )
 
-func lessSize(x, y fkey) bool { return (&set{}).less(x, y) }
+func lessSize(x, y Key) bool { return (&Set{}).Less(x, y) }
 
 // BenchmarkOrderedSet compares ordered sets on the free-block workload of
 // a replay: a lower-bound search, a delete and an insert per step over a
-// few thousand blocks. Two well-kept libraries against set (sets.go), whose
+// few thousand blocks. Two well-kept libraries against Set, whose
 // inlined comparison decided the choice.
 func BenchmarkOrderedSet(b *testing.B) {
 	const n = 4096
 	rng := rand.New(rand.NewPCG(1, 2))
-	keys := make([]fkey, n)
+	keys := make([]Key, n)
 	for i := range keys {
-		keys[i] = fkey{stream: 0, size: 512 * (1 + rng.Int64N(1<<16)), addr: int64(i) << 21, b: int32(i)}
+		keys[i] = Key{Stream: 0, Size: 512 * (1 + rng.Int64N(1<<16)), Addr: int64(i) << 21, B: int32(i)}
 	}
-	probes := make([]fkey, 1<<16)
+	probes := make([]Key, 1<<16)
 	for i := range probes {
-		probes[i] = fkey{size: 512 * (1 + rng.Int64N(1<<16))}
+		probes[i] = Key{Size: 512 * (1 + rng.Int64N(1<<16))}
 	}
 	b.Run("lib=chunked", func(b *testing.B) {
-		s := newSet(false)
+		s := New(false)
 		for _, k := range keys {
-			s.insert(k)
+			s.Insert(k)
 		}
 		i := 0
 		for b.Loop() {
-			k, ok := s.lowerBound(probes[i&(len(probes)-1)])
+			k, ok := s.LowerBound(probes[i&(len(probes)-1)])
 			if !ok {
-				k, _ = s.min()
+				k, _ = s.Min()
 			}
-			s.remove(k)
-			k.addr += 1 << 40
-			s.insert(k)
+			s.Remove(k)
+			k.Addr += 1 << 40
+			s.Insert(k)
 			i++
 		}
 	})
@@ -47,9 +47,9 @@ func BenchmarkOrderedSet(b *testing.B) {
 		for _, k := range keys {
 			t.Set(k)
 		}
-		var found fkey
+		var found Key
 		var ok bool
-		visit := func(k fkey) bool { found, ok = k, true; return false }
+		visit := func(k Key) bool { found, ok = k, true; return false }
 		i := 0
 		for b.Loop() {
 			ok = false
@@ -58,7 +58,7 @@ func BenchmarkOrderedSet(b *testing.B) {
 				found, _ = t.Min()
 			}
 			t.Delete(found)
-			found.addr += 1 << 40
+			found.Addr += 1 << 40
 			t.Set(found)
 			i++
 		}
@@ -68,9 +68,9 @@ func BenchmarkOrderedSet(b *testing.B) {
 		for _, k := range keys {
 			t.ReplaceOrInsert(k)
 		}
-		var found fkey
+		var found Key
 		var ok bool
-		visit := func(k fkey) bool { found, ok = k, true; return false }
+		visit := func(k Key) bool { found, ok = k, true; return false }
 		i := 0
 		for b.Loop() {
 			ok = false
@@ -79,7 +79,7 @@ func BenchmarkOrderedSet(b *testing.B) {
 				found, _ = t.Min()
 			}
 			t.Delete(found)
-			found.addr += 1 << 40
+			found.Addr += 1 << 40
 			t.ReplaceOrInsert(found)
 			i++
 		}
@@ -92,10 +92,10 @@ func BenchmarkOrderedSet(b *testing.B) {
 func TestSetAgainstModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, byAddr := range []bool{false, true} {
-		s := newSet(byAddr)
-		var model []fkey
-		lessK := s.less
-		pos := func(k fkey) int {
+		s := New(byAddr)
+		var model []Key
+		lessK := s.Less
+		pos := func(k Key) int {
 			i := 0
 			for i < len(model) && lessK(model[i], k) {
 				i++
@@ -105,43 +105,43 @@ func TestSetAgainstModel(t *testing.T) {
 		for step := 0; step < 20000; step++ {
 			if len(model) > 0 && rng.IntN(100) < 45 {
 				k := model[rng.IntN(len(model))]
-				s.remove(k)
+				s.Remove(k)
 				p := pos(k)
 				model = append(model[:p], model[p+1:]...)
 			} else {
-				k := fkey{stream: int64(rng.IntN(3)), size: 512 * (1 + rng.Int64N(64)), addr: int64(step) << 12, b: int32(step)}
-				s.insert(k)
+				k := Key{Stream: int64(rng.IntN(3)), Size: 512 * (1 + rng.Int64N(64)), Addr: int64(step) << 12, B: int32(step)}
+				s.Insert(k)
 				p := pos(k)
-				model = append(model, fkey{})
+				model = append(model, Key{})
 				copy(model[p+1:], model[p:])
 				model[p] = k
 			}
-			probe := fkey{stream: int64(rng.IntN(3)), size: 512 * (1 + rng.Int64N(64)), addr: rng.Int64N(int64(step+1) << 12)}
+			probe := Key{Stream: int64(rng.IntN(3)), Size: 512 * (1 + rng.Int64N(64)), Addr: rng.Int64N(int64(step+1) << 12)}
 			p := pos(probe)
-			got, ok := s.lowerBound(probe)
+			got, ok := s.LowerBound(probe)
 			if ok != (p < len(model)) || (ok && got != model[p]) {
 				t.Fatalf("step %d: lowerBound(%v) = %v %v, model %d of %d", step, probe, got, ok, p, len(model))
 			}
-			got, ok = s.before(probe)
+			got, ok = s.Before(probe)
 			if ok != (p > 0) || (ok && got != model[p-1]) {
 				t.Fatalf("step %d: before wrong", step)
 			}
 			if len(model) > 0 {
 				k := model[rng.IntN(len(model))]
 				q := pos(k)
-				got, ok = s.after(k)
+				got, ok = s.After(k)
 				if ok != (q+1 < len(model)) || (ok && got != model[q+1]) {
 					t.Fatalf("step %d: after wrong", step)
 				}
-				if !s.contains(k) {
+				if !s.Contains(k) {
 					t.Fatalf("step %d: contains lost %v", step, k)
 				}
 			}
-			if s.len() != len(model) {
-				t.Fatalf("len %d want %d", s.len(), len(model))
+			if s.Len() != len(model) {
+				t.Fatalf("len %d want %d", s.Len(), len(model))
 			}
 		}
-		items := s.items()
+		items := s.Items()
 		for i := range items {
 			if items[i] != model[i] {
 				t.Fatal("items differ from the model")

@@ -1,0 +1,474 @@
+package bfc
+
+import (
+	"fmt"
+
+	"membench/internal/freeset"
+	"membench/strategies"
+)
+
+// Constants of §2.1.
+const (
+	MinAllocationSize int64 = 256
+	initialGrowth     int64 = 2 << 20
+	defaultMaxFrag    int64 = 128 << 20
+)
+
+// RoundedBytes is RoundedBytes: a multiple of 256.
+func RoundedBytes(n int64) int64 {
+	return (n + MinAllocationSize - 1) / MinAllocationSize * MinAllocationSize
+}
+
+// Options are BFCAllocator::Options plus the memory limit.
+type Options struct {
+	// Limit is memory_limit: total bytes the allocator may obtain.
+	Limit int64
+	// AllowGrowth grows regions on demand; without it the first
+	// allocation takes the whole limit in one region.
+	AllowGrowth bool
+	// GarbageCollection frees entirely free regions when a request fails.
+	GarbageCollection bool
+	// FragmentationFraction, if > 0, sets max_internal_fragmentation_bytes
+	// to this fraction of Limit; otherwise it is 128 MiB.
+	FragmentationFraction float64
+	// Defrag relocates live chunks when a request fails but free memory
+	// would suffice (see the package comment: a modelling assumption).
+	Defrag bool
+	// DefragViaHost costs relocation over the host link instead of HBM.
+	DefragViaHost bool
+	// Name appears in OOM messages, as GPU_0_bfc does.
+	Name string
+}
+
+// Stats are AllocatorStats as BFC fills them (§2.7), plus the
+// defragmentation counters.
+type Stats struct {
+	NumAllocs        int64
+	BytesInUse       int64
+	PeakBytesInUse   int64
+	LargestAllocSize int64
+	BytesLimit       int64
+	PoolBytes        int64
+	PeakPoolBytes    int64
+	DefragEvents     int64
+	DefragMovedBytes int64
+	NumOOMs          int64
+}
+
+type chunk struct {
+	ptr, size, req int64
+	prev, next     int32
+	region         int32
+	inUse, alive   bool
+}
+
+type region struct {
+	ptr, size int64
+	first     int32 // lowest chunk
+	alive     bool
+}
+
+const none int32 = -1
+
+// Allocator is one BFC allocator on one device.
+type Allocator struct {
+	opts    Options
+	mem     *strategies.Memory
+	chunks  []chunk
+	unused  []int32
+	regions []region
+	free    *freeset.Set // free chunks by (size, address)
+	curr    int64        // curr_region_allocation_bytes_
+	maxFrag int64
+	stats   Stats
+	lastOOM strategies.OOM
+}
+
+// New builds a BFC allocator drawing from mem.
+func New(opts Options, mem *strategies.Memory) *Allocator {
+	a := &Allocator{opts: opts, mem: mem, free: freeset.New(false)}
+	if opts.AllowGrowth {
+		a.curr = RoundedBytes(min(opts.Limit, initialGrowth))
+	} else {
+		a.curr = RoundedBytes(opts.Limit)
+	}
+	a.maxFrag = defaultMaxFrag
+	if opts.FragmentationFraction > 0 {
+		a.maxFrag = int64(opts.FragmentationFraction * float64(opts.Limit))
+	}
+	a.stats.BytesLimit = opts.Limit
+	if a.opts.Name == "" {
+		a.opts.Name = "bfc"
+	}
+	return a
+}
+
+// Options returns the allocator's options.
+func (a *Allocator) Options() Options { return a.opts }
+
+// Stats returns the allocator's statistics.
+func (a *Allocator) Stats() *Stats { return &a.stats }
+
+// Memory implements strategies.Allocator.
+func (a *Allocator) Memory() *strategies.Memory { return a.mem }
+
+// LastOOM implements strategies.Allocator.
+func (a *Allocator) LastOOM() strategies.OOM { return a.lastOOM }
+
+// Allocated implements strategies.Allocator: bytes_in_use, which counts
+// whole chunks.
+func (a *Allocator) Allocated() int64 { return a.stats.BytesInUse }
+
+func (a *Allocator) newChunk(c chunk) int32 {
+	c.alive = true
+	if n := len(a.unused); n > 0 {
+		h := a.unused[n-1]
+		a.unused = a.unused[:n-1]
+		a.chunks[h] = c
+		return h
+	}
+	a.chunks = append(a.chunks, c)
+	return int32(len(a.chunks) - 1)
+}
+
+func (a *Allocator) deleteChunk(h int32) {
+	a.chunks[h] = chunk{}
+	a.unused = append(a.unused, h)
+}
+
+func (a *Allocator) key(h int32) freeset.Key {
+	return freeset.Key{Size: a.chunks[h].size, Addr: a.chunks[h].ptr, B: h}
+}
+
+// Malloc is AllocateRaw (§2.2): find, else Extend and find, else free
+// whole regions (garbage collection), extend and find, else (if enabled)
+// defragment and find.
+func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
+	if n <= 0 {
+		return -1, false
+	}
+	r := RoundedBytes(n)
+	if h, ok := a.find(r, n); ok {
+		a.mem.Hit()
+		return h, true
+	}
+	if a.extend(r) {
+		if h, ok := a.find(r, n); ok {
+			return h, true
+		}
+	}
+	if a.deallocateFreeRegions(r) && a.extend(r) {
+		if h, ok := a.find(r, n); ok {
+			return h, true
+		}
+	}
+	if a.opts.Defrag && a.defragment(r) {
+		if h, ok := a.find(r, n); ok {
+			return h, true
+		}
+	}
+	a.stats.NumOOMs++
+	largest := a.largestFree()
+	free := a.stats.PoolBytes - a.stats.BytesInUse
+	a.lastOOM = strategies.OOM{Requested: n, Rounded: r, Reserved: a.mem.Reserved(), Allocated: a.stats.BytesInUse,
+		DeviceFree: a.mem.Available(), LargestFree: largest}
+	a.lastOOM.Message = fmt.Sprintf("RESOURCE_EXHAUSTED: Out of memory while trying to allocate %d bytes (%s: %d bytes free in its regions, largest free chunk %d bytes, limit %d bytes, %d bytes held from the device)",
+		n, a.opts.Name, free, largest, a.opts.Limit, a.stats.PoolBytes)
+	return -1, false
+}
+
+// find is FindChunkPtr: the best-fit free chunk, split if worth it.
+func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
+	k, ok := a.free.LowerBound(freeset.Key{Size: r})
+	if !ok {
+		return -1, false
+	}
+	a.free.Remove(k)
+	h := k.B
+	c := &a.chunks[h]
+	if c.size >= 2*r || c.size-r >= a.maxFrag {
+		a.split(h, r)
+		c = &a.chunks[h]
+	}
+	c.inUse = true
+	c.req = n
+	a.stats.NumAllocs++
+	a.stats.BytesInUse += c.size
+	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.stats.BytesInUse)
+	a.stats.LargestAllocSize = max(a.stats.LargestAllocSize, c.size)
+	return strategies.Handle(h), true
+}
+
+// split is SplitChunk: the low r bytes stay with h, the rest becomes a
+// free chunk (whose right neighbour cannot be free, §2.2).
+func (a *Allocator) split(h int32, r int64) {
+	c := a.chunks[h]
+	nh := a.newChunk(chunk{ptr: c.ptr + r, size: c.size - r, prev: h, next: c.next, region: c.region})
+	if c.next != none {
+		a.chunks[c.next].prev = nh
+	}
+	a.chunks[h].next = nh
+	a.chunks[h].size = r
+	a.free.Insert(a.key(nh))
+}
+
+// Free is DeallocateRaw with coalescing (§2.3): merge the next chunk in,
+// then merge into the previous one.
+func (a *Allocator) Free(hh strategies.Handle) {
+	h := int32(hh)
+	c := &a.chunks[h]
+	c.inUse = false
+	a.stats.BytesInUse -= c.size
+	if nx := c.next; nx != none && !a.chunks[nx].inUse {
+		a.free.Remove(a.key(nx))
+		a.merge(h, nx)
+	}
+	if pv := a.chunks[h].prev; pv != none && !a.chunks[pv].inUse {
+		a.free.Remove(a.key(pv))
+		a.merge(pv, h)
+		h = pv
+	}
+	a.free.Insert(a.key(h))
+}
+
+// merge absorbs chunk b into its lower neighbour a1.
+func (a *Allocator) merge(h1, h2 int32) {
+	c1, c2 := &a.chunks[h1], a.chunks[h2]
+	c1.size += c2.size
+	c1.next = c2.next
+	if c2.next != none {
+		a.chunks[c2.next].prev = h1
+	}
+	a.deleteChunk(h2)
+}
+
+// extend is Extend (§2.4).
+func (a *Allocator) extend(r int64) bool {
+	avail := (a.opts.Limit - a.stats.PoolBytes) / MinAllocationSize * MinAllocationSize
+	if r > avail {
+		return false
+	}
+	grew := false
+	for r > a.curr {
+		a.curr *= 2
+		grew = true
+	}
+	bytes := min(a.curr, avail)
+	addr, ok := a.mem.Malloc(bytes)
+	for !ok {
+		back := RoundedBytes(int64(float64(bytes) * 0.9))
+		if back >= bytes {
+			back = bytes - MinAllocationSize
+		}
+		bytes = back
+		if bytes < r {
+			return false
+		}
+		addr, ok = a.mem.Malloc(bytes)
+	}
+	if !grew {
+		a.curr *= 2
+	}
+	a.stats.PoolBytes += bytes
+	a.stats.PeakPoolBytes = max(a.stats.PeakPoolBytes, a.stats.PoolBytes)
+	ri := int32(len(a.regions))
+	h := a.newChunk(chunk{ptr: addr, size: bytes, prev: none, next: none, region: ri})
+	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, alive: true})
+	a.free.Insert(a.key(h))
+	return true
+}
+
+// deallocateFreeRegions is DeallocateFreeRegions (§2.5).
+func (a *Allocator) deallocateFreeRegions(r int64) bool {
+	if !a.opts.GarbageCollection {
+		return false
+	}
+	var total int64
+	var freeRegions []int32
+	for i := range a.regions {
+		g := &a.regions[i]
+		if g.alive && !a.chunks[g.first].inUse && a.chunks[g.first].next == none {
+			freeRegions = append(freeRegions, int32(i))
+			total += g.size
+		}
+	}
+	if total == 0 || r > a.opts.Limit-a.stats.PoolBytes+total {
+		return false
+	}
+	for _, i := range freeRegions {
+		g := &a.regions[i]
+		a.free.Remove(a.key(g.first))
+		a.deleteChunk(g.first)
+		a.mem.Free(g.size)
+		a.stats.PoolBytes -= g.size
+		g.alive = false
+	}
+	return true
+}
+
+func (a *Allocator) largestFree() int64 {
+	if k, ok := a.free.Max(); ok {
+		return k.Size
+	}
+	return 0
+}
+
+// defragment slides the live chunks of every region that has free bytes
+// to the region's low end, in address order, leaving one free chunk at the
+// top; it reports whether that made a chunk of r bytes. It does nothing
+// (and reports false) unless the free bytes in some region reach r: moving
+// buffers cannot help otherwise. Assumption: see the package comment.
+func (a *Allocator) defragment(r int64) bool {
+	best := int64(0)
+	for i := range a.regions {
+		if a.regions[i].alive {
+			best = max(best, a.regionFree(int32(i)))
+		}
+	}
+	if best < r {
+		return false
+	}
+	var moved int64
+	for i := range a.regions {
+		g := &a.regions[i]
+		if !g.alive || a.regionFree(int32(i)) == 0 {
+			continue
+		}
+		moved += a.compact(int32(i))
+	}
+	a.stats.DefragEvents++
+	a.stats.DefragMovedBytes += moved
+	a.mem.Move(moved, a.opts.DefragViaHost)
+	return true
+}
+
+func (a *Allocator) regionFree(ri int32) int64 {
+	var f int64
+	for h := a.regions[ri].first; h != none; h = a.chunks[h].next {
+		if !a.chunks[h].inUse {
+			f += a.chunks[h].size
+		}
+	}
+	return f
+}
+
+// compact rewrites a region as its live chunks packed from the bottom,
+// then one free chunk; it returns the bytes that moved.
+func (a *Allocator) compact(ri int32) int64 {
+	g := &a.regions[ri]
+	at := g.ptr
+	var moved int64
+	var prevLive int32 = none
+	first := none
+	for h := g.first; h != none; {
+		c := &a.chunks[h]
+		next := c.next
+		if c.inUse {
+			if c.ptr != at {
+				moved += c.size
+				c.ptr = at
+			}
+			at += c.size
+			c.prev = prevLive
+			if prevLive != none {
+				a.chunks[prevLive].next = h
+			} else {
+				first = h
+			}
+			prevLive = h
+		} else {
+			a.free.Remove(a.key(h))
+			a.deleteChunk(h)
+		}
+		h = next
+	}
+	if end := g.ptr + g.size; at < end {
+		fh := a.newChunk(chunk{ptr: at, size: end - at, prev: prevLive, next: none, region: ri})
+		if prevLive != none {
+			a.chunks[prevLive].next = fh
+		} else {
+			first = fh
+		}
+		a.free.Insert(a.key(fh))
+	} else if prevLive != none {
+		a.chunks[prevLive].next = none
+	}
+	g.first = first
+	return moved
+}
+
+// Layout implements strategies.Allocator: one Segment per region.
+func (a *Allocator) Layout(fn func(strategies.Segment)) {
+	for i := range a.regions {
+		g := &a.regions[i]
+		if !g.alive {
+			continue
+		}
+		s := strategies.Segment{Addr: g.ptr, Size: g.size, Pool: "bfc"}
+		for h := g.first; h != none; h = a.chunks[h].next {
+			c := &a.chunks[h]
+			st := strategies.BlockFree
+			if c.inUse {
+				st = strategies.BlockAllocated
+			}
+			s.Blocks = append(s.Blocks, strategies.Block{Addr: c.ptr, Size: c.size, Requested: c.req, State: st})
+		}
+		fn(s)
+	}
+}
+
+// Check implements strategies.Allocator: chunks tile their regions with
+// consistent links, no two free chunks are adjacent, the free set holds
+// exactly the free chunks, and bytes_in_use and pool_bytes balance.
+func (a *Allocator) Check() error {
+	var inUse, pool int64
+	nFree := 0
+	var lastEnd int64
+	for i := range a.regions {
+		g := &a.regions[i]
+		if !g.alive {
+			continue
+		}
+		if g.ptr < lastEnd {
+			return fmt.Errorf("region at %#x overlaps the previous one", g.ptr)
+		}
+		lastEnd = g.ptr + g.size
+		pool += g.size
+		at := g.ptr
+		prevFree := false
+		var prev int32 = none
+		for h := g.first; h != none; h = a.chunks[h].next {
+			c := &a.chunks[h]
+			if !c.alive || c.ptr != at || c.size <= 0 || c.prev != prev || c.region != int32(i) {
+				return fmt.Errorf("region at %#x: chunk %d (%+v) breaks the tiling at %#x", g.ptr, h, *c, at)
+			}
+			if !c.inUse {
+				if prevFree {
+					return fmt.Errorf("region at %#x: adjacent free chunks at %#x", g.ptr, c.ptr)
+				}
+				if !a.free.Contains(a.key(h)) {
+					return fmt.Errorf("free chunk at %#x is not in the free set", c.ptr)
+				}
+				nFree++
+			} else {
+				inUse += c.size
+			}
+			prevFree = !c.inUse
+			at += c.size
+			prev = h
+		}
+		if at != g.ptr+g.size {
+			return fmt.Errorf("region at %#x: chunks end at %#x, the region at %#x", g.ptr, at, g.ptr+g.size)
+		}
+	}
+	if nFree != a.free.Len() {
+		return fmt.Errorf("free set holds %d chunks, regions have %d free chunks", a.free.Len(), nFree)
+	}
+	if inUse != a.stats.BytesInUse || pool != a.stats.PoolBytes {
+		return fmt.Errorf("bytes_in_use %d / pool_bytes %d, chunks add up to %d / %d", a.stats.BytesInUse, a.stats.PoolBytes, inUse, pool)
+	}
+	if pool != a.mem.Reserved() {
+		return fmt.Errorf("pool_bytes %d disagrees with the device's %d", pool, a.mem.Reserved())
+	}
+	return nil
+}

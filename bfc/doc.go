@@ -1,0 +1,36 @@
+// Package bfc models TSL's best-fit-with-coalescing allocator
+// (xla/tsl/framework/bfc_allocator.cc), which TensorFlow and XLA (so JAX)
+// share on GPU; allocator-spec §2 restates its rules and this file's
+// comments cite that section.
+//
+// Memory comes from the device in regions (one cudaMalloc each). Chunks
+// tile a region without gaps and are linked to their address neighbours;
+// chunks never span regions, because the GPU sub-allocator does not
+// support coalescing (§2.1). A request is rounded to 256 bytes and served
+// by the smallest free chunk that fits, ties to the lowest address (§2.2).
+// TSL keeps 21 bins by size class and scans them from the request's bin
+// upwards, each in (size, address) order; since the bins partition sizes
+// into ordered ranges, that scan finds exactly the first chunk of one
+// (size, address)-ordered set at or above the request, which is what this
+// package keeps. The chunk is split only if it is at least twice the
+// request or would waste at least max_internal_fragmentation_bytes (128 MiB
+// by default); the allocation keeps the low end. A free coalesces with free
+// neighbours in the same region (§2.3).
+//
+// When no chunk fits, Extend asks the device for a new region: with
+// allow_growth the region size doubles from 2 MiB, otherwise the first
+// region is the whole limit (§2.4). A failed device allocation backs off by
+// 0.9 until it succeeds or falls below the request, as the current TSL
+// does on every failure. With garbage_collection, a request that still
+// fails frees every entirely free region and extends again (§2.5).
+//
+// Beyond TSL, the allocator can defragment (Options.Defrag): when a request
+// fails although the free bytes inside its regions would hold it, live
+// chunks are slid to the low end of each region in address order, leaving
+// one free chunk at the top, and the request is retried. That is the
+// model of the TPU runtime's automatic defragmentation (allocator-spec §4,
+// jax-ml/jax#9064), whose real algorithm is not public: an assumption,
+// labelled as such wherever it is used, and costed as bytes moved × 2 over
+// the HBM bandwidth (or the host link when relocation goes through host
+// memory, as a GPU would have to).
+package bfc
