@@ -472,3 +472,8 @@ func (a *Allocator) Check() error {
 	}
 	return nil
 }
+
+// DefragStats reports the defragmentation events and the bytes they moved.
+func (a *Allocator) DefragStats() (events, moved int64) {
+	return a.stats.DefragEvents, a.stats.DefragMovedBytes
+}

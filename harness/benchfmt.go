@@ -24,6 +24,8 @@ var Metrics = []Metric{
 	{"device-mallocs", func(r *Result) float64 { return float64(r.DeviceMallocs) }},
 	{"device-frees", func(r *Result) float64 { return float64(r.DeviceFrees) }},
 	{"modeled-alloc-sec", func(r *Result) float64 { return r.ModeledSec }},
+	{"defrag-events", func(r *Result) float64 { return float64(r.DefragEvents) }},
+	{"defrag-moved-B", func(r *Result) float64 { return float64(r.DefragMoved) }},
 }
 
 // NameValue makes s safe as a benchmark-name value: '/' would start a new

@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"membench/jaxlike"
 	"membench/strategies"
+	"membench/tflike"
 	"membench/torchlike"
 )
 
@@ -22,6 +24,25 @@ var registry = map[string]Constructor{
 		}
 		return torchlike.New(cfg, mem), nil
 	},
+	"tf": func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error) {
+		cfg, err := tflike.ParseConfig(sp)
+		if err != nil {
+			return nil, err
+		}
+		return tflike.New(cfg, mem), nil
+	},
+	"jax": func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error) {
+		cfg, err := jaxlike.ParseConfig(sp)
+		if err != nil {
+			return nil, err
+		}
+		return jaxlike.New(cfg, mem), nil
+	},
+}
+
+// defragmenter is implemented by allocators that can relocate live buffers.
+type defragmenter interface {
+	DefragStats() (events, moved int64)
 }
 
 // DefaultStrategies is what `membench run` compares when no strategy is

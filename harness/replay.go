@@ -50,6 +50,8 @@ type Result struct {
 	DeviceMallocs           int64
 	DeviceFrees             int64
 	ModeledSec              float64
+	DefragEvents            int64 // relocations of live buffers (TPU runtime model, defrag=true)
+	DefragMoved             int64 // bytes those relocations moved
 	OOMs                    []OOMRecord
 	OOMCount                int64
 	Timeline                []Sample
@@ -160,6 +162,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	}
 	res.Events = i
 	res.DeviceMallocs, res.DeviceFrees, res.ModeledSec = mem.Mallocs(), mem.Frees(), mem.Seconds()
+	if d, ok := a.(defragmenter); ok {
+		res.DefragEvents, res.DefragMoved = d.DefragStats()
+	}
 	res.Timeline = tl.samples
 	return res, nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+
+	"membench/harness"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -43,7 +45,7 @@ func TestRunDefault(t *testing.T) {
 			t.Errorf("syntax error: %v", rec)
 		}
 	}
-	if n == 0 || units != 14 { // assume= and better= for each of 7 units
+	if n == 0 || units != 2*len(harness.Metrics) { // assume= and better= for each unit
 		t.Errorf("%d results, %d unit lines", n, units)
 	}
 	// Deterministic: a second run prints the same bytes.

@@ -1,0 +1,103 @@
+// Package jaxlike models JAX's accelerator memory allocation (allocator-spec
+// §3): on GPU, XLA's BFC allocator (package bfc) preallocating 75 % of the
+// device's total memory by default, growing on demand with
+// preallocate=false, or the platform allocator; on TPU, the TPU runtime
+// model that bfc.NewTPU describes.
+package jaxlike
+
+import (
+	"fmt"
+	"strconv"
+
+	"membench/bfc"
+	"membench/platform"
+	"membench/strategies"
+)
+
+// Config is GpuAllocatorConfig as JAX's environment variables set it.
+type Config struct {
+	Preallocate   bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
+	Fraction      float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
+	Platform      bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
+	Defrag        bool
+	DefragSet     bool
+	DefragViaHost bool
+}
+
+// Keys are the knobs a jax strategy spec accepts; the environment
+// variables' names are aliases.
+var Keys = []string{
+	"preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE",
+	"mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
+	"allocator", "XLA_PYTHON_CLIENT_ALLOCATOR",
+	"defrag", "defrag_via_host",
+}
+
+// ParseConfig reads a jax strategy spec.
+func ParseConfig(sp strategies.Spec) (Config, error) {
+	c := Config{Preallocate: true, Fraction: 0.75}
+	if err := sp.CheckKeys(Keys...); err != nil {
+		return c, err
+	}
+	fractionKey := ""
+	for _, p := range sp.Params {
+		var err error
+		switch p.Key {
+		case "preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE":
+			// jaxlib: false iff the value is one of false, False, 0.
+			c.Preallocate = !(p.Value == "false" || p.Value == "False" || p.Value == "0")
+		case "mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION":
+			if fractionKey != "" && fractionKey != p.Key {
+				err = fmt.Errorf("also set as %s (jaxlib raises ValueError when both are set)", fractionKey)
+				break
+			}
+			fractionKey = p.Key
+			c.Fraction, err = strconv.ParseFloat(p.Value, 64)
+			if err == nil && !(c.Fraction > 0 && c.Fraction <= 1) {
+				err = fmt.Errorf("must be in (0, 1]")
+			}
+		case "allocator", "XLA_PYTHON_CLIENT_ALLOCATOR":
+			switch p.Value {
+			case "default", "bfc":
+				c.Platform = false
+			case "platform":
+				c.Platform = true
+			default:
+				err = fmt.Errorf("valid values: default, bfc, platform (cuda_async is the driver's own pool and is not modelled)")
+			}
+		case "defrag":
+			c.Defrag, err = strategies.ParseBool(p.Value)
+			c.DefragSet = true
+		case "defrag_via_host":
+			c.DefragViaHost, err = strategies.ParseBool(p.Value)
+		}
+		if err != nil {
+			return c, fmt.Errorf("jax: %s=%s: %w", p.Key, p.Value, err)
+		}
+	}
+	return c, nil
+}
+
+// MemoryLimit is CreateBFCAllocator's limit: the fraction of the device's
+// total memory (not its free memory; allocator-spec §3).
+func (c Config) MemoryLimit(d *strategies.Device) int64 {
+	return int64(float64(d.Total) * c.Fraction)
+}
+
+// New builds JAX's allocator for device memory mem.
+func New(c Config, mem *strategies.Memory) strategies.Allocator {
+	d := mem.Dev
+	if d.Kind == strategies.TPU {
+		return bfc.NewTPU(mem, c.Defrag || !c.DefragSet, c.DefragViaHost, "tpu_hbm")
+	}
+	if c.Platform {
+		return platform.New(mem, "XLA platform allocator")
+	}
+	return bfc.New(bfc.Options{
+		Limit:         c.MemoryLimit(d),
+		AllowGrowth:   !c.Preallocate,
+		Defrag:        c.Defrag,
+		DefragViaHost: true, // a GPU has no in-place relocation: through host memory (jax-ml/jax#9064)
+		Name:          "GPU_0_bfc",
+	}, mem)
+}

@@ -1,0 +1,97 @@
+// Package platform models the allocators that do no caching at all: one
+// device allocation and one device free per buffer. That is JAX's
+// XLA_PYTHON_CLIENT_ALLOCATOR=platform (the only JAX mode that returns
+// memory to the driver, allocator-spec §3) and TensorFlow's
+// TF_GPU_ALLOCATOR=cuda_malloc (§2.8).
+package platform
+
+import (
+	"fmt"
+
+	"membench/strategies"
+)
+
+type buf struct {
+	addr, size int64
+	live       bool
+}
+
+// Allocator hands every request to the device.
+type Allocator struct {
+	mem     *strategies.Memory
+	bufs    []buf
+	unused  []int32
+	inUse   int64
+	lastOOM strategies.OOM
+	// Name prefixes OOM messages ("XLA platform allocator", "cuda_malloc").
+	Name string
+	// Round is the device allocation's alignment: cudaMalloc returns
+	// 256-byte aligned memory (allocator-spec §4.1), so a request costs
+	// its size rounded up to it.
+	Round int64
+}
+
+// New builds a platform allocator on mem.
+func New(mem *strategies.Memory, name string) *Allocator {
+	return &Allocator{mem: mem, Name: name, Round: 256}
+}
+
+func (a *Allocator) Memory() *strategies.Memory { return a.mem }
+func (a *Allocator) LastOOM() strategies.OOM    { return a.lastOOM }
+func (a *Allocator) Allocated() int64           { return a.inUse }
+
+// Malloc is one device allocation of the request rounded to the alignment.
+func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
+	size := (n + a.Round - 1) / a.Round * a.Round
+	addr, ok := a.mem.Malloc(size)
+	if !ok {
+		a.lastOOM = strategies.OOM{Requested: n, Rounded: size, Reserved: a.mem.Reserved(), Allocated: a.inUse, DeviceFree: a.mem.Available()}
+		a.lastOOM.Message = fmt.Sprintf("RESOURCE_EXHAUSTED: %s: out of memory allocating %d bytes (%d bytes free on the device)", a.Name, n, a.mem.Available())
+		return -1, false
+	}
+	b := buf{addr: addr, size: size, live: true}
+	var h int32
+	if k := len(a.unused); k > 0 {
+		h = a.unused[k-1]
+		a.unused = a.unused[:k-1]
+		a.bufs[h] = b
+	} else {
+		a.bufs = append(a.bufs, b)
+		h = int32(len(a.bufs) - 1)
+	}
+	a.inUse += size
+	return strategies.Handle(h), true
+}
+
+// Free is one device free.
+func (a *Allocator) Free(h strategies.Handle) {
+	b := &a.bufs[h]
+	a.mem.Free(b.size)
+	a.inUse -= b.size
+	b.live = false
+	a.unused = append(a.unused, int32(h))
+}
+
+// Layout reports each live buffer as its own segment.
+func (a *Allocator) Layout(fn func(strategies.Segment)) {
+	for _, b := range a.bufs {
+		if b.live {
+			fn(strategies.Segment{Addr: b.addr, Size: b.size, Pool: "device",
+				Blocks: []strategies.Block{{Addr: b.addr, Size: b.size, Requested: b.size, State: strategies.BlockAllocated}}})
+		}
+	}
+}
+
+// Check verifies that the live buffers add up to what the device holds.
+func (a *Allocator) Check() error {
+	var n int64
+	for _, b := range a.bufs {
+		if b.live {
+			n += b.size
+		}
+	}
+	if n != a.inUse || n != a.mem.Reserved() {
+		return fmt.Errorf("live buffers %d B, counted %d B, device holds %d B", n, a.inUse, a.mem.Reserved())
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+// Package tflike models TensorFlow's GPU memory allocation: the
+// GPUBFCAllocator that GPUProcessState builds for each GPU (allocator-spec
+// §2.8) on TSL's BFC (package bfc), its default memory limit, and the
+// alternatives its environment variables select. On a TPU device it uses
+// the TPU runtime model shared with jaxlike (see bfc's package comment).
+package tflike
+
+import (
+	"fmt"
+	"strconv"
+
+	"membench/bfc"
+	"membench/platform"
+	"membench/strategies"
+)
+
+// Config is TensorFlow's GPUOptions and environment as they affect memory.
+type Config struct {
+	AllowGrowth           bool    // GPUOptions.allow_growth, TF_FORCE_GPU_ALLOW_GROWTH
+	Fraction              float64 // per_process_gpu_memory_fraction; 0 = unset
+	GarbageCollection     bool    // TF_ENABLE_GPU_GARBAGE_COLLECTION, default true
+	CudaMalloc            bool    // TF_GPU_ALLOCATOR=cuda_malloc
+	FragmentationFraction float64 // experimental.internal_fragmentation_fraction
+	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
+	MemoryLimitMB         int64   // a logical device's memory_limit_mb
+	Defrag                bool    // what-if: relocate live buffers on failure
+	DefragSet             bool
+	DefragViaHost         bool
+}
+
+// Keys are the knobs a tf strategy spec accepts, with the environment
+// variables' names as aliases.
+var Keys = []string{
+	"allow_growth", "TF_FORCE_GPU_ALLOW_GROWTH",
+	"per_process_gpu_memory_fraction",
+	"garbage_collection", "TF_ENABLE_GPU_GARBAGE_COLLECTION",
+	"allocator", "TF_GPU_ALLOCATOR",
+	"internal_fragmentation_fraction",
+	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
+	"memory_limit_mb",
+	"defrag", "defrag_via_host",
+}
+
+// ParseConfig reads a tf strategy spec.
+func ParseConfig(sp strategies.Spec) (Config, error) {
+	c := Config{GarbageCollection: true}
+	if err := sp.CheckKeys(Keys...); err != nil {
+		return c, err
+	}
+	for _, p := range sp.Params {
+		var err error
+		switch p.Key {
+		case "allow_growth", "TF_FORCE_GPU_ALLOW_GROWTH":
+			c.AllowGrowth, err = strategies.ParseBool(p.Value)
+		case "per_process_gpu_memory_fraction":
+			c.Fraction, err = strconv.ParseFloat(p.Value, 64)
+			if err == nil && !(c.Fraction > 0 && c.Fraction <= 1) {
+				err = fmt.Errorf("must be in (0, 1] (unified memory above 1 is not modelled)")
+			}
+		case "garbage_collection", "TF_ENABLE_GPU_GARBAGE_COLLECTION":
+			c.GarbageCollection, err = strategies.ParseBool(p.Value)
+		case "allocator", "TF_GPU_ALLOCATOR":
+			switch p.Value {
+			case "bfc", "":
+			case "cuda_malloc":
+				c.CudaMalloc = true
+			default:
+				err = fmt.Errorf("valid values: bfc, cuda_malloc (cuda_malloc_async is the driver's own pool and is not modelled)")
+			}
+		case "internal_fragmentation_fraction":
+			c.FragmentationFraction, err = strconv.ParseFloat(p.Value, 64)
+			if err == nil && !(c.FragmentationFraction >= 0 && c.FragmentationFraction <= 1) {
+				err = fmt.Errorf("must be in [0, 1]")
+			}
+		case "gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB":
+			c.SystemMemoryMB, err = strconv.ParseInt(p.Value, 10, 64)
+			if err == nil && c.SystemMemoryMB < 0 {
+				err = fmt.Errorf("must be >= 0")
+			}
+		case "memory_limit_mb":
+			c.MemoryLimitMB, err = strconv.ParseInt(p.Value, 10, 64)
+			if err == nil && c.MemoryLimitMB <= 0 {
+				err = fmt.Errorf("must be > 0")
+			}
+		case "defrag":
+			c.Defrag, err = strategies.ParseBool(p.Value)
+			c.DefragSet = true
+		case "defrag_via_host":
+			c.DefragViaHost, err = strategies.ParseBool(p.Value)
+		}
+		if err != nil {
+			return c, fmt.Errorf("tf: %s=%s: %w", p.Key, p.Value, err)
+		}
+	}
+	return c, nil
+}
+
+// MinSystemMemory is the memory TensorFlow leaves to the system when it
+// sizes its default limit (gpu_device.cc, allocator-spec §2.8), for an
+// optimized build.
+func MinSystemMemory(available int64, ccMajor int) int64 {
+	const mib = 1 << 20
+	switch {
+	case available < 1<<31:
+		return 225 * mib
+	case ccMajor <= 6:
+		return 500 * mib
+	case ccMajor <= 7:
+		return 1050 * mib
+	case ccMajor <= 8:
+		return 1536 * mib
+	}
+	return 1800 * mib
+}
+
+// MemoryLimit is SingleVirtualDeviceMemoryLimit: free memory less the
+// system reserve, or the fraction of total memory, or free memory less an
+// explicit reserve.
+func (c Config) MemoryLimit(d *strategies.Device) int64 {
+	if c.MemoryLimitMB > 0 {
+		return c.MemoryLimitMB << 20
+	}
+	var limit int64
+	if c.Fraction == 0 {
+		limit = d.Free
+		if r := MinSystemMemory(d.Free, d.ComputeMajor); r < limit {
+			limit -= r
+		}
+	} else {
+		limit = int64(float64(d.Total) * c.Fraction)
+	}
+	if c.SystemMemoryMB > 0 && c.SystemMemoryMB<<20 < d.Free {
+		limit = d.Free - c.SystemMemoryMB<<20
+	}
+	return limit
+}
+
+// New builds TensorFlow's allocator for device memory mem.
+func New(c Config, mem *strategies.Memory) strategies.Allocator {
+	d := mem.Dev
+	if d.Kind == strategies.TPU {
+		return bfc.NewTPU(mem, c.Defrag || !c.DefragSet, c.DefragViaHost, "tpu_hbm")
+	}
+	if c.CudaMalloc {
+		return platform.New(mem, "cuda_malloc")
+	}
+	return bfc.New(bfc.Options{
+		Limit:                 c.MemoryLimit(d),
+		AllowGrowth:           c.AllowGrowth,
+		GarbageCollection:     c.GarbageCollection,
+		FragmentationFraction: c.FragmentationFraction,
+		Defrag:                c.Defrag,
+		DefragViaHost:         c.DefragViaHost || c.Defrag, // a GPU relocates through host memory
+		Name:                  "GPU_0_bfc",
+	}, mem)
+}
