@@ -1,0 +1,80 @@
+package jaxlike
+
+import (
+	"strings"
+	"testing"
+
+	"membench/bfc"
+	"membench/platform"
+	"membench/strategies"
+)
+
+func parse(spec string) (Config, error) {
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(sp)
+}
+
+func TestKnobs(t *testing.T) {
+	d, _ := strategies.ParseDevice("a100-80g")
+	for _, c := range []struct {
+		spec        string
+		growth      bool
+		limit       int64
+		platformish bool
+	}{
+		{"jax", false, 61440 << 20, false}, // 0.75 × 80 GiB of total
+		{"jax:preallocate=false", true, 61440 << 20, false},
+		{"jax:XLA_PYTHON_CLIENT_PREALLOCATE=0", true, 61440 << 20, false}, // jaxlib: false, False or 0
+		{"jax:XLA_PYTHON_CLIENT_PREALLOCATE=no", false, 61440 << 20, false},
+		{"jax:mem_fraction=0.5", false, 40960 << 20, false},
+		{"jax:XLA_PYTHON_CLIENT_MEM_FRACTION=0.9", false, 73728 << 20, false},
+		{"jax:XLA_CLIENT_MEM_FRACTION=0.25", false, 20480 << 20, false},
+		{"jax:allocator=platform", false, 0, true},
+		{"jax:XLA_PYTHON_CLIENT_ALLOCATOR=bfc", false, 61440 << 20, false},
+	} {
+		cfg, err := parse(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		a := New(cfg, strategies.NewMemory(&d))
+		if c.platformish {
+			if _, ok := a.(*platform.Allocator); !ok {
+				t.Errorf("%s: not the platform allocator", c.spec)
+			}
+			continue
+		}
+		o := a.(*bfc.Allocator).Options()
+		if o.AllowGrowth != c.growth || o.Limit != c.limit || o.GarbageCollection {
+			t.Errorf("%s: %+v", c.spec, o)
+		}
+	}
+	for spec, want := range map[string]string{
+		"jax:XLA_PYTHON_CLIENT_MEM_FRACTION=0.5,XLA_CLIENT_MEM_FRACTION=0.6": "ValueError",
+		"jax:mem_fraction=0":       "(0, 1]",
+		"jax:allocator=cuda_async": "not modelled",
+		"jax:prealocate=false":     "valid keys",
+	} {
+		if _, err := parse(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
+	}
+}
+
+// TestTPU: on a TPU the whole HBM less the runtime reserve is one heap
+// (no 75 % fraction) with defragmentation unless turned off.
+func TestTPU(t *testing.T) {
+	tpu, _ := strategies.ParseDevice("tpu-v5p")
+	for spec, defrag := range map[string]bool{"jax": true, "jax:defrag=false": false, "jax:mem_fraction=0.5": true} {
+		cfg, err := parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := New(cfg, strategies.NewMemory(&tpu)).(*bfc.Allocator).Options()
+		if o.Limit != tpu.Capacity || o.Defrag != defrag || o.AllowGrowth {
+			t.Errorf("%s on TPU: %+v", spec, o)
+		}
+	}
+}
