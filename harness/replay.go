@@ -98,13 +98,24 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	mem := a.Memory()
 	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes}
 	tl := newTimeline(opts.Samples)
-	live := make(map[uint64]liveEntry)
-	failed := make(map[uint64]struct{})
-	cr := traces.Check(r)
+	// ids: the trace's live allocations and their handles; an allocation
+	// that failed stays live with handle -1 so that its free is accepted
+	// and ignored. The Tracker also reports the trace's id errors.
+	var ids traces.Tracker[liveEntry]
+	fail := func(i int64, err error) error {
+		pe := &traces.PosError{File: name, Event: int(i), Err: err}
+		if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
+			pe.File = n.Name()
+		}
+		if l, ok := r.(interface{ Line() int }); ok {
+			pe.Line = l.Line()
+		}
+		return pe
+	}
 	var liveBytes int64
 	var i int64
 	for ; ; i++ {
-		ev, err := cr.Next()
+		ev, err := r.Next()
 		if err == io.EOF {
 			break
 		}
@@ -114,16 +125,24 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		switch ev.Op {
 		case traces.OpAlloc:
 			res.Allocs++
+			if ev.Size <= 0 || ev.Size > traces.MaxSize {
+				return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+			}
 			h, ok := a.Malloc(ev.Size, ev.Stream)
 			if !ok {
 				res.OOMCount++
 				if len(res.OOMs) < 1000 {
 					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
 				}
-				failed[ev.ID] = struct{}{}
+				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: -1}); err != nil {
+					return res, fail(i, err)
+				}
 				break
 			}
-			live[ev.ID] = liveEntry{h, ev.Size}
+			if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+				a.Free(h)
+				return res, fail(i, err)
+			}
 			liveBytes += ev.Size
 			if liveBytes > res.PeakLive {
 				res.PeakLive, res.PeakLiveEvent = liveBytes, i
@@ -131,21 +150,21 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
 		case traces.OpFree:
 			res.Frees++
-			e, ok := live[ev.ID]
-			if !ok {
-				if _, f := failed[ev.ID]; f {
-					delete(failed, ev.ID) // the allocation failed: its free is ignored
-					break
-				}
-				return res, &traces.PosError{File: name, Event: int(i), Err: fmt.Errorf("%w %d", traces.ErrUnknownID, ev.ID)}
+			e, err := ids.Free(ev.ID)
+			if err != nil {
+				return res, fail(i, err)
 			}
-			delete(live, ev.ID)
+			if e.h < 0 {
+				break // the allocation failed: its free is ignored
+			}
 			a.Free(e.h)
 			liveBytes -= e.size
 		case traces.OpMark:
 			if len(res.Marks) < opts.MaxMarks {
 				res.Marks = append(res.Marks, Mark{i, ev.Label})
 			}
+		default:
+			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 		}
 		reserved := mem.Reserved()
 		if opts.KeepLayout && reserved > res.PeakReserved {

@@ -13,15 +13,8 @@ import (
 // readers of this package do), the file name and the line. After an error,
 // Next keeps returning it. An id may be allocated again once freed.
 //
-// Memory and speed: every id ever allocated has two bits, "allocated once"
-// and "live", in a paged bitset: pages of 512 ids (128 bytes) allocated when
-// an id of their range first appears, kept in a map by id/512, with the last
-// page used cached. Sequential ids, as every importer of this package
-// produces, cost two bits each (24 MiB for 10^8 allocations) and almost no
-// map look-ups; scattered ids cost up to a page (plus a map entry) each. No
-// event allocates except one that opens a page. (The live set could be a
-// map beside a one-bit "allocated once" set; keeping both bits in the page
-// costs no more memory for sequential ids and checks 2.5 times as fast.)
+// The checks are Tracker's, shared with the replay loop, which uses a
+// Tracker directly to keep its handles.
 //
 // Close closes r.
 func Check(r Reader) Reader {
@@ -30,7 +23,7 @@ func Check(r Reader) Reader {
 
 type checker struct {
 	r   Reader
-	ids idBitset
+	ids Tracker[struct{}]
 	n   int
 	err error
 }
@@ -67,24 +60,12 @@ func (c *checker) Next() (Event, error) {
 	}
 	switch ev.Op {
 	case OpAlloc:
-		if ev.Size <= 0 || ev.Size > MaxSize {
-			return Event{}, c.fail(fmt.Errorf("%w: alloc of id %d with size %d (want 1..%d)", ErrBadSize, ev.ID, ev.Size, MaxSize))
+		if err := c.ids.Alloc(ev.ID, ev.Size, struct{}{}); err != nil {
+			return Event{}, c.fail(err)
 		}
-		p, w, bit := c.ids.loc(ev.ID, true)
-		if p.live[w]&bit != 0 {
-			return Event{}, c.fail(fmt.Errorf("%w: id %d", ErrLiveID, ev.ID))
-		}
-		p.live[w] |= bit
-		p.seen[w] |= bit
 	case OpFree:
-		p, w, bit := c.ids.loc(ev.ID, false)
-		switch {
-		case p != nil && p.live[w]&bit != 0:
-			p.live[w] &^= bit
-		case p != nil && p.seen[w]&bit != 0:
-			return Event{}, c.fail(fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, ev.ID))
-		default:
-			return Event{}, c.fail(fmt.Errorf("%w: id %d was never allocated", ErrUnknownID, ev.ID))
+		if _, err := c.ids.Free(ev.ID); err != nil {
+			return Event{}, c.fail(err)
 		}
 	case OpMark:
 	default:
@@ -99,8 +80,8 @@ func (c *checker) fail(err error) error {
 	return c.err
 }
 
-// idBitset records, for uint64 ids, whether each was ever allocated and
-// whether it is live, in lazily allocated pages of idPageBits ids. The last
+// idBitset records, for uint64 ids, whether each was ever allocated, in
+// lazily allocated pages of idPageBits ids. The last
 // page used is cached: consecutive ids hit it without a map look-up.
 type idBitset struct {
 	pages   map[uint64]*idPage
@@ -111,7 +92,7 @@ type idBitset struct {
 const idPageBits = 512
 
 type idPage struct {
-	seen, live [idPageBits / 64]uint64
+	seen [idPageBits / 64]uint64
 }
 
 // loc returns the page of id (creating it if create is set; nil if absent

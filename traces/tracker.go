@@ -1,0 +1,142 @@
+package traces
+
+import "fmt"
+
+// Tracker follows which ids of a trace are live and keeps a value for
+// each: the replay's allocation handle, or nothing at all for Check. It is
+// where a trace's id semantics live, so that Check and the replay loop
+// report the same errors: an alloc size outside 1..MaxSize (ErrBadSize), an
+// alloc of a live id (ErrLiveID), a free of an id never allocated
+// (ErrUnknownID) or already freed (ErrDoubleFree).
+//
+// Memory and speed: "ever allocated" is one bit per id in a paged bitset
+// whose pages (512 ids, 64 bytes) are never freed; the values of live ids
+// sit in pages of 512 slots that are recycled as soon as their last id is
+// freed, with the last page used cached so that consecutive ids need no map
+// look-up. Every importer numbers allocations sequentially, so a replay
+// touches a map only when it crosses into another page, and memory is the
+// bits plus the pages that still hold a live id. Ids scattered so thinly
+// that pages would hold fewer than 8 live ids on average make the tracker
+// move its values to a plain map once and for all, bounding memory by the
+// live set whatever the ids.
+type Tracker[V any] struct {
+	seen    idBitset
+	pages   map[uint64]*valPage[V]
+	lastKey uint64
+	last    *valPage[V]
+	spare   []*valPage[V]
+	sparse  map[uint64]V
+	live    int
+}
+
+const valPageSize = 512
+
+type valPage[V any] struct {
+	live [valPageSize / 64]uint64
+	n    int
+	vals [valPageSize]V
+}
+
+// Live is the number of live ids.
+func (t *Tracker[V]) Live() int { return t.live }
+
+func (t *Tracker[V]) page(id uint64, create bool) *valPage[V] {
+	key := id / valPageSize
+	if t.last != nil && t.lastKey == key {
+		return t.last
+	}
+	p := t.pages[key]
+	if p == nil {
+		if !create {
+			return nil
+		}
+		if t.pages == nil {
+			t.pages = make(map[uint64]*valPage[V])
+		}
+		if n := len(t.spare); n > 0 {
+			p = t.spare[n-1]
+			t.spare = t.spare[:n-1]
+		} else {
+			p = new(valPage[V])
+		}
+		t.pages[key] = p
+	}
+	t.last, t.lastKey = p, key
+	return p
+}
+
+// Alloc records id as live with value v.
+func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
+	if size <= 0 || size > MaxSize {
+		return fmt.Errorf("%w: alloc of id %d with size %d (want 1..%d)", ErrBadSize, id, size, MaxSize)
+	}
+	if t.sparse != nil {
+		if _, ok := t.sparse[id]; ok {
+			return fmt.Errorf("%w: id %d", ErrLiveID, id)
+		}
+		t.sparse[id] = v
+	} else {
+		p := t.page(id, true)
+		w, bit := id%valPageSize/64, uint64(1)<<(id%64)
+		if p.live[w]&bit != 0 {
+			return fmt.Errorf("%w: id %d", ErrLiveID, id)
+		}
+		p.live[w] |= bit
+		p.n++
+		p.vals[id%valPageSize] = v
+	}
+	sp, sw, sbit := t.seen.loc(id, true)
+	sp.seen[sw] |= sbit
+	t.live++
+	if t.sparse == nil && len(t.pages) > 1024 && len(t.pages)*8 > t.live {
+		t.toSparse()
+	}
+	return nil
+}
+
+// Free ends id's life and returns its value.
+func (t *Tracker[V]) Free(id uint64) (V, error) {
+	var zero V
+	if t.sparse != nil {
+		if v, ok := t.sparse[id]; ok {
+			delete(t.sparse, id)
+			t.live--
+			return v, nil
+		}
+	} else if p := t.page(id, false); p != nil {
+		w, bit := id%valPageSize/64, uint64(1)<<(id%64)
+		if p.live[w]&bit != 0 {
+			p.live[w] &^= bit
+			p.n--
+			v := p.vals[id%valPageSize]
+			p.vals[id%valPageSize] = zero
+			t.live--
+			if p.n == 0 {
+				delete(t.pages, id/valPageSize)
+				if t.last == p {
+					t.last = nil
+				}
+				t.spare = append(t.spare, p)
+			}
+			return v, nil
+		}
+	}
+	if sp, sw, sbit := t.seen.loc(id, false); sp != nil && sp.seen[sw]&sbit != 0 {
+		return zero, fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, id)
+	}
+	return zero, fmt.Errorf("%w: id %d was never allocated", ErrUnknownID, id)
+}
+
+// toSparse moves every live value to a map: ids are too scattered for
+// pages to pay.
+func (t *Tracker[V]) toSparse() {
+	t.sparse = make(map[uint64]V, t.live)
+	for key, p := range t.pages {
+		for i := range uint64(valPageSize) {
+			if p.live[i/64]&(1<<(i%64)) != 0 {
+				t.sparse[key*valPageSize+i] = p.vals[i]
+			}
+		}
+	}
+	t.pages, t.last, t.spare = nil, nil, nil
+}
