@@ -198,15 +198,23 @@ func TestTimelineKeepsEveryPeak(t *testing.T) {
 }
 
 // BenchmarkReplay measures the simulator on the largest corpus trace,
-// events already in memory, reporting ns/event (target ≤ 150 on one core).
+// events already in memory, reporting ns/event (target ≤ 150 on one core)
+// for each allocator model.
 func BenchmarkReplay(b *testing.B) {
 	evs := loadCorpus(b, "gpt-generate")
-	for _, spec := range []string{"torch", "torch:expandable_segments=true"} {
-		b.Run("trace=gpt-generate/strategy="+spec, func(b *testing.B) {
-			dev := device(b, "a100-80g")
+	for _, c := range []struct{ spec, dev string }{
+		{"torch", "a100-80g"},
+		{"torch:expandable_segments=true", "a100-80g"},
+		{"jax", "a100-80g"},
+		{"tf:allow_growth=true", "a100-80g"},
+		{"jax:allocator=platform", "a100-80g"},
+		{"jax", "tpu-v5e"},
+	} {
+		b.Run("trace=gpt-generate/device="+c.dev+"/strategy="+c.spec, func(b *testing.B) {
+			dev := device(b, c.dev)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Replay("gpt-generate", &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
+				if _, err := Replay("gpt-generate", &traces.SliceReader{Events: evs}, c.spec, dev, DefaultOptions); err != nil {
 					b.Fatal(err)
 				}
 			}

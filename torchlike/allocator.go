@@ -66,6 +66,7 @@ type Allocator struct {
 	exp          []expSeg
 	pendingQ     []int32 // blocks freed by the program, awaiting free_completed
 	heads        []int32 // Check's scratch
+	noCacheBytes int64   // live bytes when caching is disabled
 
 	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
 	stats      Stats
@@ -83,7 +84,7 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 	a := &Allocator{cfg: cfg, mem: mem}
 	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
 	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
-	if cfg.MemoryFraction > 0 {
+	if cfg.FractionSet {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
 	a.stats.MaxSplitSize = cfg.MaxSplitSize
@@ -99,8 +100,14 @@ func (a *Allocator) Memory() *strategies.Memory { return a.mem }
 // LastOOM implements strategies.Allocator.
 func (a *Allocator) LastOOM() strategies.OOM { return a.lastOOM }
 
-// Allocated is allocated_bytes.all.current.
-func (a *Allocator) Allocated() int64 { return a.stats.AllocatedBytes[All].Current }
+// Allocated is allocated_bytes.all.current (with caching disabled, which
+// keeps no statistics, the bytes of live tensors).
+func (a *Allocator) Allocated() int64 {
+	if a.cfg.NoCaching {
+		return a.noCacheBytes
+	}
+	return a.stats.AllocatedBytes[All].Current
+}
 
 // Stats returns the torch.cuda.memory_stats() counters.
 func (a *Allocator) Stats() *Stats { return &a.stats }
@@ -153,7 +160,7 @@ func (a *Allocator) trace(act TraceAction, addr, size, stream int64) {
 	}
 }
 
-func (a *Allocator) setFraction() bool { return a.cfg.MemoryFraction > 0 }
+func (a *Allocator) setFraction() bool { return a.cfg.FractionSet }
 
 func (a *Allocator) gcEnabled() bool { return a.setFraction() && a.cfg.GCThreshold > 0 }
 
@@ -600,40 +607,27 @@ func (a *Allocator) largestFree() int64 {
 }
 
 // mallocNoCache and freeNoCache model PYTORCH_NO_CUDA_MEMORY_CACHING=1:
-// every tensor is its own cudaMalloc of the requested size.
+// upstream's uncached_allocate and uncached_delete, a bare cudaMalloc of
+// the requested size and cudaFree per tensor that touch no DeviceStats and
+// record no memory history.
 func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) {
 	addr, ok := a.mem.Malloc(orig)
 	if !ok {
 		a.lastOOM = strategies.OOM{Requested: orig, Rounded: orig, Reserved: a.mem.Reserved(),
-			Allocated: a.stats.AllocatedBytes[All].Current, DeviceFree: a.mem.Available()}
+			Allocated: a.noCacheBytes, DeviceFree: a.mem.Available()}
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s.", formatSize(orig))
-		a.stats.NumOOMs++
-		a.trace(OOMAction, a.mem.Available(), orig, stream)
 		return -1, false
 	}
-	a.trace(SegmentAlloc, addr, orig, stream)
 	small := orig <= kSmallSize
 	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, mapped: true, allocated: true})
-	a.stats.Segment.increase(small, 1)
-	a.stats.ReservedBytes.increase(small, orig)
-	a.stats.Allocation.increase(small, 1)
-	a.stats.AllocatedBytes.increase(small, orig)
-	a.stats.Active.increase(small, 1)
-	a.stats.ActiveBytes.increase(small, orig)
-	a.stats.RequestedBytes.increase(small, orig)
+	a.noCacheBytes += orig
 	return strategies.Handle(i), true
 }
 
 func (a *Allocator) freeNoCache(h strategies.Handle) {
 	b := a.arena[h]
-	a.trace(SegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
-	for _, s := range []*StatArray{&a.stats.Segment, &a.stats.Allocation, &a.stats.Active} {
-		s.decrease(b.small, 1)
-	}
-	for _, s := range []*StatArray{&a.stats.ReservedBytes, &a.stats.AllocatedBytes, &a.stats.ActiveBytes, &a.stats.RequestedBytes} {
-		s.decrease(b.small, b.size)
-	}
+	a.noCacheBytes -= b.size
 	a.deleteBlock(int32(h))
 }
 

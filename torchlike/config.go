@@ -40,8 +40,10 @@ type Config struct {
 	// ExpandableSegments is expandable_segments (allocator-spec §1.10).
 	ExpandableSegments bool
 	// MemoryFraction is what torch.cuda.set_per_process_memory_fraction
-	// was called with; 0 means never called.
+	// was called with, if FractionSet; 0.0 is valid and refuses every
+	// device allocation, as upstream.
 	MemoryFraction float64
+	FractionSet    bool
 	// NoCaching is PYTORCH_NO_CUDA_MEMORY_CACHING=1: one cudaMalloc and
 	// one cudaFree per tensor.
 	NoCaching bool
@@ -109,10 +111,10 @@ func (c *Config) set(k, v string) error {
 		c.GCThreshold = f
 	case "per_process_memory_fraction":
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			return fmt.Errorf("must be in (0.0, 1.0]")
+		if err != nil || !(f >= 0 && f <= 1) {
+			return fmt.Errorf("must be in [0.0, 1.0]")
 		}
-		c.MemoryFraction = f
+		c.MemoryFraction, c.FractionSet = f, true
 	case "roundup_power2_divisions":
 		d, err := ParseDivisions(v)
 		if err != nil {
@@ -131,15 +133,19 @@ func (c *Config) set(k, v string) error {
 			return err
 		}
 		c.NoCaching = b
+	case "pinned_num_register_threads":
+		// Upstream: a power of 2, at most pinned_max_register_threads (128).
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n&(n-1) != 0 || n > 128 {
+			return fmt.Errorf("must be a power of 2 no larger than 128")
+		}
 	default: // accepted, no effect on a replay
-		if _, err := strategies.ParseBool(v); err != nil && !isUint(v) {
-			return fmt.Errorf("bad value")
+		if _, err := strategies.ParseBool(v); err != nil {
+			return err
 		}
 	}
 	return nil
 }
-
-func isUint(s string) bool { _, err := strconv.ParseUint(s, 10, 64); return err == nil }
 
 // ParseDivisions parses roundup_power2_divisions: a single power of two for
 // every interval, or `[B:v,...,>:v]` with B a power-of-two boundary in MB.
