@@ -122,8 +122,29 @@ func runCommand() *cli.Command {
 					}
 				}
 			}
+			writeAssumptions(c.App.ErrWriter, devs, strats)
 			return nil
 		},
+	}
+}
+
+// writeAssumptions says, on stderr so that the results stay pure benchfmt,
+// which figures behind the results are assumptions rather than published
+// facts: the devices' and, on a TPU, the runtime model's.
+func writeAssumptions(w io.Writer, devs []strategies.Device, strats []string) {
+	for _, d := range devs {
+		for _, n := range d.Notes {
+			if strings.Contains(n, "assumption") {
+				fmt.Fprintf(w, "note: device %s: %s\n", d.Label(), n)
+			}
+		}
+		if d.Kind == strategies.TPU {
+			for _, s := range strats {
+				if strings.HasPrefix(s, "jax") || strings.HasPrefix(s, "tf") {
+					fmt.Fprintf(w, "note: %s on %s: the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)\n", s, d.Label())
+				}
+			}
+		}
 	}
 }
 
