@@ -424,6 +424,12 @@ func decodeSettings(v any) (*Settings, error) {
 	if st.PYTORCH_CUDA_ALLOC_CONF, err = getStr(d, "PYTORCH_CUDA_ALLOC_CONF", "", false); err != nil {
 		return nil, err
 	}
+	if v, ok := d.Get("max_split_size"); ok {
+		// SIZE_MAX ("unlimited") may be written as the unsigned value.
+		if n, isBig := v.(*big.Int); isBig && n.Cmp(new(big.Int).SetUint64(1<<64-1)) == 0 {
+			d.Set("max_split_size", int64(-1))
+		}
+	}
 	if st.MaxSplitSize, err = getInt(d, "max_split_size", -1, false); err != nil {
 		return nil, err
 	}
