@@ -37,6 +37,11 @@ func run(stdout, stderr io.Writer, args []string) error {
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
+			tracesCommand(),
+			compareCommand(),
+			capacityCommand(),
+			sweepCommand(),
+			reportCommand(),
 		},
 	}
 	return app.Run(args)
