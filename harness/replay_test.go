@@ -2,7 +2,9 @@ package harness
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -210,28 +212,45 @@ func TestTimelineKeepsEveryPeak(t *testing.T) {
 	}
 }
 
-// BenchmarkReplay measures the simulator on the largest corpus trace,
-// events already in memory, reporting ns/event (target ≤ 150 on one core)
-// for each allocator model.
+// BenchmarkReplay replays every corpus trace under each strategy on the
+// default device, events already in memory: ns/op and ns/event measure the
+// simulator (the speed target is ≤ 150 ns/event on one core), and the
+// outcome metrics are reported beside them, so that
+//
+//	go test -run '^$' -bench . ./harness | go tool benchstat -col /strategy -
+//
+// prints a strategy-by-strategy table. TestMain writes the metrics' Unit
+// lines (assume=exact), which testing cannot. Every iteration builds a
+// fresh allocator: no iteration sees another's cache.
 func BenchmarkReplay(b *testing.B) {
-	evs := loadCorpus(b, "gpt-generate")
-	for _, c := range []struct{ spec, dev string }{
-		{"torch", "a100-80g"},
-		{"torch:expandable_segments=true", "a100-80g"},
-		{"jax", "a100-80g"},
-		{"tf:allow_growth=true", "a100-80g"},
-		{"jax:allocator=platform", "a100-80g"},
-		{"jax", "tpu-v5e"},
-	} {
-		b.Run("trace=gpt-generate/device="+c.dev+"/strategy="+c.spec, func(b *testing.B) {
-			dev := device(b, c.dev)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Replay("gpt-generate", &traces.SliceReader{Events: evs}, c.spec, dev, DefaultOptions); err != nil {
-					b.Fatal(err)
+	specs := []string{"jax", "tf", "torch", "torch:expandable_segments=true"}
+	dev := device(b, strategies.DefaultDevice)
+	for _, name := range corpus.Names() {
+		evs := loadCorpus(b, name)
+		for _, spec := range specs {
+			b.Run("trace="+name+"/device="+NameValue(dev.Label())+"/strategy="+NameValue(spec), func(b *testing.B) {
+				var res *Result
+				for b.Loop() {
+					var err error
+					if res, err = Replay(name, &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
-		})
+				// After the loop: the first Loop call resets the timer,
+				// which would wipe metrics reported earlier.
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
+				for _, m := range Metrics {
+					b.ReportMetric(m.Value(res), m.Unit)
+				}
+			})
+		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		WriteUnits(os.Stdout)
+	}
+	os.Exit(m.Run())
 }
