@@ -4,15 +4,79 @@ import (
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"membench/harness"
 )
 
-// capacityCommand is not built yet; see the open issues.
 func capacityCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "capacity",
-		Usage: "find the smallest device capacity each strategy fits in (not built yet)",
-		Action: func(*cli.Context) error {
-			return fmt.Errorf("capacity: not built yet")
+		Usage: "find the smallest device capacity at which each strategy replays a trace without OOM",
+		Description: "For each trace x strategy x device family, bisects the device capacity in steps of the device's\n" +
+			"granularity, verifies the answer by replays at it (no OOM) and one granule below (OOM), and prints\n" +
+			"min-capacity-B beside peak-live-B and their ratio. See harness.MinCapacity for how the search guards\n" +
+			"against capacities where fitting is not monotone.",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			traceFlag,
+			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy spec, repeatable (default: jax, tf, torch)"},
+			&cli.StringSliceFlag{Name: "device", Usage: "device family to search, repeatable (default: a100-80g and tpu-v4); only its granularity, costs and kind matter, the capacity is what is searched"},
+			outFlag, formatFlag, shardFlag, jobsFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return fmt.Errorf("capacity: unexpected argument %q", c.Args().First())
+			}
+			srcs, err := sources(c)
+			if err != nil {
+				return err
+			}
+			strats := c.StringSlice("strategy")
+			if len(strats) == 0 {
+				strats = harness.DefaultStrategies()
+			}
+			devs, err := devices(c, "a100-80g", "tpu-v4")
+			if err != nil {
+				return err
+			}
+			if err := checkSpecs(strats, devs[0]); err != nil {
+				return err
+			}
+			for _, s := range srcs {
+				s.Cache(harness.DefaultCacheEvents)
+			}
+			jobs, err := shard(c, harness.Jobs(srcs, devs, strats))
+			if err != nil {
+				return err
+			}
+			out, format, closeOut, err := output(c)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
+			tick, clear := progress(c.App.ErrWriter, len(jobs), "capacity searches")
+			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.CapacityResult, error) {
+				return harness.MinCapacity(j.Source, j.Spec, j.Device)
+			}, tick)
+			clear()
+			if err != nil {
+				return err
+			}
+			var rows []harness.Row
+			for _, r := range results {
+				if r.Unreachable {
+					fmt.Fprintf(c.App.ErrWriter, "%s/%s/%s: no capacity up to %d B fits\n", r.Trace, r.Device, r.Strategy, harness.MaxSearchCapacity)
+					continue
+				}
+				if r.NonMonotone {
+					fmt.Fprintf(c.App.ErrWriter, "note: %s/%s/%s: fitting is not monotone in capacity here; the answer is above every failing capacity the search found\n", r.Trace, r.Device, r.Strategy)
+				}
+				rows = append(rows, harness.CapacityRow(r))
+			}
+			if err := harness.WriteRows(out, format, rows); err != nil {
+				return err
+			}
+			return closeOut()
 		},
 	}
 }

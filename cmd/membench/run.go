@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -12,7 +10,6 @@ import (
 	"membench/harness"
 	"membench/strategies"
 	"membench/traces"
-	"membench/traces/corpus"
 )
 
 // exitCode is an error that carries only an exit status (its message was
@@ -53,82 +50,62 @@ func runCommand() *cli.Command {
 		Usage:     "replay traces and print benchfmt results",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "trace", Usage: "trace file or corpus name (default: the embedded corpus)"},
-			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy spec, e.g. torch:expandable_segments=true (default: jax, tf, torch)"},
-			&cli.StringSliceFlag{Name: "device", Usage: "device preset or override, e.g. a100-40g:capacity=24GiB (default: " + strategies.DefaultDevice + ")"},
-			&cli.StringFlag{Name: "out", Usage: "write results to `FILE` instead of stdout"},
+			traceFlag,
+			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy spec, e.g. torch:expandable_segments=true, repeatable (default: jax, tf, torch)"},
+			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
 			&cli.BoolFlag{Name: "check", Usage: "run the allocators' invariant checks after every event (slow)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return fmt.Errorf("run: unexpected argument %q (flags must come first; use --trace for traces)", c.Args().First())
 			}
-			trs := c.StringSlice("trace")
-			if len(trs) == 0 {
-				trs = corpus.Names()
+			srcs, err := sources(c)
+			if err != nil {
+				return err
 			}
 			strats := c.StringSlice("strategy")
 			if len(strats) == 0 {
 				strats = harness.DefaultStrategies()
 			}
-			devNames := c.StringSlice("device")
-			if len(devNames) == 0 {
-				devNames = []string{strategies.DefaultDevice}
-			}
-			var devs []strategies.Device
-			for _, n := range devNames {
-				d, err := strategies.ParseDevice(n)
-				if err != nil {
-					return err
-				}
-				devs = append(devs, d)
-			}
-			// Check every strategy spec before replaying anything.
-			for _, s := range strats {
-				mem := strategies.NewMemory(&devs[0])
-				if _, _, err := harness.NewAllocator(s, mem); err != nil {
-					return err
-				}
-			}
-			out := c.App.Writer
-			if p := c.String("out"); p != "" {
-				f, err := os.Create(p)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				out = f
-			}
-			if err := harness.WriteUnits(out); err != nil {
+			devs, err := devices(c, strategies.DefaultDevice)
+			if err != nil {
 				return err
 			}
+			if err := checkSpecs(strats, devs[0]); err != nil {
+				return err
+			}
+			jobs, err := shard(c, harness.Jobs(srcs, devs, strats))
+			if err != nil {
+				return err
+			}
+			out, format, closeOut, err := output(c)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
 			opts := harness.DefaultOptions
 			opts.Check = c.Bool("check")
-			for _, t := range trs {
-				name := traceName(t)
-				for _, d := range devs {
-					for _, s := range strats {
-						r, err := openTrace(t)
-						if err != nil {
-							return err
-						}
-						res, err := harness.Replay(name, r, s, d, opts)
-						r.Close()
-						if err != nil {
-							return err
-						}
-						if err := harness.WriteResult(out, res); err != nil {
-							return err
-						}
-						if res.OOMCount > 0 {
-							o := res.OOMs[0]
-							fmt.Fprintf(c.App.ErrWriter, "%s: %d allocations failed; first at event %d: %s\n", res.BenchName(), res.OOMCount, o.Event, o.Message)
-						}
-					}
+			tick, clear := progress(c.App.ErrWriter, len(jobs), "replays")
+			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
+				return harness.ReplayJob(j, opts)
+			}, tick)
+			clear()
+			if err != nil {
+				return err
+			}
+			rows := make([]harness.Row, len(results))
+			for i, res := range results {
+				rows[i] = harness.ResultRow(res)
+				if res.OOMCount > 0 {
+					o := res.OOMs[0]
+					fmt.Fprintf(c.App.ErrWriter, "%s: %d allocations failed; first at event %d: %s\n", res.BenchName(), res.OOMCount, o.Event, o.Message)
 				}
 			}
+			if err := harness.WriteRows(out, format, rows); err != nil {
+				return err
+			}
 			writeAssumptions(c.App.ErrWriter, devs, strats)
-			return nil
+			return closeOut()
 		},
 	}
 }
@@ -153,27 +130,20 @@ func writeAssumptions(w io.Writer, devs []strategies.Device, strats []string) {
 	}
 }
 
-// openTrace resolves a corpus name or a file path. A path that exists wins
-// over a corpus name of the same spelling.
+// openTrace resolves a corpus name or a file path (see
+// harness.ResolveTrace) and opens it.
 func openTrace(t string) (traces.Reader, error) {
-	if _, err := os.Stat(t); err == nil {
-		return traces.Open(t, traces.DefaultOpenOptions)
+	src, err := harness.ResolveTrace(t)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := corpus.Lookup(t); ok {
-		return corpus.Open(t)
-	}
-	return nil, fmt.Errorf("trace %q: no such file, and no corpus trace of that name (corpus: %s)", t, strings.Join(corpus.Names(), ", "))
+	return src.Open()
 }
 
-// traceName is the trace's name in results: a corpus name, or the file's
-// base name less its extensions.
+// traceName is the trace's name in results.
 func traceName(t string) string {
-	if _, err := os.Stat(t); err != nil {
-		return t
+	if src, err := harness.ResolveTrace(t); err == nil {
+		return src.Name
 	}
-	b := filepath.Base(t)
-	if i := strings.IndexByte(b, '.'); i > 0 {
-		b = b[:i]
-	}
-	return b
+	return t
 }

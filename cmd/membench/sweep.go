@@ -2,17 +2,125 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"membench/harness"
+	"membench/strategies"
 )
 
-// sweepCommand is not built yet; see the open issues.
 func sweepCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sweep",
-		Usage: "run a strategy over a grid of knob values (not built yet)",
-		Action: func(*cli.Context) error {
-			return fmt.Errorf("sweep: not built yet")
+		Usage: "replay traces under a grid of knob values of one strategy",
+		Description: "Every combination of the --param values becomes a strategy spec (NAME:k1=v1,k2=v2), in the order\n" +
+			"the parameters and values are given; the replays run in parallel and print in that order, ready for\n" +
+			"`membench compare -col /strategy` or `go tool benchstat -col /strategy`.",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			traceFlag,
+			&cli.StringFlag{Name: "strategy", Usage: "strategy `NAME` (torch, tf or jax), optionally with fixed knobs: torch:garbage_collection_threshold=0.6", Required: true},
+			&cli.StringSliceFlag{Name: "param", Usage: "`key=v1,v2,...`: values of one knob, repeatable"},
+			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return fmt.Errorf("sweep: unexpected argument %q", c.Args().First())
+			}
+			specs, err := grid(c.String("strategy"), c.StringSlice("param"))
+			if err != nil {
+				return err
+			}
+			srcs, err := sources(c)
+			if err != nil {
+				return err
+			}
+			devs, err := devices(c, strategies.DefaultDevice)
+			if err != nil {
+				return err
+			}
+			if err := checkSpecs(specs, devs[0]); err != nil {
+				return err
+			}
+			for _, s := range srcs {
+				s.Cache(harness.DefaultCacheEvents)
+			}
+			jobs, err := shard(c, harness.Jobs(srcs, devs, specs))
+			if err != nil {
+				return err
+			}
+			out, format, closeOut, err := output(c)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
+			tick, clear := progress(c.App.ErrWriter, len(jobs), "replays")
+			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
+				return harness.ReplayJob(j, harness.Options{Samples: 1})
+			}, tick)
+			clear()
+			if err != nil {
+				return err
+			}
+			rows := make([]harness.Row, len(results))
+			for i, r := range results {
+				rows[i] = harness.ResultRow(r)
+			}
+			if err := harness.WriteRows(out, format, rows); err != nil {
+				return err
+			}
+			return closeOut()
 		},
 	}
+}
+
+// grid expands a base strategy and knob value lists into specs, the
+// first parameter varying slowest.
+func grid(base string, params []string) ([]string, error) {
+	sp, err := strategies.ParseSpec(base)
+	if err != nil {
+		return nil, err
+	}
+	specs := []string{sp.String()}
+	for _, p := range params {
+		k, vs, ok := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.TrimSpace(vs) == "" {
+			return nil, fmt.Errorf("--param %q: want key=v1,v2,...", p)
+		}
+		var next []string
+		for _, s := range specs {
+			for _, v := range splitValues(vs) {
+				sep := ","
+				if !strings.Contains(s, ":") {
+					sep = ":"
+				}
+				next = append(next, s+sep+k+"="+strings.TrimSpace(v))
+			}
+		}
+		specs = next
+	}
+	return specs, nil
+}
+
+// splitValues splits at commas outside brackets, so that a list value
+// such as roundup_power2_divisions=[256:1,>:4] stays whole.
+func splitValues(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"membench/harness"
+	"membench/strategies"
+	"membench/traces/corpus"
+)
+
+// Flags shared by run, sweep and capacity.
+var (
+	traceFlag  = &cli.StringSliceFlag{Name: "trace", Usage: "trace file or corpus name, repeatable (default: the embedded corpus)"}
+	deviceFlag = &cli.StringSliceFlag{Name: "device", Usage: "device preset or override, e.g. a100-40g:capacity=24GiB, repeatable (default: " + strategies.DefaultDevice + ")"}
+	outFlag    = &cli.StringFlag{Name: "out", Usage: "write results to `FILE` instead of stdout"}
+	formatFlag = &cli.StringFlag{Name: "format", Usage: "benchfmt, table, csv or json (default: table on a terminal, benchfmt otherwise)"}
+	shardFlag  = &cli.StringFlag{Name: "shard", Usage: "run only part `K/N` of the jobs (1 <= K <= N); the parts' benchfmt outputs concatenate"}
+	jobsFlag   = &cli.IntFlag{Name: "jobs", Usage: "replays to run at once (default: one per core)"}
+)
+
+func sources(c *cli.Context) ([]*harness.Source, error) {
+	args := c.StringSlice("trace")
+	if len(args) == 0 {
+		args = corpus.Names()
+	}
+	var out []*harness.Source
+	for _, a := range args {
+		s, err := harness.ResolveTrace(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func devices(c *cli.Context, def ...string) ([]strategies.Device, error) {
+	names := c.StringSlice("device")
+	if len(names) == 0 {
+		names = def
+	}
+	var devs []strategies.Device
+	for _, n := range names {
+		d, err := strategies.ParseDevice(n)
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// checkSpecs builds every strategy once so that a bad knob is reported
+// before any replay runs.
+func checkSpecs(specs []string, dev strategies.Device) error {
+	for _, s := range specs {
+		if _, _, err := harness.NewAllocator(s, strategies.NewMemory(&dev)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// output opens --out (or stdout) and picks --format: a human table when
+// the results go to a terminal, benchfmt otherwise.
+func output(c *cli.Context) (io.Writer, string, func() error, error) {
+	w, closeFn := c.App.Writer, func() error { return nil }
+	toTerminal := isTerminal(w)
+	if p := c.String("out"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		w, closeFn, toTerminal = f, f.Close, false
+	}
+	format := c.String("format")
+	if format == "" {
+		format = harness.FormatBenchfmt
+		if toTerminal {
+			format = harness.FormatTable
+		}
+	}
+	switch format {
+	case harness.FormatBenchfmt, harness.FormatTable, harness.FormatCSV, harness.FormatJSON:
+	default:
+		closeFn()
+		return nil, "", nil, fmt.Errorf("--format %q: want benchfmt, table, csv or json", format)
+	}
+	return w, format, closeFn, nil
+}
+
+func shard(c *cli.Context, jobs []harness.Job) ([]harness.Job, error) {
+	if s := c.String("shard"); s != "" {
+		sh, err := harness.ParseShard(s)
+		if err != nil {
+			return nil, err
+		}
+		return sh.Select(jobs), nil
+	}
+	return jobs, nil
+}
+
+func workers(c *cli.Context) int {
+	if n := c.Int("jobs"); n > 0 {
+		return n
+	}
+	return harness.Workers()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws a bar on stderr for runs longer than a second, only when
+// stderr is a terminal; it returns the callback for RunJobs and a function
+// that clears the bar.
+func progress(stderr io.Writer, total int, what string) (func(done int), func()) {
+	if !isTerminal(stderr) || total == 0 {
+		return nil, func() {}
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	drawn := false
+	update := func(done int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(start) < time.Second && done < total {
+			return
+		}
+		const width = 30
+		n := done * width / total
+		fmt.Fprintf(stderr, "\r[%s%s] %d/%d %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total, what)
+		drawn = true
+	}
+	clear := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if drawn {
+			fmt.Fprintf(stderr, "\r%s\r", strings.Repeat(" ", 60+len(what)))
+		}
+	}
+	return update, clear
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// TestSweep is the check: a sweep over torch's max_split_size_mb ×
+// expandable_segments on a shared trace shows the knobs' effect on
+// peak-reserved-B and prints the same bytes on every run.
+func TestSweep(t *testing.T) {
+	args := []string{"sweep", "--strategy", "torch", "--param", "max_split_size_mb=20,128,512", "--param", "expandable_segments=false,true", "--trace", "opt125m-zo-finetune"}
+	out, _, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peaks := map[string]float64{}
+	r := benchfmt.NewReader(strings.NewReader(out), "sweep")
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			v, _ := res.Value("peak-reserved-B")
+			_, strat := res.Name.Parts()
+			peaks[string(strat[len(strat)-1])] = v
+		}
+	}
+	if len(peaks) != 6 {
+		t.Fatalf("%d grid points:\n%s", len(peaks), out)
+	}
+	distinct := map[float64]bool{}
+	for _, v := range peaks {
+		distinct[v] = true
+	}
+	if len(distinct) < 3 {
+		t.Errorf("knobs barely change peak-reserved-B: %v", peaks)
+	}
+	for i := 0; i < 2; i++ {
+		again, _, err := runCLI(t, append(args, "--jobs", strconv.Itoa(i+1))...)
+		if err != nil || again != out {
+			t.Errorf("sweep output differs between runs (jobs=%d, err %v)", i+1, err)
+		}
+	}
+	// Shards concatenate to the whole (less the repeated Unit lines).
+	var parts []string
+	for _, sh := range []string{"1/2", "2/2"} {
+		o, _, err := runCLI(t, append(args, "--shard", sh)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(o), "\n") {
+			if strings.HasPrefix(l, "Benchmark") {
+				parts = append(parts, l)
+			}
+		}
+	}
+	var whole []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "Benchmark") {
+			whole = append(whole, l)
+		}
+	}
+	if len(parts) != len(whole) {
+		t.Errorf("shards hold %d results, the whole %d", len(parts), len(whole))
+	}
+	for _, bad := range [][]string{
+		{"sweep", "--strategy", "torch", "--param", "max_split_size_mb"},
+		{"sweep", "--strategy", "torch", "--param", "max_split_size_mb=10"},
+		{"sweep", "--strategy", "torch", "--param", "nope=1"},
+	} {
+		if _, _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestGrid(t *testing.T) {
+	got, err := grid("torch", []string{"max_split_size_mb=20,128", "roundup_power2_divisions=[256:1,>:4],2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"torch:max_split_size_mb=20,roundup_power2_divisions=[256:1,>:4]",
+		"torch:max_split_size_mb=20,roundup_power2_divisions=2",
+		"torch:max_split_size_mb=128,roundup_power2_divisions=[256:1,>:4]",
+		"torch:max_split_size_mb=128,roundup_power2_divisions=2",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("grid %v", got)
+	}
+}
+
+func TestCapacityCommand(t *testing.T) {
+	out, _, err := runCLI(t, "capacity", "--trace", "gpt-train", "--strategy", "torch", "--strategy", "jax", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) != 5 || recs[0][5] != "min-capacity-B" {
+		t.Fatalf("csv: %v %v", recs, err)
+	}
+	for _, r := range recs[1:] {
+		live, _ := strconv.ParseFloat(r[4], 64)
+		capacity, _ := strconv.ParseFloat(r[5], 64)
+		if capacity < live || r[0] != "Capacity" {
+			t.Errorf("row %v", r)
+		}
+	}
+}
+
+func TestRunFormats(t *testing.T) {
+	out, _, err := runCLI(t, "run", "--trace", "gpt-train", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Strategy string
+		Metrics  map[string]float64
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 || rows[2].Strategy != "torch" || rows[2].Metrics["peak-live-B"] != 686272540 {
+		t.Errorf("json: %v %+v", err, rows)
+	}
+	out, _, err = runCLI(t, "run", "--trace", "gpt-train", "--format", "table")
+	if err != nil || !strings.Contains(out, "654.48 MiB") || !strings.Contains(out, "peak-reserved-B") {
+		t.Errorf("table: %v\n%s", err, out)
+	}
+	if _, _, err := runCLI(t, "run", "--format", "xml"); err == nil {
+		t.Error("--format xml accepted")
+	}
+}

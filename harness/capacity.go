@@ -1,0 +1,154 @@
+package harness
+
+import "membench/strategies"
+
+// CapacityResult is the outcome of a capacity search for one trace,
+// device family and strategy.
+type CapacityResult struct {
+	Trace, Device, Strategy string
+	PeakLive                int64
+	// MinCapacity is the smallest capacity found at which the replay has
+	// no OOM, a multiple of Granularity; the replay one granule below it
+	// runs out of memory (both were replayed).
+	MinCapacity int64
+	Granularity int64
+	Replays     int
+	// NonMonotone is set when some capacity above a fitting one was
+	// found to OOM; the search then moved MinCapacity above it.
+	NonMonotone bool
+	// Unreachable is set when nothing up to MaxSearchCapacity fits.
+	Unreachable bool
+}
+
+// Ratio is min-capacity / peak-live: how much more than its live data a
+// strategy needs the device to have.
+func (c *CapacityResult) Ratio() float64 {
+	if c.PeakLive == 0 {
+		return 0
+	}
+	return float64(c.MinCapacity) / float64(c.PeakLive)
+}
+
+// MaxSearchCapacity bounds the search: 1 PiB.
+const MaxSearchCapacity int64 = 1 << 50
+
+// monotoneChecks is how many granules above the answer are replayed to
+// catch a capacity that fits with a larger one that does not.
+const monotoneChecks = 4
+
+// MinCapacity searches the smallest device capacity, in steps of the
+// device's granularity, at which src replays under spec with no OOM. A
+// capacity c means a card whose total, allocatable and free memory are all
+// c (as the device override `capacity=` does), so fractions such as JAX's
+// 75 % apply to it.
+//
+// Fitting need not be monotone in capacity: a caching allocator's choices
+// depend on when device allocations fail (PyTorch frees its cache and
+// retries, BFC backs off by 0.9 or grows regions of other sizes), so a
+// trace can fit at c and OOM at c + g. The search therefore (1) grows an
+// upper bound by doubling from the peak live bytes until a replay fits,
+// (2) bisects between a failing and a fitting capacity, which ends with a
+// fitting c whose neighbour c − g was replayed and fails, and (3) replays
+// the next few granules above c; if one of them fails, the answer moves
+// above it and the search resumes there. What it cannot rule out is an
+// island of fitting capacities below the answer; the answer is the lower
+// edge of the fitting range it found, reported with NonMonotone when (3)
+// had to act.
+func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResult, error) {
+	g := dev.Granularity
+	if g <= 0 {
+		g = 2 << 20
+	}
+	res := &CapacityResult{Trace: src.Name, Device: dev.Label(), Strategy: spec, Granularity: g}
+	fits := func(c int64) (bool, error) {
+		d := dev
+		d.Total, d.Capacity, d.Free = c, c, c
+		r, err := src.Open()
+		if err != nil {
+			return false, err
+		}
+		defer r.Close()
+		out, err := Replay(src.Name, r, spec, d, Options{Samples: 1})
+		if err != nil {
+			return false, err
+		}
+		res.Replays++
+		res.PeakLive = max(res.PeakLive, out.PeakLive)
+		return out.OOMCount == 0, nil
+	}
+	up := func(n int64) int64 { return (n + g - 1) / g * g }
+	// The peak live bytes of an unconstrained replay bound the answer
+	// from below.
+	if _, err := fits(MaxSearchCapacity); err != nil {
+		return nil, err
+	}
+	// Below the peak live bytes nothing fits (every live byte is held at
+	// once), so the granule under them fails without a replay.
+	lo := up(res.PeakLive) - g
+	if lo < 0 {
+		lo = 0
+	}
+	hi := max(up(res.PeakLive), g)
+	for {
+		ok, err := fits(hi)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			break
+		}
+		lo = hi
+		if hi >= MaxSearchCapacity {
+			res.Unreachable = true
+			return res, nil
+		}
+		hi = min(up(hi*2), MaxSearchCapacity)
+	}
+	for {
+		// Invariant: hi fits and lo fails, each replayed or, for lo,
+		// below the peak live bytes.
+		for hi-lo > g {
+			mid := lo + (hi-lo)/g/2*g
+			ok, err := fits(mid)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		moved := false
+		for k := int64(1); k <= monotoneChecks; k++ {
+			c := hi + k*g
+			ok, err := fits(c)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				res.NonMonotone = true
+				lo = c
+				hi = c + g
+				for {
+					ok, err := fits(hi)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						break
+					}
+					lo = hi
+					hi += g
+				}
+				moved = true
+				break
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	res.MinCapacity = hi
+	return res, nil
+}

@@ -1,0 +1,82 @@
+package harness
+
+import (
+	"testing"
+
+	"membench/strategies"
+	"membench/traces/corpus"
+)
+
+// TestMinCapacityOnCorpus checks the capacity search's promise on every
+// corpus trace, for each strategy and device family: the answer is at
+// least the peak live bytes, a replay at it has no OOM, and a replay one
+// granule below runs out of memory.
+func TestMinCapacityOnCorpus(t *testing.T) {
+	for _, name := range corpus.Names() {
+		src, err := ResolveTrace(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Cache(DefaultCacheEvents)
+		for _, devName := range []string{"a100-80g", "tpu-v4"} {
+			for _, spec := range []string{"jax", "tf", "torch", "torch:expandable_segments=true"} {
+				if testing.Short() && spec != "torch" {
+					continue
+				}
+				dev := device(t, devName)
+				c, err := MinCapacity(src, spec, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Unreachable || c.MinCapacity < c.PeakLive || c.MinCapacity%c.Granularity != 0 {
+					t.Errorf("%s/%s/%s: min capacity %d, peak live %d, granularity %d", name, devName, spec, c.MinCapacity, c.PeakLive, c.Granularity)
+					continue
+				}
+				oom := func(capacity int64) int64 {
+					d := dev
+					d.Total, d.Capacity, d.Free = capacity, capacity, capacity
+					r, _ := src.Open()
+					res, err := Replay(name, r, spec, d, Options{Samples: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return res.OOMCount
+				}
+				if n := oom(c.MinCapacity); n != 0 {
+					t.Errorf("%s/%s/%s: %d OOMs at the minimum capacity %d", name, devName, spec, n, c.MinCapacity)
+				}
+				if n := oom(c.MinCapacity - c.Granularity); n == 0 {
+					t.Errorf("%s/%s/%s: fits one granule below the minimum capacity %d", name, devName, spec, c.MinCapacity)
+				}
+			}
+		}
+	}
+}
+
+func TestShard(t *testing.T) {
+	srcs := []*Source{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	jobs := Jobs(srcs, []strategies.Device{device(t, "a100-80g"), device(t, "tpu-v4")}, []string{"torch", "jax", "tf"})
+	seen := map[int]int{}
+	for k := 1; k <= 4; k++ {
+		sh, err := ParseShard(string(rune('0'+k)) + "/4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range sh.Select(jobs) {
+			seen[j.Index]++
+		}
+	}
+	if len(seen) != len(jobs) {
+		t.Errorf("shards cover %d of %d jobs", len(seen), len(jobs))
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("job %d in %d shards", i, n)
+		}
+	}
+	for _, bad := range []string{"0/4", "5/4", "1", "a/b", "1/0"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+}

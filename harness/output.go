@@ -1,0 +1,173 @@
+package harness
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats `run`, `sweep` and `capacity` can print.
+const (
+	FormatBenchfmt = "benchfmt"
+	FormatTable    = "table"
+	FormatCSV      = "csv"
+	FormatJSON     = "json"
+)
+
+// Row is one line of output: a benchmark name's parts and its metrics, in
+// order. Results and capacity searches both become Rows.
+type Row struct {
+	Name   string // "Replay" or "Capacity"
+	Trace  string
+	Device string
+	Spec   string
+	Units  []string
+	Values []float64
+}
+
+// BenchName is the row's benchmark name: Benchmark<Name>/trace=…/device=…/strategy=….
+func (r Row) BenchName() string {
+	return "Benchmark" + r.Name + "/trace=" + NameValue(r.Trace) + "/device=" + NameValue(r.Device) + "/strategy=" + NameValue(r.Spec)
+}
+
+// ResultRow turns a replay result into a Row of the fixed metrics.
+func ResultRow(r *Result) Row {
+	row := Row{Name: "Replay", Trace: r.Trace, Device: r.Device, Spec: r.Strategy}
+	for _, m := range Metrics {
+		row.Units = append(row.Units, m.Unit)
+		row.Values = append(row.Values, m.Value(r))
+	}
+	return row
+}
+
+// CapacityUnits are the metrics of a capacity search.
+var CapacityUnits = []string{"peak-live-B", "min-capacity-B", "capacity-ratio"}
+
+// CapacityRow turns a capacity search into a Row.
+func CapacityRow(c *CapacityResult) Row {
+	return Row{Name: "Capacity", Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
+		Units: CapacityUnits, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), c.Ratio()}}
+}
+
+func formatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteRows prints rows in one of the formats. benchfmt starts with the
+// Unit lines of every unit used (assume=exact: outcomes are
+// deterministic).
+func WriteRows(w io.Writer, format string, rows []Row) error {
+	switch format {
+	case FormatBenchfmt, "":
+		var b strings.Builder
+		seen := map[string]bool{}
+		for _, r := range rows {
+			for _, u := range r.Units {
+				if !seen[u] {
+					seen[u] = true
+					fmt.Fprintf(&b, "Unit %s assume=exact better=lower\n", u)
+				}
+			}
+		}
+		for _, r := range rows {
+			b.WriteString(r.BenchName())
+			b.WriteString(" 1")
+			for i, u := range r.Units {
+				b.WriteString(" " + formatValue(r.Values[i]) + " " + u)
+			}
+			b.WriteByte('\n')
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	case FormatTable:
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		var units []string
+		if len(rows) > 0 {
+			units = rows[0].Units
+		}
+		fmt.Fprint(tw, "trace\tdevice\tstrategy\t")
+		for _, u := range units {
+			fmt.Fprint(tw, u+"\t")
+		}
+		fmt.Fprintln(tw)
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.Trace, r.Device, r.Spec)
+			for i, u := range r.Units {
+				fmt.Fprint(tw, human(r.Values[i], u)+"\t")
+			}
+			fmt.Fprintln(tw)
+		}
+		return tw.Flush()
+	case FormatCSV:
+		cw := csv.NewWriter(w)
+		var header []string
+		if len(rows) > 0 {
+			header = append([]string{"benchmark", "trace", "device", "strategy"}, rows[0].Units...)
+		}
+		cw.Write(header)
+		for _, r := range rows {
+			rec := []string{r.Name, r.Trace, r.Device, r.Spec}
+			for _, v := range r.Values {
+				rec = append(rec, formatValue(v))
+			}
+			cw.Write(rec)
+		}
+		cw.Flush()
+		return cw.Error()
+	case FormatJSON:
+		type obj struct {
+			Benchmark string             `json:"benchmark"`
+			Trace     string             `json:"trace"`
+			Device    string             `json:"device"`
+			Strategy  string             `json:"strategy"`
+			Metrics   map[string]float64 `json:"metrics"`
+		}
+		out := make([]obj, 0, len(rows))
+		for _, r := range rows {
+			o := obj{r.Name, r.Trace, r.Device, r.Spec, map[string]float64{}}
+			for i, u := range r.Units {
+				o.Metrics[u] = r.Values[i]
+			}
+			out = append(out, o)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	return fmt.Errorf("unknown format %q (want benchfmt, table, csv or json)", format)
+}
+
+// human formats a metric for the table: bytes in binary units, seconds
+// in ms/µs, percentages with two decimals.
+func human(v float64, unit string) string {
+	switch {
+	case strings.HasSuffix(unit, "-B"):
+		units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+		i := 0
+		for v >= 1024 && i < len(units)-1 {
+			v /= 1024
+			i++
+		}
+		if i == 0 {
+			return fmt.Sprintf("%.0f B", v)
+		}
+		return fmt.Sprintf("%.2f %s", v, units[i])
+	case strings.HasSuffix(unit, "-sec"):
+		switch {
+		case v == 0:
+			return "0"
+		case v < 1e-3:
+			return fmt.Sprintf("%.1f µs", v*1e6)
+		case v < 1:
+			return fmt.Sprintf("%.2f ms", v*1e3)
+		}
+		return fmt.Sprintf("%.3f s", v)
+	case strings.HasSuffix(unit, "%"):
+		return fmt.Sprintf("%.2f%%", v)
+	case unit == "capacity-ratio":
+		return fmt.Sprintf("%.3fx", v)
+	}
+	return formatValue(v)
+}
