@@ -2,6 +2,7 @@ package bfc
 
 import (
 	"fmt"
+	"math"
 
 	"membench/internal/freeset"
 	"membench/strategies"
@@ -12,6 +13,8 @@ const (
 	MinAllocationSize int64 = 256
 	initialGrowth     int64 = 2 << 20
 	defaultMaxFrag    int64 = 128 << 20
+	// backpedalFactor is kBackpedalFactor, declared float in Extend.
+	backpedalFactor float32 = 0.9
 )
 
 // RoundedBytes is RoundedBytes: a multiple of 256.
@@ -148,6 +151,12 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 		return -1, false
 	}
 	r := RoundedBytes(n)
+	if r < n {
+		// Rounding overflowed int64: no chunk or region can hold such a
+		// request, which must fail as TSL's does, not wrap to a negative
+		// size that every free chunk "fits".
+		r = math.MaxInt64
+	}
 	if h, ok := a.find(r, n); ok {
 		a.mem.Hit()
 		return h, true
@@ -256,7 +265,10 @@ func (a *Allocator) extend(r int64) bool {
 	bytes := min(a.curr, avail)
 	addr, ok := a.mem.Malloc(bytes)
 	for !ok {
-		back := RoundedBytes(int64(float64(bytes) * 0.9))
+		// TSL's kBackpedalFactor is a float: bytes*0.9f is computed in
+		// single precision, which at GiB sizes lands hundreds to
+		// thousands of bytes away from bytes*0.9 even after rounding.
+		back := RoundedBytes(int64(float32(float32(bytes) * backpedalFactor)))
 		if back >= bytes {
 			back = bytes - MinAllocationSize
 		}
