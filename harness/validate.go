@@ -38,24 +38,28 @@ func (e SegEvent) String() string {
 
 // DeviceReport is the outcome of validating one device.
 type DeviceReport struct {
-	Device         int
-	Entries        int
-	Counts         map[string]int
-	Start          string // how the layout at the first entry was obtained
-	Settings       string
-	Capacity       int64 // 0: unlimited
-	CapacityFrom   string
-	EmptyCache     int // inferred torch.cuda.empty_cache() calls
-	Compared       int // segment events that agree before the first divergence
-	Recorded       []SegEvent
-	Simulated      []SegEvent
-	Diverged       bool
-	DivergeAt      int // index into Recorded/Simulated
-	DivergeEntry   int // trace entry being replayed when it was seen
-	Note           string
-	PeakSimulated  int64
-	PeakRecorded   int64
-	AddrMismatches int // allocations placed elsewhere than recorded (diagnostic)
+	Device       int
+	Entries      int
+	Counts       map[string]int
+	Start        string // how the layout at the first entry was obtained
+	Settings     string
+	Capacity     int64 // 0: unlimited
+	CapacityFrom string
+	EmptyCache   int // inferred torch.cuda.empty_cache() calls
+	// InferredFailures counts device mallocs that must have failed for
+	// the recording to make sense although no OOM was recorded (the
+	// device was fuller than modelled; see resolveBurst).
+	InferredFailures int
+	Compared         int // segment events that agree before the first divergence
+	Recorded         []SegEvent
+	Simulated        []SegEvent
+	Diverged         bool
+	DivergeAt        int // index into Recorded/Simulated
+	DivergeEntry     int // trace entry being replayed when it was seen
+	Note             string
+	PeakSimulated    int64
+	PeakRecorded     int64
+	AddrMismatches   int // allocations placed elsewhere than recorded (diagnostic)
 }
 
 // Agree reports exact agreement: every segment event and OOM in order,
@@ -116,6 +120,19 @@ func configFromSettings(s *torchsnap.Settings) (torchlike.Config, string) {
 		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
 	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
 		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", s.PYTORCH_CUDA_ALLOC_CONF)
+		// Knobs the structured fields do not carry are only in the
+		// recorded string: take them from there.
+		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err == nil {
+			if conf, err := torchlike.ParseConfig(sp); err == nil {
+				cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
+				cfg.LargeSegmentSize = conf.LargeSegmentSize
+				if conf.FractionSet {
+					cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
+				}
+			} else {
+				desc += fmt.Sprintf(" [conf string not fully understood: %v]", err)
+			}
+		}
 	}
 	return cfg, desc
 }
@@ -170,13 +187,17 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions) (*Dev
 		rep.Start = fmt.Sprintf("warm start: seeded with %d segments (%d B reserved) and %d live blocks, reconstructed by undoing the trace from the final segments", len(layout.Segments), startReserved, nBlocks)
 	}
 
+	// recReserved[k] is the recorded reserved bytes just before entry k.
+	recReserved := make([]int64, len(tr)+1)
+	recReserved[0] = startReserved
+	for k, e := range tr {
+		recReserved[k+1] = recReserved[k] + segDelta(e)
+	}
 	// Capacity: from the first recorded OOM, else the user's, else unlimited.
-	reserved := startReserved
-	for _, e := range tr {
-		reserved += segDelta(e)
+	for k, e := range tr {
 		if e.Action == torchsnap.ActionOOM {
-			rep.Capacity = reserved + e.DeviceFree
-			rep.CapacityFrom = fmt.Sprintf("inferred from the recorded oom: reserved %d B + device free %d B", reserved, e.DeviceFree)
+			rep.Capacity = recReserved[k] + e.DeviceFree
+			rep.CapacityFrom = fmt.Sprintf("inferred from the recorded oom: reserved %d B + device free %d B", recReserved[k], e.DeviceFree)
 			break
 		}
 	}
@@ -191,26 +212,117 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions) (*Dev
 		capacity = 1 << 50
 	}
 	dev := strategies.Device{Name: "snapshot", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
+	if cfg.FractionSet {
+		if rep.Capacity == 0 {
+			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --capacity")
+		}
+		rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B", capacity)
+	}
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
 	mem.SetNextAddr((maxAddr>>30 + 1<<14) << 30)
-	a := torchlike.New(cfg, mem)
-
-	live := map[int64]strategies.Handle{}
-	if err := seed(a, layout, cfg.ExpandableSegments, live); err != nil {
+	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{}}
+	v.attach(torchlike.New(cfg, mem), mem)
+	if err := seed(v.a, layout, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
 	}
-
-	var sim, rec []SegEvent
-	a.OnTrace = func(act torchlike.TraceAction, addr, size, stream int64) {
-		sim = append(sim, SegEvent{Action: act.String(), Addr: addr, Size: size, Entry: -1})
+	rep.PeakRecorded = startReserved
+	for k := 0; k < len(tr); k++ {
+		e := tr[k]
+		switch e.Action {
+		case torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentFree, torchsnap.ActionSegmentMap, torchsnap.ActionSegmentUnmap:
+			rep.PeakRecorded = max(rep.PeakRecorded, recReserved[k+1])
+			release := e.Action == torchsnap.ActionSegmentFree || e.Action == torchsnap.ActionSegmentUnmap
+			if release && len(v.sim) < len(v.rec)+1 && !rep.Diverged {
+				// A release the simulation has not made: the program
+				// called empty_cache(), or the next allocation's device
+				// malloc failed and its release path ran. Replay the
+				// readings on copies and keep the one that reproduces
+				// the recording up to that allocation.
+				next, _, err := v.resolveBurst(tr, k, recReserved, false)
+				if err != nil {
+					return nil, err
+				}
+				v = next
+				k = v.resumeAt - 1
+				continue
+			}
+			v.rec = append(v.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
+		default:
+			if e.Action == torchsnap.ActionFreeCompleted && !rep.Diverged && len(v.sim) <= len(v.rec) {
+				// Completions followed by releases are what a release
+				// path records first (synchronize_and_free_events):
+				// resolve them together with the releases.
+				m := k
+				for m < len(tr) && tr[m].Action == torchsnap.ActionFreeCompleted {
+					m++
+				}
+				if m < len(tr) && (tr[m].Action == torchsnap.ActionSegmentFree || tr[m].Action == torchsnap.ActionSegmentUnmap) {
+					// If no reading with these completions left to the
+					// model reproduces the recording, they were plain
+					// frees: apply them and resolve the releases alone.
+					if next, ok, err := v.resolveBurst(tr, k, recReserved, true); err != nil {
+						return nil, err
+					} else if ok {
+						v = next
+						k = v.resumeAt - 1
+						continue
+					}
+				}
+			}
+			if err := v.drive(k, e, false); err != nil {
+				return nil, err
+			}
+		}
+		v.compare(k)
 	}
+	rep = v.rep
+	if !rep.Diverged && len(v.sim) != len(v.rec) {
+		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
+		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", len(v.rec), len(v.sim))
+	}
+	for i := range v.rec {
+		if i < len(v.sim) {
+			v.sim[i].Entry = v.rec[i].Entry
+		}
+	}
+	rep.Recorded, rep.Simulated = v.rec, v.sim
+	rep.PeakSimulated = v.mem.Peak()
+	return rep, nil
+}
+
+// replayer is one reading of a recording: the model's state, the live
+// blocks by recorded address, and the segment events simulated and
+// recorded so far. Competing readings of an ambiguous stretch run on
+// clones (see resolveBurst).
+type replayer struct {
+	rep          *DeviceReport
+	a            *torchlike.Allocator
+	mem          *strategies.Memory
+	live         map[int64]strategies.Handle
+	sim, rec     []SegEvent
+	checked      int
+	hasCompleted bool
+	resumeAt     int
+	deferred     []int64 // free_completed addresses left to the model's release path
+}
+
+// attach wires the allocator's trace and the device's address hook to
+// this replayer.
+func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
+	v.a, v.mem = a, mem
+	a.OnTrace = func(act torchlike.TraceAction, addr, size, stream int64) {
+		v.sim = append(v.sim, SegEvent{Action: act.String(), Addr: addr, Size: size, Entry: -1})
+	}
+	// While the simulation agrees, a new segment takes the address the
+	// recording gives it, so best-fit ties between segments break as
+	// they did on the real device.
 	mem.AddrHook = func(size int64) int64 {
-		i := len(sim)
-		if i >= len(rec) || rep.Diverged {
+		i := len(v.sim)
+		if i >= len(v.rec) || v.rep.Diverged {
 			return 0
 		}
-		switch r := rec[i]; r.Action {
+		switch r := v.rec[i]; r.Action {
 		case torchsnap.ActionSegmentAlloc:
 			if r.Size == size {
 				return r.Addr
@@ -220,105 +332,211 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions) (*Dev
 		}
 		return 0
 	}
-	checked := 0
-	compare := func(k int) {
-		n := min(len(sim), len(rec))
-		for ; checked < n && !rep.Diverged; checked++ {
-			s, r := sim[checked], rec[checked]
-			if s.Action != r.Action || s.Size != r.Size {
-				rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, checked, k
-				return
+}
+
+func (v *replayer) clone() *replayer {
+	c := *v
+	rep := *v.rep
+	c.rep = &rep
+	mem := *v.mem
+	c.live = make(map[int64]strategies.Handle, len(v.live))
+	for k, h := range v.live {
+		c.live[k] = h
+	}
+	c.sim = append([]SegEvent(nil), v.sim...)
+	c.rec = append([]SegEvent(nil), v.rec...)
+	c.attach(v.a.Clone(&mem), &mem)
+	return &c
+}
+
+func (v *replayer) diverge(at, entry int, note string) {
+	if !v.rep.Diverged {
+		v.rep.Diverged, v.rep.DivergeAt, v.rep.DivergeEntry, v.rep.Note = true, at, entry, note
+	}
+}
+
+// compare checks the simulated events against the recorded ones so far.
+func (v *replayer) compare(k int) {
+	n := min(len(v.sim), len(v.rec))
+	for ; v.checked < n && !v.rep.Diverged; v.checked++ {
+		s, r := v.sim[v.checked], v.rec[v.checked]
+		if s.Action != r.Action || s.Size != r.Size {
+			v.diverge(v.checked, k, "")
+			return
+		}
+		v.rep.Compared++
+	}
+}
+
+// drive replays one request of the recording. With deferCompleted, a
+// free_completed is not applied: the simulation's own release path will
+// complete the block (synchronize_and_free_events), as it did in reality.
+func (v *replayer) drive(k int, e torchsnap.TraceEntry, deferCompleted bool) error {
+	switch e.Action {
+	case torchsnap.ActionAlloc:
+		h, ok := v.a.Malloc(e.Size, e.Stream)
+		if !ok {
+			v.diverge(len(v.rec), k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
+			return nil
+		}
+		if _, dup := v.live[e.Addr]; dup {
+			return fmt.Errorf("trace entry %d: alloc at %#x, which is already live", k, e.Addr)
+		}
+		v.live[e.Addr] = h
+		if v.a.Addr(h) != e.Addr {
+			v.rep.AddrMismatches++
+		}
+	case torchsnap.ActionFreeRequested, torchsnap.ActionFreeCompleted, torchsnap.ActionFree:
+		h, ok := v.live[e.Addr]
+		if !ok {
+			if v.rep.Diverged {
+				return nil // the simulation failed this block's allocation
 			}
-			rep.Compared++
+			return fmt.Errorf("trace entry %d: %s of %#x, which is not live", k, e.Action, e.Addr)
+		}
+		switch {
+		case e.Action == torchsnap.ActionFreeRequested && v.hasCompleted:
+			v.a.FreeRequested(h)
+		case e.Action == torchsnap.ActionFreeCompleted && deferCompleted:
+			v.deferred = append(v.deferred, e.Addr)
+		case e.Action == torchsnap.ActionFreeCompleted:
+			if v.a.IsPending(h) { // else an empty_cache() completed it already
+				v.a.FreeCompleted(h)
+			}
+			delete(v.live, e.Addr)
+		default:
+			v.a.Free(h)
+			delete(v.live, e.Addr)
+		}
+	case torchsnap.ActionOOM:
+		v.rec = append(v.rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
+		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
+			v.a.Free(h)
+			v.diverge(len(v.rec)-1, k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
 		}
 	}
-	// explainedByNext reports whether the recorded segment frees starting
-	// at entry k are the release path of the next allocation (or recorded
-	// OOM) rather than a torch.cuda.empty_cache() call.
-	explainedByNext := func(k int) bool {
-		for j := k + 1; j < len(tr); j++ {
-			switch e := tr[j]; e.Action {
-			case torchsnap.ActionSegmentFree, torchsnap.ActionSegmentUnmap, torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentMap:
-				continue
-			case torchsnap.ActionAlloc, torchsnap.ActionOOM:
-				return a.WouldRelease(e.Size, e.Stream)
+	return nil
+}
+
+// resolveBurst handles recorded segment frees (or unmaps) starting at
+// entry k that the simulation did not produce. Three readings are tried,
+// each on a copy of the state, through the next allocation (or recorded
+// OOM) j; the first that reproduces the recorded segment events of
+// entries k..j exactly wins:
+//
+//  1. the allocation at j releases the memory itself: its device malloc
+//     fails on the modelled capacity (WouldRelease) — free_completed
+//     entries in between were recorded by its synchronize_and_free_events
+//     and are left to the model;
+//  2. the program called torch.cuda.empty_cache() at k;
+//  3. the device malloc at j failed because the device was fuller than
+//     modelled (another process, no OOM recorded): the capacity is taken,
+//     for that one allocation, as the recorded reserved bytes after the
+//     releases plus the segment that followed them, which makes the first
+//     attempt fail and the attempt after the same releases succeed.
+//
+// A program call is preferred to a failure nothing recorded, so 2 comes
+// before 3 (where both fit, they leave the same layout). When none
+// reproduces the recording, the second is kept and the comparison reports
+// the divergence.
+//
+// With fromCompletions, k is a run of free_completed entries before the
+// releases, and only reading 1 is tried, with those completions left to
+// the model's synchronize_and_free_events; ok reports whether it
+// reproduced the recording. (Reading 3 would fit a plain free followed by
+// empty_cache() too, and a program's call is preferred.)
+func (v *replayer) resolveBurst(tr []torchsnap.TraceEntry, k int, recReserved []int64, fromCompletions bool) (_ *replayer, ok bool, _ error) {
+	j := -1
+	for i := k; i < len(tr) && j < 0; i++ {
+		switch tr[i].Action {
+		case torchsnap.ActionSegmentFree, torchsnap.ActionSegmentUnmap, torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentMap, torchsnap.ActionFreeCompleted:
+		case torchsnap.ActionAlloc, torchsnap.ActionOOM:
+			j = i
+		default:
+			i = len(tr)
+		}
+	}
+	// window replays entries k..j on c, the burst's releases left to the
+	// model (and free_completed deferred) or, with emptyFirst, an
+	// empty_cache() call first.
+	window := func(c *replayer, emptyFirst, deferCompleted bool) error {
+		if emptyFirst {
+			c.a.EmptyCache()
+			c.rep.EmptyCache++
+		}
+		end := j
+		if end < 0 {
+			end = k
+		}
+		for i := k; i <= end; i++ {
+			e := tr[i]
+			switch e.Action {
+			case torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentFree, torchsnap.ActionSegmentMap, torchsnap.ActionSegmentUnmap:
+				c.rec = append(c.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: i})
+				c.rep.PeakRecorded = max(c.rep.PeakRecorded, recReserved[i+1])
 			default:
-				return false
-			}
-		}
-		return false
-	}
-	recReserved := startReserved
-	rep.PeakRecorded = startReserved
-	for k, e := range tr {
-		switch e.Action {
-		case torchsnap.ActionAlloc:
-			h, ok := a.Malloc(e.Size, e.Stream)
-			if !ok {
-				if !rep.Diverged {
-					rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, len(rec), k
-					rep.Note = fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size)
-				}
-				continue
-			}
-			if _, dup := live[e.Addr]; dup {
-				return nil, fmt.Errorf("trace entry %d: alloc at %#x, which is already live", k, e.Addr)
-			}
-			live[e.Addr] = h
-			if a.Addr(h) != e.Addr {
-				rep.AddrMismatches++
-			}
-		case torchsnap.ActionFreeRequested, torchsnap.ActionFreeCompleted, torchsnap.ActionFree:
-			h, ok := live[e.Addr]
-			if !ok {
-				if rep.Diverged {
-					continue // the simulation failed this block's allocation
-				}
-				return nil, fmt.Errorf("trace entry %d: %s of %#x, which is not live", k, e.Action, e.Addr)
-			}
-			switch {
-			case e.Action == torchsnap.ActionFreeRequested && hasCompleted:
-				a.FreeRequested(h)
-			case e.Action == torchsnap.ActionFreeCompleted:
-				a.FreeCompleted(h)
-				delete(live, e.Addr)
-			default:
-				a.Free(h)
-				delete(live, e.Addr)
-			}
-		case torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentFree, torchsnap.ActionSegmentMap, torchsnap.ActionSegmentUnmap:
-			rec = append(rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
-			recReserved += segDelta(e)
-			rep.PeakRecorded = max(rep.PeakRecorded, recReserved)
-			if (e.Action == torchsnap.ActionSegmentFree || e.Action == torchsnap.ActionSegmentUnmap) &&
-				len(sim) < len(rec) && !rep.Diverged && !explainedByNext(k) {
-				a.EmptyCache()
-				rep.EmptyCache++
-			}
-		case torchsnap.ActionOOM:
-			rec = append(rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
-			if h, ok := a.Malloc(e.Size, e.Stream); ok {
-				a.Free(h)
-				if !rep.Diverged {
-					rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, len(rec)-1, k
-					rep.Note = fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size)
+				if err := c.drive(i, e, deferCompleted); err != nil {
+					return err
 				}
 			}
+			if !deferCompleted {
+				c.compare(i)
+			}
 		}
-		compare(k)
+		// Blocks whose completion was left to the model: the release
+		// path completed (and maybe released) them; any it did not is
+		// completed now, as the recording says.
+		for _, addr := range c.deferred {
+			if h, ok := c.live[addr]; ok {
+				if c.a.IsPending(h) {
+					c.a.FreeCompleted(h)
+				}
+				delete(c.live, addr)
+			}
+		}
+		c.deferred = nil
+		c.compare(end)
+		c.resumeAt = end + 1
+		return nil
 	}
-	if !rep.Diverged && len(sim) != len(rec) {
-		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, checked, len(tr)
-		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", len(rec), len(sim))
-	}
-	for i := range rec {
-		if i < len(sim) {
-			sim[i].Entry = rec[i].Entry
+	agrees := func(c *replayer) bool { return !c.rep.Diverged && len(c.sim) == len(c.rec) }
+	if j >= 0 {
+		if v.a.WouldRelease(tr[j].Size, tr[j].Stream) {
+			c := v.clone()
+			if err := window(c, false, true); err == nil && agrees(c) {
+				return c, true, nil
+			}
 		}
 	}
-	rep.Recorded, rep.Simulated = rec, sim
-	rep.PeakSimulated = mem.Peak()
-	return rep, nil
+	var empty *replayer
+	if !fromCompletions {
+		empty = v.clone()
+		if err := window(empty, true, false); err != nil {
+			return nil, false, err
+		}
+		if agrees(empty) || j < 0 {
+			return empty, agrees(empty), nil
+		}
+	}
+	if j >= 0 && tr[j].Action == torchsnap.ActionAlloc && !fromCompletions {
+		// The segment the allocation finally got bounds the device's
+		// capacity at that moment.
+		for i := j - 1; i > k; i-- {
+			if a := tr[i].Action; a == torchsnap.ActionSegmentAlloc || a == torchsnap.ActionSegmentMap {
+				c := v.clone()
+				saved := c.mem.Limit
+				c.mem.Limit = recReserved[i] + tr[i].Size
+				err := window(c, false, true)
+				c.mem.Limit = saved
+				if err == nil && agrees(c) {
+					c.rep.InferredFailures++
+					return c, true, nil
+				}
+				break
+			}
+		}
+	}
+	return empty, false, nil
 }
 
 // seed installs the reconstructed starting layout.
@@ -378,6 +596,9 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	fmt.Fprintf(w, "  capacity: %s\n", r.CapacityFrom)
 	if r.EmptyCache > 0 {
 		fmt.Fprintf(w, "  replayed %d torch.cuda.empty_cache() calls (bursts of segment frees no allocation explains)\n", r.EmptyCache)
+	}
+	if r.InferredFailures > 0 {
+		fmt.Fprintf(w, "  replayed %d device mallocs as failed (no oom recorded, but the recorded releases before them are malloc's release path)\n", r.InferredFailures)
 	}
 	fmt.Fprintf(w, "  segment events and OOMs compared: %d of %d recorded (%d simulated)\n", r.Compared, len(r.Recorded), len(r.Simulated))
 	if r.Diverged {

@@ -81,6 +81,15 @@ type Allocator struct {
 
 // New builds an allocator on mem.
 func New(cfg Config, mem *strategies.Memory) *Allocator {
+	if cfg.LargeSegmentSize <= 0 {
+		cfg.LargeSegmentSize = kLargeBuffer
+	}
+	if cfg.MaxNonSplitRounding <= 0 {
+		cfg.MaxNonSplitRounding = kLargeBuffer
+	}
+	if cfg.MaxSplitSize <= 0 {
+		cfg.MaxSplitSize = unlimited
+	}
 	a := &Allocator{cfg: cfg, mem: mem}
 	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
 	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
@@ -177,7 +186,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		return a.mallocNoCache(orig, stream)
 	}
 	size := a.cfg.roundSize(orig)
-	p := params{size: size, allocSize: allocSize(size), stream: stream, pool: &a.large, block: none}
+	p := params{size: size, allocSize: a.cfg.allocSize(size), stream: stream, pool: &a.large, block: none}
 	if size <= kSmallSize {
 		p.pool = &a.small
 	}

@@ -47,11 +47,15 @@ type Config struct {
 	// NoCaching is PYTORCH_NO_CUDA_MEMORY_CACHING=1: one cudaMalloc and
 	// one cudaFree per tensor.
 	NoCaching bool
+	// LargeSegmentSize is large_segment_size_mb (newest releases only): the
+	// segment size for 1–10 MiB requests and the large pool's expandable
+	// page size; kLargeBuffer (20 MiB) before it existed.
+	LargeSegmentSize int64
 }
 
 // DefaultConfig is PyTorch's behaviour with no environment set.
 func DefaultConfig() Config {
-	return Config{MaxSplitSize: unlimited, MaxNonSplitRounding: kLargeBuffer}
+	return Config{MaxSplitSize: unlimited, MaxNonSplitRounding: kLargeBuffer, LargeSegmentSize: kLargeBuffer}
 }
 
 // Keys lists the knobs a torch strategy spec accepts. The names are
@@ -64,7 +68,7 @@ func DefaultConfig() Config {
 var Keys = []string{
 	"backend", "max_split_size_mb", "max_non_split_rounding_mb",
 	"garbage_collection_threshold", "roundup_power2_divisions",
-	"expandable_segments", "per_process_memory_fraction",
+	"expandable_segments", "per_process_memory_fraction", "large_segment_size_mb",
 	"PYTORCH_NO_CUDA_MEMORY_CACHING",
 	"release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
 	"pinned_num_register_threads", "pinned_use_background_threads",
@@ -103,6 +107,12 @@ func (c *Config) set(k, v string) error {
 		} else {
 			c.MaxNonSplitRounding = n * mb
 		}
+	case "large_segment_size_mb":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 10 || n > unlimited/mb {
+			return fmt.Errorf("must be an integer > 10 (MB)")
+		}
+		c.LargeSegmentSize = n * mb
 	case "garbage_collection_threshold":
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0 && f < 1) {
@@ -237,12 +247,12 @@ func roundupPower2NextDivision(n, d int64) int64 {
 }
 
 // allocSize is get_allocation_size (allocator-spec §1.4).
-func allocSize(rounded int64) int64 {
+func (c *Config) allocSize(rounded int64) int64 {
 	switch {
 	case rounded <= kSmallSize:
 		return kSmallBuffer
 	case rounded < kMinLargeAlloc:
-		return kLargeBuffer
+		return c.LargeSegmentSize
 	}
 	return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge
 }

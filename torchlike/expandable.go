@@ -46,6 +46,26 @@ func (a *Allocator) allocatable(i int32) bool {
 // unmapped range of this stream (extended back over a free block before it)
 // whose consecutive free and unmapped blocks reach size; else a new segment.
 func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
+	if found := a.expandableCandidate(stream, pl, size); found != none {
+		return found
+	}
+	page := a.cfg.LargeSegmentSize
+	if pl.small {
+		page = kSmallBuffer
+	}
+	total := a.mem.Dev.Total
+	n := (total + total/8 + page - 1) / page
+	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
+	es.base = a.mem.Address(es.size)
+	a.exp = append(a.exp, es)
+	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
+	pl.unmapped.Insert(key(&a.arena[i], i))
+	return i
+}
+
+// expandableCandidate is find_expandable_block's search of the existing
+// segments, without creating one: none when a new segment is needed.
+func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) int32 {
 	var found int32 = none
 	pl.unmapped.Ascend(freeset.Key{Stream: stream}, func(k freeset.Key) bool {
 		if k.Stream != stream {
@@ -65,21 +85,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 		}
 		return true
 	})
-	if found != none {
-		return found
-	}
-	page := kLargeBuffer
-	if pl.small {
-		page = kSmallBuffer
-	}
-	total := a.mem.Dev.Total
-	n := (total + total/8 + page - 1) / page
-	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
-	es.base = a.mem.Address(es.size)
-	a.exp = append(a.exp, es)
-	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
-	pl.unmapped.Insert(key(&a.arena[i], i))
-	return i
+	return found
 }
 
 // mapBlock is map_block: back the first size bytes of an unmapped block

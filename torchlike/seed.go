@@ -113,7 +113,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	if !a.cfg.ExpandableSegments {
 		return nil, fmt.Errorf("seeding an expandable segment into an allocator without expandable_segments")
 	}
-	page := kLargeBuffer
+	page := a.cfg.LargeSegmentSize
 	if small {
 		page = kSmallBuffer
 	}
@@ -182,7 +182,7 @@ func (a *Allocator) WouldRelease(orig, stream int64) bool {
 		return false
 	}
 	size := a.cfg.roundSize(orig)
-	p := params{size: size, allocSize: allocSize(size), stream: stream, pool: &a.large, block: none}
+	p := params{size: size, allocSize: a.cfg.allocSize(size), stream: stream, pool: &a.large, block: none}
 	if size <= kSmallSize {
 		p.pool = &a.small
 	}
@@ -197,11 +197,71 @@ func (a *Allocator) WouldRelease(orig, stream int64) bool {
 	}
 	need := p.allocSize
 	if a.cfg.ExpandableSegments {
-		page := kLargeBuffer
-		if p.pool.small {
-			page = kSmallBuffer
-		}
-		need = (size + page - 1) / page * page
+		need = a.expandableNeed(stream, p.pool, size)
 	}
 	return need > a.mem.Available()
+}
+
+// expandableNeed is the bytes tryAllocateExpandableBlock would map for a
+// request of size bytes, found without side effects: the candidate of
+// findExpandableBlock, then the pages each mapping step adds.
+func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
+	page := a.cfg.LargeSegmentSize
+	if pl.small {
+		page = kSmallBuffer
+	}
+	pages := func(n int64) int64 { return (n + page - 1) / page * page }
+	c := a.expandableCandidate(stream, pl, size)
+	if c == none {
+		return pages(size) // a new segment, mapped from its start
+	}
+	var need, have int64
+	b := c
+	if !a.arena[b].mapped {
+		m := pages(min(a.arena[b].size, size))
+		need, have = m, m
+	} else {
+		have = a.arena[b].size
+	}
+	b = a.arena[b].next
+	for have < size && b != none {
+		if a.arena[b].mapped { // a free mapped block merged in by map_block
+			have += a.arena[b].size
+		} else {
+			m := pages(min(size-have, a.arena[b].size))
+			need += m
+			have += m
+		}
+		b = a.arena[b].next
+	}
+	return need
+}
+
+// IsPending reports whether a block freed with FreeRequested still awaits
+// FreeCompleted (an empty_cache or a malloc's release path may have
+// completed it since).
+func (a *Allocator) IsPending(h strategies.Handle) bool {
+	b := &a.arena[h]
+	return b.inUse && b.pending
+}
+
+// Clone returns an independent copy of the allocator drawing from mem
+// (itself a copy of the original's memory); OnTrace is not copied. The
+// validator replays competing readings of a recording on clones.
+func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
+	c := *a
+	c.mem = mem
+	c.OnTrace = nil
+	c.arena = append([]block(nil), a.arena...)
+	c.freeB = append([]int32(nil), a.freeB...)
+	c.pendingQ = append([]int32(nil), a.pendingQ...)
+	c.heads = nil
+	c.small.blocks, c.small.unmapped = a.small.blocks.Clone(), a.small.unmapped.Clone()
+	c.large.blocks, c.large.unmapped = a.large.blocks.Clone(), a.large.unmapped.Clone()
+	c.exp = make([]expSeg, len(a.exp))
+	for i, e := range a.exp {
+		e.mapped = append([]bool(nil), e.mapped...)
+		c.exp[i] = e
+	}
+	return &c
 }

@@ -12,10 +12,15 @@ import (
 
 // Format names, as Detect returns them.
 const (
-	FormatNative         = "native"          // membench native text ("membench-trace 1" header)
-	FormatMemtraceCSV    = "memtrace-csv"    // the team's recorder's CSV ("t_ns,op,addr,size,name" header)
-	FormatSnapshotPickle = "snapshot-pickle" // PyTorch memory snapshot, pickled
-	FormatSnapshotJSON   = "snapshot-json"   // PyTorch memory snapshot as a JSON object
+	FormatNative         = "native"           // membench native text ("membench-trace 1" header)
+	FormatMemtraceCSV    = "memtrace-csv"     // the team's recorder's CSV ("t_ns,op,addr,size,name" header)
+	FormatSnapshotPickle = "snapshot-pickle"  // PyTorch memory snapshot, pickled
+	FormatSnapshotJSON   = "snapshot-json"    // PyTorch memory snapshot as a JSON object
+	FormatBinary         = "native-binary"    // membench native binary (BinaryMagic and a version byte)
+	FormatLifetimesCSV   = "lifetimes-csv"    // MiniMalloc/idealloc lifetime table ("id,lower,upper,size" header)
+	FormatAllocatorSim   = "allocatorsim-log" // allocatorSim input log ("alloc_op free_op size" lines)
+	FormatSTAlloc        = "stalloc-log"      // STAlloc/Megatron allocator log ("1 ptr size stream", "0 ptr" lines)
+	FormatJAXPprof       = "jax-pprof"        // JAX device memory profile (pprof protobuf)
 )
 
 // ErrUnknownFormat is wrapped by the error of Open, OpenReader and Detect
@@ -24,8 +29,13 @@ var ErrUnknownFormat = errors.New("unknown trace format")
 
 // acceptedFormats ends the unknown-format message.
 const acceptedFormats = `accepted: membench native text (first line "membench-trace 1"), ` +
+	`membench native binary (starting "membench-trace-bin"), ` +
 	`memtrace CSV (first line "t_ns,op,addr,size,name"), ` +
 	`PyTorch memory snapshot (pickle, or a JSON object), ` +
+	`MiniMalloc/idealloc lifetime CSV (first line "id,lower,upper,size"), ` +
+	`allocatorSim log (lines "alloc_op free_op size"), ` +
+	`STAlloc/Megatron allocator log (lines "1 ptr size stream" and "0 ptr"), ` +
+	`JAX device memory profile (pprof protobuf), ` +
 	`each plain or gzip-compressed`
 
 // sniffLen is how much of the content detection looks at.
@@ -83,6 +93,29 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 			return nil, err
 		}
 		return mr, nil
+	case FormatBinary:
+		bin, err := newBinaryReader(name, br, gz, closer)
+		if err != nil {
+			gz, closer = nil, nil // closed by newBinaryReader
+			return nil, err
+		}
+		return bin, nil
+	case FormatLifetimesCSV, FormatAllocatorSim:
+		// The table is read whole; newLifetimeReader closes the input.
+		lr, err := newLifetimeReader(name, br, gz, closer, format)
+		gz, closer = nil, nil
+		if err != nil {
+			return nil, err
+		}
+		return lr, nil
+	case FormatSTAlloc:
+		return newSTAllocReader(name, br, gz, closer), nil
+	case FormatJAXPprof:
+		pr, err := openPprof(name, br, gz != nil, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &closingReader{Reader: pr, name: name, gz: gz, closer: closer}, nil
 	}
 	sr, err := openSnapshot(name, br, opts)
 	if err != nil {
@@ -134,8 +167,12 @@ func detect(p []byte) string {
 		return ""
 	case bytes.HasPrefix(p, []byte(NativeMagic)) && (len(p) == len(NativeMagic) || isLineSpace(p[len(NativeMagic)])):
 		return FormatNative
-	case bytes.HasPrefix(p, []byte(MemtraceHeader)) && (len(p) == len(MemtraceHeader) || p[len(MemtraceHeader)] == '\n' || p[len(MemtraceHeader)] == '\r'):
+	case bytes.HasPrefix(p, []byte(BinaryMagic)):
+		return FormatBinary
+	case firstLineIs(p, MemtraceHeader):
 		return FormatMemtraceCSV
+	case firstLineIs(p, LifetimesCSVHeader) || firstLineIs(p, LifetimesCSVSolutionHeader):
+		return FormatLifetimesCSV
 	case p[0] == 0x80 || p[0] == '(' || p[0] == ']' || p[0] == '}':
 		// Pickle: PROTO (protocol 2+), or MARK / EMPTY_LIST / EMPTY_DICT,
 		// which open protocol 0 and 1 pickles of containers.
@@ -150,20 +187,108 @@ func detect(p []byte) string {
 		}
 		break
 	}
+	if f := detectLines(p); f != "" {
+		return f
+	}
+	if looksLikePprof(p) {
+		// Only a prefix is checked here; the whole content is decoded
+		// when the trace is opened (or by Detect).
+		return FormatJAXPprof
+	}
 	return ""
+}
+
+// firstLineIs reports whether p starts with the line line ('\n' or "\r\n"
+// after it, or nothing).
+func firstLineIs(p []byte, line string) bool {
+	if !bytes.HasPrefix(p, []byte(line)) {
+		return false
+	}
+	rest := p[len(line):]
+	return len(rest) == 0 || rest[0] == '\n' || rest[0] == '\r'
+}
+
+// detectLines recognises the headerless line formats from the complete
+// lines of p (the content's start, all of it when shorter than sniffLen):
+// every non-blank line three decimal integers (allocatorSim log), or every
+// non-blank line "1 ptr size stream", "0 ptr" or "0 ptr size stream"
+// (STAlloc log). Blank lines are skipped; at least one line must be there.
+func detectLines(p []byte) string {
+	if len(p) == 0 || !(p[0] >= '0' && p[0] <= '9' || isLineSpace(p[0])) {
+		return ""
+	}
+	if len(p) >= sniffLen {
+		// The last line may be cut short: look at the complete ones.
+		i := bytes.LastIndexByte(p, '\n')
+		if i < 0 {
+			return ""
+		}
+		p = p[:i]
+	}
+	sim, st, lines := true, true, 0
+	for len(p) > 0 && (sim || st) {
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, p = p[:i], p[i+1:]
+		} else {
+			p = nil
+		}
+		var f [5][]byte
+		k, i := 0, 0
+		for line = trimRight(line); k < len(f); k++ {
+			if f[k], i = field(line, i); len(f[k]) == 0 {
+				break
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		lines++
+		sim = sim && k == 3 && allDigits(f[0]) && allDigits(f[1]) && allDigits(f[2])
+		st = st && (k == 2 || k == 4) && (string(f[0]) == "0" || string(f[0]) == "1" && k == 4) &&
+			addrToken(f[1]) && (k == 2 || allDigits(f[2]) && (addrToken(f[3]) || f[3][0] == '-' && allDigits(f[3][1:])))
+	}
+	switch {
+	case lines == 0:
+		return ""
+	case sim:
+		return FormatAllocatorSim
+	case st:
+		return FormatSTAlloc
+	}
+	return ""
+}
+
+// addrToken reports whether b can be an STAlloc address or stream: digits
+// and hex letters, with an optional 0x prefix.
+func addrToken(b []byte) bool {
+	if len(b) > 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		b = b[2:]
+	}
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 func isLineSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// Detect reads the start of r and names its trace format: FormatNative,
-// FormatMemtraceCSV, FormatSnapshotPickle or FormatSnapshotJSON; gzipped
-// reports whether the content was gzip-compressed (the format is that of the
-// decompressed content). Detection looks only at the content: a gzip magic
-// number, then the native header line, the memtrace CSV header line, a
-// pickle's first opcode (0x80 PROTO, or '(' ']' '}' for protocols 0 and 1),
-// or a JSON object's '{' after optional white space. Content that is none of
-// these gives an error wrapping ErrUnknownFormat that lists the accepted
-// formats. Detect consumes r.
+// Detect reads the start of r and names its trace format: one of the
+// Format constants; gzipped reports whether the content was
+// gzip-compressed (the format is that of the decompressed content).
+// Detection looks only at the content, never at a name: a gzip magic
+// number, then the native header line, the binary magic, the memtrace CSV
+// header line, the lifetime CSV header line, a pickle's first opcode (0x80
+// PROTO, or '(' ']' '}' for protocols 0 and 1), a JSON object's '{' after
+// optional white space, lines of three decimal integers (allocatorSim) or
+// of STAlloc records, and last a pprof protobuf (a first byte 0x0a whose
+// fields decode as a pprof Profile's; then, and only then, the whole
+// content is read and decoded with the pprof package to confirm it). See
+// doc.go, "Detection". Content that is none of these gives an error
+// wrapping ErrUnknownFormat that lists the accepted formats. Detect
+// consumes r.
 func Detect(r io.Reader) (format string, gzipped bool, err error) {
 	br, gz, err := openInput("", r)
 	if err != nil {
@@ -171,6 +296,11 @@ func Detect(r io.Reader) (format string, gzipped bool, err error) {
 	}
 	defer closeGzip(gz)
 	format, err = sniff("", br, gz != nil)
+	if err == nil && format == FormatJAXPprof {
+		if _, err := readPprof("", br, gz != nil); err != nil {
+			return "", gz != nil, err
+		}
+	}
 	return format, gz != nil, err
 }
 

@@ -239,3 +239,15 @@ func (s *Set) Ascend(k Key, fn func(Key) bool) {
 		}
 	}
 }
+
+// Clone returns an independent copy of the set.
+func (s *Set) Clone() *Set {
+	c := &Set{byAddr: s.byAddr, n: s.n, last: append([]Key(nil), s.last...)}
+	c.chunks = make([][]Key, len(s.chunks))
+	for i, ch := range s.chunks {
+		nc := make([]Key, len(ch), chunkMax+1)
+		copy(nc, ch)
+		c.chunks[i] = nc
+	}
+	return c
+}

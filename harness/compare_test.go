@@ -1,0 +1,467 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// The golden files under testdata/compare/golden are rewritten by
+//
+//	go test ./harness -run Compare -update
+//
+// The flag is registered only if no other test file of the package has
+// registered one of that name.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func compareUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+const compareDir = "testdata/compare"
+
+// compareCases are benchstat command lines run in testdata/compare; each
+// is also a golden test of the three formats. The inputs are described in
+// testdata/compare/README.md.
+var compareCases = []struct {
+	name string
+	args []string
+	// notBenchstat marks a case whose statistics deliberately differ
+	// from benchstat's (assume=normal).
+	notBenchstat bool
+	// json adds a JSON golden (kept to a few cases: it is verbose).
+	json bool
+}{
+	// (a) one `membench run` file, strategies side by side: exact units,
+	// n=1, every delta shown; zero-valued metrics (no geomean).
+	{name: "strategies", args: []string{"-col", "/strategy", "run-strategies.txt"}, json: true},
+	// (b) old and new runs of the same traces. Their differing commit:
+	// lines split the tables unless ignored.
+	{name: "oldnew", args: []string{"-ignore", "commit", "-col", ".file", "old.txt", "new.txt"}, json: true},
+	{name: "oldnew-split", args: []string{"old.txt", "new.txt"}},
+	{name: "oldnew-labels", args: []string{"-ignore", "commit", "before=old.txt", "after=new.txt"}},
+	// Pooling old and new under -col /strategy: benchstat merges the two
+	// files' samples silently; exact units then warn about the spread.
+	{name: "oldnew-pooled", args: []string{"-ignore", "commit", "-col", "/strategy", "-row", "/trace", "old.txt", "new.txt"}},
+	// (c) repeated runs under assume=nothing: medians, confidence
+	// intervals, U-test p-values, too-few-samples and all-equal notes,
+	// differing benchmark sets, B/s (from MB/s) and an exact unit whose
+	// values differ.
+	{name: "synth", args: []string{"synth-old.txt", "synth-new.txt"}, json: true},
+	{name: "synth-alpha", args: []string{"-alpha", "0.001", "-confidence", "0.8", "synth-old.txt", "synth-new.txt"}},
+	{name: "synth-size-cols", args: []string{"-row", ".name", "-col", "/size", "synth-new.txt"}, json: true},
+	// (d) filters and other projections.
+	{name: "filter", args: []string{"-filter", "/device:a100-40g /strategy:(jax OR torch) .unit:(peak-reserved-B OR frag-%)", "-row", "/trace", "-col", "/strategy", "run-strategies.txt"}, json: true},
+	{name: "filter-pooled-rows", args: []string{"-filter", ".unit:(peak-reserved-B OR device-mallocs)", "-row", "/trace", "-col", "/strategy", "run-strategies.txt"}},
+	{name: "device-strategy-cols", args: []string{"-filter", ".unit:(peak-reserved-B OR modeled-alloc-sec)", "-row", "/trace", "-col", "/device,/strategy", "run-strategies.txt"}},
+	{name: "fixed-order", args: []string{"-filter", ".unit:peak-reserved-B", "-row", "/trace@alpha,/device", "-col", "/strategy@(torch jax)", "run-strategies.txt"}},
+	{name: "synth-no-table", args: []string{"-table", "", "-filter", ".name:Alloc", "-row", "/size", "-col", ".file", "synth-old.txt", "synth-new.txt"}},
+	// assume=normal: mean, t interval and Welch t-test. benchstat treats
+	// the unit as assume=nothing, so only the golden files check it.
+	{name: "normal", args: []string{"-col", "note", "synth-normal.txt"}, notBenchstat: true, json: true},
+}
+
+// compareArgs turns benchstat flags and files into options and paths.
+func compareArgs(t *testing.T, args []string) (CompareOptions, []string) {
+	t.Helper()
+	o := DefaultCompareOptions
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if len(args) < 2 {
+			t.Fatalf("flag %s lacks a value", args[0])
+		}
+		v := args[1]
+		switch args[0] {
+		case "-table":
+			o.Table = v
+		case "-row":
+			o.Row = v
+		case "-col":
+			o.Col = v
+		case "-ignore":
+			o.Ignore = v
+		case "-filter":
+			o.Filter = v
+		case "-alpha":
+			o.Alpha = compareParseFloat(t, v)
+		case "-confidence":
+			o.Confidence = compareParseFloat(t, v)
+		default:
+			t.Fatalf("unknown flag %s", args[0])
+		}
+		args = args[2:]
+	}
+	return o, args
+}
+
+func compareParseFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	var x float64
+	if _, err := fmt.Sscan(s, &x); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// compareIn runs Compare on files of testdata/compare, as benchstat
+// would with args there, and returns the three formats.
+func compareIn(t *testing.T, args []string) (text, csv, csvWarn, js string, c *Comparison) {
+	t.Helper()
+	opts, files := compareArgs(t, args)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(compareDir); err != nil {
+		t.Fatal(err)
+	}
+	c, err = CompareFiles(files, nil, opts)
+	os.Chdir(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb, cb, wb, jb bytes.Buffer
+	if err := c.WriteText(&tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteCSV(&cb, &wb); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteJSON(&jb); err != nil {
+		t.Fatal(err)
+	}
+	return tb.String(), cb.String(), wb.String(), jb.String(), c
+}
+
+// TestCompareGolden checks the text and CSV (with its warnings) outputs
+// of every case, and the JSON of some, against testdata/compare/golden.
+func TestCompareGolden(t *testing.T) {
+	for _, tc := range compareCases {
+		t.Run(tc.name, func(t *testing.T) {
+			text, csv, warn, js, _ := compareIn(t, tc.args)
+			compareGolden(t, tc.name+".txt", text)
+			compareGolden(t, tc.name+".csv", csv)
+			compareGolden(t, tc.name+".csv-warnings", warn)
+			if tc.json {
+				compareGolden(t, tc.name+".json", js)
+			}
+		})
+	}
+}
+
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(compareDir, "golden", name)
+	if compareUpdate() {
+		if got == "" {
+			os.Remove(path)
+			return
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil && !(os.IsNotExist(err) && got == "") {
+		t.Fatalf("%v (run go test ./harness -run Compare -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (go test ./harness -run Compare -update rewrites it):\n%s", name, compareFirstDiff(string(want), got))
+	}
+}
+
+// firstDiff shows the first line where two outputs differ.
+func compareFirstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\nwant: " + w + "\n got: " + g
+		}
+	}
+	return "(no line differs)"
+}
+
+// TestCompareMatchesBenchstat runs the real benchstat pinned in go.mod
+// (go tool benchstat) on every case and requires the same tables:
+//
+//   - text: the same tokens on every line once the layout (runs of
+//     spaces and the │ rules) is ignored, so every number agrees: the
+//     scaled centres, the ± ranges, the deltas or "~", the p-values and
+//     sample sizes, the geomean row, the table key lines, the headers and
+//     the footnotes;
+//   - csv: byte for byte, unrounded centres included, and the same cell
+//     warnings on stderr.
+func TestCompareMatchesBenchstat(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	for _, tc := range compareCases {
+		if tc.notBenchstat {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			text, csv, warn, _, _ := compareIn(t, tc.args)
+
+			bsText, bsErr := runBenchstat(t, tc.args...)
+			if bsErr != "" {
+				t.Fatalf("benchstat wrote to stderr:\n%s", bsErr)
+			}
+			want, got := compareTextTokens(bsText), compareTextTokens(text)
+			numbers := 0
+			for i := 0; i < max(len(want), len(got)); i++ {
+				var w, g string
+				if i < len(want) {
+					w = want[i]
+				}
+				if i < len(got) {
+					g = got[i]
+				}
+				if w != g {
+					t.Fatalf("text line %d differs (tokens compared, spacing ignored):\nbenchstat: %s\n  compare: %s\n\nbenchstat output:\n%s\ncompare output:\n%s", i+1, w, g, bsText, text)
+				}
+				for _, f := range strings.Fields(w) {
+					if strings.ContainsAny(f, "0123456789") {
+						numbers++
+					}
+				}
+			}
+
+			bsCSV, bsCSVErr := runBenchstat(t, append([]string{"-format", "csv"}, tc.args...)...)
+			if csv != bsCSV {
+				t.Errorf("csv differs from benchstat's:\n%s", compareFirstDiff(bsCSV, csv))
+			}
+			if warn != bsCSVErr {
+				t.Errorf("csv warnings differ from benchstat's:\nbenchstat:\n%s\ncompare:\n%s", bsCSVErr, warn)
+			}
+			t.Logf("%d lines, %d numeric tokens agree", len(want), numbers)
+		})
+	}
+}
+
+func runBenchstat(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"tool", "benchstat"}, args...)...)
+	cmd.Dir = compareDir
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go tool benchstat %s: %v\n%s", strings.Join(args, " "), err, se.String())
+	}
+	return so.String(), se.String()
+}
+
+// textTokens reduces a text table to its tokens, line by line: the rules
+// (│) and runs of spaces are layout, not content.
+func compareTextTokens(s string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		out = append(out, strings.Join(strings.Fields(strings.ReplaceAll(l, "│", " ")), " "))
+	}
+	return out
+}
+
+// TestCompareNormal checks assume=normal against benchmath directly:
+// the mean, its t interval, and the Welch t-test with alpha applied
+// (benchmath leaves the t-test's alpha zero).
+func TestCompareNormal(t *testing.T) {
+	_, _, _, _, c := compareIn(t, []string{"-col", "note", "synth-normal.txt"})
+	if len(c.Tables) != 1 {
+		t.Fatalf("%d tables", len(c.Tables))
+	}
+	tb := c.Tables[0]
+	if tb.Assumption != "normal" || tb.Unit != "wall-sec" || tb.Better != -1 {
+		t.Fatalf("table %q %q %d", tb.Unit, tb.Assumption, tb.Better)
+	}
+	for _, r := range tb.Rows {
+		before, after := r.Cells[0], r.Cells[1]
+		if len(before.Values) != 8 || len(after.Values) != 8 {
+			t.Fatalf("%s: n=%d,%d", r.Label, len(before.Values), len(after.Values))
+		}
+		mean := 0.0
+		for _, v := range after.Values {
+			mean += v
+		}
+		mean /= float64(len(after.Values))
+		if math.Abs(after.Center-mean) > 1e-12 {
+			t.Errorf("%s: center %v, mean %v", r.Label, after.Center, mean)
+		}
+		th := benchmath.DefaultThresholds
+		sum := benchmath.AssumeNormal.Summary(benchmath.NewSample(append([]float64(nil), after.Values...), &th), 0.95)
+		if sum.Lo != after.Lo || sum.Hi != after.Hi {
+			t.Errorf("%s: interval [%v, %v], benchmath [%v, %v]", r.Label, after.Lo, after.Hi, sum.Lo, sum.Hi)
+		}
+		cmp := benchmath.AssumeNormal.Compare(benchmath.NewSample(append([]float64(nil), before.Values...), &th), benchmath.NewSample(append([]float64(nil), after.Values...), &th))
+		d := after.Delta
+		if d.P != cmp.P || d.Alpha != 0.05 || !strings.HasPrefix(d.Test, "p=") {
+			t.Errorf("%s: p %v alpha %v %q, benchmath p %v", r.Label, d.P, d.Alpha, d.Test, cmp.P)
+		}
+		if d.P < 0.05 && d.Text == "~" {
+			t.Errorf("%s: p=%v but the delta is ~", r.Label, d.P)
+		}
+	}
+}
+
+// TestCompareExact checks the exact assumption on a run file: n=1
+// samples, the value itself as centre, a delta for every change.
+func TestCompareExact(t *testing.T) {
+	_, _, _, _, c := compareIn(t, []string{"-filter", ".unit:peak-reserved-B /device:a100-40g /trace:gpt-train", "-col", "/strategy", "run-strategies.txt"})
+	if len(c.Tables) != 1 || len(c.Tables[0].Rows) != 1 {
+		t.Fatalf("want one table of one row, got %+v", c.Tables)
+	}
+	tb := c.Tables[0]
+	if tb.Assumption != "exact" || tb.Better != -1 {
+		t.Errorf("assumption %q better %d", tb.Assumption, tb.Better)
+	}
+	var labels []string
+	for _, col := range tb.Cols {
+		labels = append(labels, col.Label)
+	}
+	if got := strings.Join(labels, " "); got != "jax tf torch torch:expandable_segments=true" {
+		t.Errorf("columns %q", got)
+	}
+	cells := tb.Rows[0].Cells
+	if cells[0].Center != 31804391424 || cells[0].Range != "0%" || cells[0].Delta != nil {
+		t.Errorf("jax cell %+v", cells[0])
+	}
+	d := cells[2].Delta
+	if cells[2].Center != 702545920 || d == nil || d.Test != "n=1" || !d.Significant() || d.Text != "-97.79%" {
+		t.Errorf("torch cell %+v delta %+v", cells[2], d)
+	}
+	if p, ok := d.Pct(cells[2].Center); !ok || math.Abs(p-(702545920.0/31804391424-1)*100) > 1e-9 {
+		t.Errorf("pct %v %v", p, ok)
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.txt", "BenchmarkX 1 10 ns/op\n")
+	bad := write("bad.txt", "Unit x-B assume=exact\nBenchmarkX 1 10 ns/op\nBenchmarkY 1 ten ns/op\nBenchmarkZ 1 5\n")
+	assume := write("assume.txt", "Unit x-B assume=gaussian\nBenchmarkX 1 10 x-B\n")
+	empty := write("empty.txt", "goos: linux\n")
+
+	// Syntax errors name the file and line, every one of them.
+	_, err := CompareFiles([]string{good, bad}, nil, DefaultCompareOptions)
+	var se *benchfmt.SyntaxError
+	if !errors.As(err, &se) || se.FileName != bad || se.Line != 3 {
+		t.Errorf("syntax error: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), bad+":3: parsing measurement") || !strings.Contains(err.Error(), bad+":4: missing units") {
+		t.Errorf("syntax error text: %v", err)
+	}
+
+	for _, c := range []struct {
+		files []string
+		opts  func(*CompareOptions)
+		want  string
+	}{
+		{[]string{good, filepath.Join(dir, "missing.txt")}, nil, "missing.txt: no such file"},
+		{[]string{assume}, nil, assume + ":1: unit x-B: assume=gaussian"},
+		{[]string{empty}, nil, "no benchmark results"},
+		{[]string{good}, func(o *CompareOptions) { o.Filter = ".name:Nope" }, `no result matches -filter ".name:Nope"`},
+		{[]string{good}, func(o *CompareOptions) { o.Filter = "(" }, "parsing -filter"},
+		{[]string{good}, func(o *CompareOptions) { o.Col = "/x@bogus" }, "parsing -col"},
+		{[]string{good}, func(o *CompareOptions) { o.Row = ".unit" }, "parsing -row"},
+		{[]string{good}, func(o *CompareOptions) { o.Alpha = 2 }, "-alpha"},
+		{[]string{good}, func(o *CompareOptions) { o.Confidence = -1 }, "-confidence"},
+		{nil, nil, "no input files"},
+		{[]string{"-"}, nil, "no standard input"},
+	} {
+		o := DefaultCompareOptions
+		if c.opts != nil {
+			c.opts(&o)
+		}
+		_, err := CompareFiles(c.files, nil, o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.files, err, c.want)
+		}
+	}
+}
+
+// TestCompareInputs checks labels, stdin and the disambiguation of a file
+// given twice, which are benchstat's rules for .file.
+func TestCompareInputs(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.txt")
+	if err := os.WriteFile(p, []byte("BenchmarkX 1 10 ns/op\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdin := strings.NewReader("BenchmarkX 1 20 ns/op\n")
+	c, err := CompareFiles([]string{p, p, "base=" + p, "-"}, stdin, DefaultCompareOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, col := range c.Tables[0].Cols {
+		labels = append(labels, col.Label)
+	}
+	want := p + "#0 " + p + "#1 base -"
+	if got := strings.Join(labels, " "); got != want {
+		t.Errorf("labels %q, want %q", got, want)
+	}
+	if d := c.Tables[0].Rows[0].Cells[3].Delta; d == nil || d.Test != "p=1.000 n=1" || d.Text != "~" {
+		t.Errorf("stdin cell delta %+v", d)
+	}
+}
+
+// TestComparePooledWarning: benchstat pools two files' samples silently
+// when no projection keeps .file; Compare says so.
+func TestComparePooledWarning(t *testing.T) {
+	_, _, _, _, c := compareIn(t, []string{"-ignore", "commit", "-col", "/strategy", "old.txt", "new.txt"})
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "new.txt, old.txt") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+	_, _, _, _, c = compareIn(t, []string{"-ignore", "commit .file", "-col", "/strategy", "old.txt", "new.txt"})
+	if len(c.Warnings) != 0 {
+		t.Errorf("-ignore .file: warnings %q", c.Warnings)
+	}
+}
+
+func TestCompareHelpers(t *testing.T) {
+	for i, want := range map[int]string{0: "A", 1: "B", 25: "Z", 26: "AA", 27: "AB", 51: "AZ", 52: "BA", 701: "ZZ", 702: "AAA"} {
+		if got := cmpSpreadsheetCol(i); got != want {
+			t.Errorf("cmpSpreadsheetCol(%d) = %q, want %q", i, got, want)
+		}
+	}
+	if got := cmpSuperscript(10) + cmpSuperscript(7); got != "¹⁰⁷" {
+		t.Errorf("superscripts %q", got)
+	}
+	if g := cmpGeomean([]float64{2, 8}); math.Abs(g-4) > 1e-12 {
+		t.Errorf("geomean(2, 8) = %v", g)
+	}
+	if g := cmpGeomean([]float64{2, 0}); !math.IsNaN(g) {
+		t.Errorf("geomean(2, 0) = %v, want NaN", g)
+	}
+}
