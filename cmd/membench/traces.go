@@ -1,18 +1,179 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"membench/harness"
+	"membench/traces"
+	"membench/traces/corpus"
 )
 
-// tracesCommand is not built yet; see the open issues.
 func tracesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "traces",
-		Usage: "list, show, convert and generate traces (not built yet)",
-		Action: func(*cli.Context) error {
-			return fmt.Errorf("traces: not built yet")
+		Usage: "list, show, convert and generate traces",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "one line per corpus trace: name, source, events, peak live, licence",
+				Action: func(c *cli.Context) error {
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(tw, "name\tsource\tevents\tpeak live B\tlicence\tdescription")
+					for _, e := range corpus.Entries {
+						r, err := corpus.Open(e.Name)
+						if err != nil {
+							return err
+						}
+						s, err := traces.Summarize(e.Name, r)
+						r.Close()
+						if err != nil {
+							return err
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", e.Name, e.Source, s.Events, s.PeakLiveBytes, e.Licence, e.Description)
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "summarize a trace: events, allocations, peak live and when, size histogram, lifetime percentiles, phases",
+				ArgsUsage: "NAME|PATH",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 1 {
+						return fmt.Errorf("traces show: name one trace (a corpus name or a file)")
+					}
+					src, err := harness.ResolveTrace(c.Args().First())
+					if err != nil {
+						return err
+					}
+					r, err := src.Open()
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					s, err := traces.Summarize(src.Name, r)
+					if err != nil {
+						return err
+					}
+					switch c.String("format") {
+					case "json":
+						enc := json.NewEncoder(c.App.Writer)
+						enc.SetIndent("", "  ")
+						return enc.Encode(s)
+					case "text":
+						return writeSummary(c.App.Writer, s)
+					}
+					return fmt.Errorf("traces show: --format %q: want text or json", c.String("format"))
+				},
+			},
+			{
+				Name:      "convert",
+				Usage:     "convert any supported trace format to membench's native text or binary format",
+				ArgsUsage: "IN OUT",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "format", Value: "text", Usage: "text or binary"},
+					&cli.BoolFlag{Name: "gzip", Usage: "compress the output"},
+				},
+				Action: func(c *cli.Context) error {
+					if c.Args().Len() != 2 {
+						return fmt.Errorf("traces convert: want IN OUT")
+					}
+					in, out := c.Args().Get(0), c.Args().Get(1)
+					src, err := harness.ResolveTrace(in)
+					if err != nil {
+						return err
+					}
+					r, err := src.Open()
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					f, err := os.Create(out)
+					if err != nil {
+						return err
+					}
+					opts := traces.WriterOptions{Gzip: c.Bool("gzip")}
+					switch c.String("format") {
+					case "text":
+						_, err = traces.WriteNative(f, r, opts)
+					case "binary":
+						_, err = traces.WriteBinary(f, r, opts)
+					default:
+						err = fmt.Errorf("traces convert: --format %q: want text or binary", c.String("format"))
+					}
+					if cerr := f.Close(); err == nil {
+						err = cerr
+					}
+					if err != nil {
+						os.Remove(out)
+					}
+					return err
+				},
+			},
+			genCommand(),
 		},
 	}
+}
+
+func writeSummary(w io.Writer, s *traces.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "trace\t%s\n", s.Name)
+	for _, kv := range s.Meta {
+		fmt.Fprintf(tw, "meta %s\t%s\n", kv.Key, kv.Value)
+	}
+	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks)\n", s.Events, s.Allocs, s.Frees, s.Marks)
+	fmt.Fprintf(tw, "streams\t%d\n", s.Streams)
+	fmt.Fprintf(tw, "bytes allocated in total\t%d\n", s.TotalBytes)
+	peakAt := fmt.Sprintf("event %d", s.PeakEvent)
+	if s.PeakTime >= 0 {
+		peakAt += fmt.Sprintf(", time %d", s.PeakTime)
+	}
+	fmt.Fprintf(tw, "peak live bytes\t%d (%s)\n", s.PeakLiveBytes, peakAt)
+	fmt.Fprintf(tw, "live at end\t%d allocations\n", s.LiveAtEnd)
+	l := s.Lifetimes
+	if l.Count > 0 {
+		sampled := ""
+		if l.Sampled {
+			sampled = " (from a sample)"
+		}
+		fmt.Fprintf(tw, "lifetime in events\tp50 %g, p90 %g, p99 %g, max %g over %d frees%s\n", l.Percentiles["p50"], l.Percentiles["p90"], l.Percentiles["p99"], l.Max, l.Count, sampled)
+	}
+	fmt.Fprintln(tw, "size histogram\t")
+	for _, b := range s.SizeHistogram {
+		fmt.Fprintf(tw, "  [%d, %d)\t%d allocs, %d B\n", b.Lo, b.Hi, b.Count, b.Bytes)
+	}
+	if len(s.Phases) > 0 {
+		labels := map[string]int{}
+		for _, p := range s.Phases {
+			base, _, _ := strings.Cut(p.Label, ":")
+			labels[base]++
+		}
+		var ks []string
+		for k := range labels {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, fmt.Sprintf("%s ×%d", k, labels[k]))
+		}
+		fmt.Fprintf(tw, "phases\t%s\n", strings.Join(parts, ", "))
+		for i, p := range s.Phases {
+			if i == 20 {
+				fmt.Fprintf(tw, "  …\t%d more\n", len(s.Phases)-20)
+				break
+			}
+			fmt.Fprintf(tw, "  event %d\t%s (live %d B)\n", p.Event, p.Label, p.LiveBytes)
+		}
+	}
+	return tw.Flush()
 }
