@@ -4,8 +4,13 @@
 //
 // Usage:
 //
-//	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE]
+//	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE] [--format F] [--shard K/N]
 //	membench validate [--device-index N]... [--capacity SIZE] SNAPSHOT.pickle...
+//	membench sweep --strategy NAME [--param key=v1,v2]... [run's flags]
+//	membench capacity [run's flags]
+//	membench compare [--col KEY] [--row KEY] [--filter EXPR] [--format text|csv|json] FILE...
+//	membench traces list | show NAME|PATH | convert IN OUT | gen KIND
+//	membench report [--trace ...] [--strategy ...] [--device ...] [--results FILE]... --out report.html
 //
 // See README.md for the strategy and device specs.
 package main
