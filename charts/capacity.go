@@ -1,0 +1,204 @@
+package charts
+
+import (
+	"sort"
+	"strings"
+
+	gecharts "github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"membench/strategies"
+)
+
+// CapacityUnit is the metric `membench capacity` reports: the smallest
+// device capacity (bytes visible to the framework's allocator) with which
+// a strategy replays a trace without an OOM.
+const CapacityUnit = "min-capacity-B"
+
+// capacityRow is one line of the capacity table.
+type capacityRow struct {
+	Trace, Strategy string
+	MinCapacity     string
+	PeakLive        string
+	Ratio           string // min capacity / peak live
+	FitsOn          string // presets whose capacity is enough
+	Smallest        string
+}
+
+// presetLine is one device size drawn across the capacity chart; presets
+// of equal capacity share a line.
+type presetLine struct {
+	names    []string
+	capacity int64
+}
+
+func presetLines(presets []strategies.Device) []presetLine {
+	if presets == nil {
+		for _, n := range strategies.PresetNames() {
+			if d, err := strategies.ParseDevice(n); err == nil {
+				presets = append(presets, d)
+			}
+		}
+	}
+	var ls []presetLine
+	for _, d := range presets {
+		found := false
+		for i := range ls {
+			if ls[i].capacity == d.Capacity {
+				ls[i].names = append(ls[i].names, d.Label())
+				found = true
+			}
+		}
+		if !found {
+			ls = append(ls, presetLine{[]string{d.Label()}, d.Capacity})
+		}
+	}
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].capacity < ls[j].capacity })
+	return ls
+}
+
+// capacityChart draws the minimal capacity per strategy for every trace
+// that has capacity results, peak live as the floor (no allocator can do
+// with less), and the device presets' capacities as horizontal lines: a
+// bar under a line fits that device.
+func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
+	many := rep.manyDevices()
+	var used []*group
+	var cats []string
+	for _, g := range rep.groups() {
+		if _, ok := g.any(CapacityUnit); ok {
+			used = append(used, g)
+			cats = append(cats, g.title(many))
+		}
+	}
+	if len(used) == 0 {
+		return Chart{}, nil, false, nil
+	}
+	lines := presetLines(rep.Presets)
+	y := bytesAxis("minimal capacity (log)", true)
+	if len(lines) > 0 {
+		// The axis must reach the largest preset for its line to show.
+		y.Max = float64(lines[len(lines)-1].capacity) * 1.15
+	}
+	const height = 460
+	bar := gecharts.NewBar()
+	bar.SetGlobalOptions(commonOpts(id, height)...)
+	bar.SetGlobalOptions(
+		gecharts.WithLegendOpts(opts.Legend{Type: "scroll", Top: "0"}),
+		gecharts.WithTooltipOpts(opts.Tooltip{Trigger: "axis", Formatter: fn("peaksTip"), AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		gecharts.WithGridOpts(opts.Grid{Left: "80", Right: "170", Top: "40", Bottom: "70"}),
+		gecharts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: rotation(len(cats))}}),
+		gecharts.WithYAxisOpts(y),
+	)
+	bar.SetXAxis(cats)
+	var rows []capacityRow
+	first := true
+	for _, s := range rep.strategyOrder() {
+		data := make([]any, len(used))
+		have := false
+		for i, g := range used {
+			v, ok := g.metric(s, CapacityUnit)
+			if !ok || v <= 0 {
+				continue
+			}
+			data[i], have = v, true
+			row := capacityRow{Trace: cats[i], Strategy: s, MinCapacity: fmtBytes(v), PeakLive: "–", Ratio: "–", Smallest: "none"}
+			if pl, ok := rep.peakLive(g); ok && pl > 0 {
+				row.PeakLive = fmtBytes(pl)
+				row.Ratio = "× " + strings.TrimRight(strings.TrimRight(fmtFixed(v/pl, 2), "0"), ".")
+			}
+			var fits []string
+			for _, l := range lines {
+				if float64(l.capacity) >= v {
+					if row.Smallest == "none" {
+						row.Smallest = strings.Join(l.names, ", ") + " (" + fmtBytes(float64(l.capacity)) + ")"
+					}
+					fits = append(fits, l.names...)
+				}
+			}
+			row.FitsOn = strings.Join(fits, ", ")
+			if row.FitsOn == "" {
+				row.FitsOn = "no preset"
+			}
+			rows = append(rows, row)
+		}
+		if !have {
+			continue
+		}
+		so := []gecharts.SeriesOpts{gecharts.WithSeriesOpts(func(ss *gecharts.SingleSeries) { ss.Data, ss.Color = data, rep.colourOf(s) })}
+		if first {
+			first = false
+			// Each label goes to the first of four places (right of
+			// the plot, then inside it at the left, middle and right)
+			// where no label of a close capacity already is, so that
+			// presets of similar size do not print over each other.
+			places := []string{"end", "insideStartTop", "insideMiddleTop", "insideEndTop"}
+			last := make([]int64, len(places))
+			var ml []interface{}
+			for _, l := range lines {
+				pi := 0
+				for i := range places {
+					if last[i] == 0 || float64(l.capacity) >= 1.25*float64(last[i]) {
+						pi = i
+						break
+					}
+				}
+				last[pi] = l.capacity
+				ml = append(ml, map[string]any{"yAxis": l.capacity, "name": strings.Join(l.names, ", ") + " " + fmtBytes(float64(l.capacity)), "label": map[string]any{"position": places[pi]}})
+			}
+			so = append(so, gecharts.WithSeriesOpts(func(ss *gecharts.SingleSeries) {
+				ss.MarkLines = &opts.MarkLines{Data: ml, MarkLineStyle: opts.MarkLineStyle{
+					Symbol:    []string{"none", "none"},
+					Label:     &opts.Label{Show: opts.Bool(true), Position: "end", Formatter: "{b}", FontSize: 10, Color: "#444"},
+					LineStyle: &opts.LineStyle{Color: "#999", Type: "dotted", Width: 1},
+				}}
+			}))
+		}
+		bar.AddSeries(s, nil, so...)
+	}
+	var floor [][2]float64
+	for i, g := range used {
+		if pl, ok := rep.peakLive(g); ok && pl > 0 {
+			floor = append(floor, [2]float64{float64(i), pl})
+		}
+	}
+	bar.AddSeries("peak live (floor)", nil, gecharts.WithSeriesOpts(func(ss *gecharts.SingleSeries) {
+		ss.Type = "custom"
+		ss.Data = floor
+		ss.RenderItem = fn("floorRender")
+		ss.Color = "#222222"
+		ss.Encode = &opts.Encode{X: 0, Y: 1}
+	}))
+	js, err := optionJSON(bar, nil)
+	return Chart{ID: id, Height: height, Option: js}, rows, true, err
+}
+
+// peakLive is the group's peak live bytes: the largest over its
+// strategies (they differ only when allocations failed).
+func (g *group) peakLive() (float64, bool) {
+	best, ok := 0.0, false
+	for _, s := range g.strategies() {
+		if v, o := g.metric(s, "peak-live-B"); o && (!ok || v > best) {
+			best, ok = v, true
+		}
+	}
+	return best, ok
+}
+
+// peakLive is a group's peak live bytes, or when none of its results has
+// it (capacity results name the device the search started from) the
+// trace's peak live from another group: live bytes depend on the trace
+// alone unless allocations failed.
+func (rep *Report) peakLive(g *group) (float64, bool) {
+	if v, ok := g.peakLive(); ok {
+		return v, true
+	}
+	for _, o := range rep.groups() {
+		if o.trace == g.trace {
+			if v, ok := o.peakLive(); ok {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}

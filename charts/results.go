@@ -1,0 +1,58 @@
+package charts
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// ReadResults reads benchmark results in the Go benchmark format
+// (`membench run` and `membench capacity` output, or anything benchstat
+// reads) with golang.org/x/perf/benchfmt. A result's /trace=, /device=
+// and /strategy= name parts place it in the report. A syntax error is
+// returned with its file and line.
+func ReadResults(r io.Reader, name string) ([]Measurement, error) {
+	br := benchfmt.NewReader(r, name)
+	var out []Measurement
+	for br.Scan() {
+		switch rec := br.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return out, rec
+		case *benchfmt.Result:
+			// The reader reuses rec on the next Scan: copy what we keep.
+			m := Measurement{Name: string(rec.Name.Full()), File: name}
+			_, m.Line = rec.Pos()
+			_, parts := rec.Name.Parts()
+			for _, p := range parts {
+				k, v, ok := bytes.Cut(bytes.TrimPrefix(p, []byte("/")), []byte("="))
+				if !ok {
+					continue
+				}
+				switch string(k) {
+				case "trace":
+					m.Trace = string(v)
+				case "device":
+					m.Device = string(v)
+				case "strategy":
+					m.Strategy = string(v)
+				}
+			}
+			for _, v := range rec.Values {
+				// Keep the file's own unit: benchunit would rename
+				// a *-sec or *-MB unit.
+				u, x := v.Unit, v.Value
+				if v.OrigUnit != "" {
+					u, x = v.OrigUnit, v.OrigValue
+				}
+				m.Values = append(m.Values, Value{Unit: u, Value: x})
+			}
+			out = append(out, m)
+		}
+	}
+	if err := br.Err(); err != nil {
+		return out, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// optionRE finds each chart's option in a page (see charts/page.go).
+var optionRE = regexp.MustCompile(`<script type="application/json" class="chart-option" data-chart="([^"]+)">([^<]*)</script>`)
+
+// writeReport runs `membench report` with args into a temporary file
+// and returns the page.
+func writeReport(t *testing.T, args ...string) (string, []byte) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.html")
+	if _, _, err := runCLI(t, append(append([]string{"report"}, args...), "--out", out)...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, b
+}
+
+// checkStatic checks what can be checked without a browser: size, no
+// remote reference, parseable options.
+func checkStatic(t *testing.T, page []byte) map[string]bool {
+	t.Helper()
+	if n := len(page); n > 5<<20 {
+		t.Errorf("page is %d bytes, over 5 MB", n)
+	}
+	// A page that fetched anything would name it in src=, href=, url()
+	// or @import. ECharts' own text holds XML namespace names and its
+	// licence's address, which nothing fetches.
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//`),
+		regexp.MustCompile(`(?i)url\(\s*["']?\s*(https?:)?//`),
+		regexp.MustCompile(`(?i)@import`),
+		regexp.MustCompile(`(?i)<link[^>]+rel=["']?stylesheet`),
+	} {
+		if m := re.Find(page); m != nil {
+			t.Errorf("page references a remote resource: %q", m)
+		}
+	}
+	ids := map[string]bool{}
+	for _, m := range optionRE.FindAllSubmatch(page, -1) {
+		var v map[string]any
+		if err := json.Unmarshal(m[2], &v); err != nil {
+			t.Errorf("chart %s: option is not JSON: %v", m[1], err)
+		}
+		ids[string(m[1])] = true
+	}
+	if len(ids) == 0 {
+		t.Error("page has no charts")
+	}
+	return ids
+}
+
+// TestReportDefault is the issue's command on a fresh clone: the
+// embedded corpus, the default strategies and device. The page is under
+// 5 MB, fetches nothing, has every part, and a second run writes the
+// same bytes.
+func TestReportDefault(t *testing.T) {
+	_, page := writeReport(t)
+	ids := checkStatic(t, page)
+	for _, want := range []string{"chart-timeline-0", "chart-state-0", "chart-peaks", "chart-frag"} {
+		if !ids[want] {
+			t.Errorf("page lacks chart %s (has %v)", want, ids)
+		}
+	}
+	for _, want := range []string{"No capacity results", "vs jax", "assumption", "gpt-train", "opt125m-zo-finetune"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	t.Logf("default report: %d bytes, %d charts", len(page), len(ids))
+	_, again := writeReport(t)
+	if !bytes.Equal(page, again) {
+		t.Error("two reports of the same inputs differ")
+	}
+}
+
+// capacityResults is what `membench capacity` will print (the format is
+// benchfmt; only the min-capacity-B metric matters here).
+const capacityResults = `Unit min-capacity-B assume=exact better=lower
+BenchmarkCapacity/trace=gpt-train/device=a100-80g/strategy=jax 1 1073741824 min-capacity-B
+BenchmarkCapacity/trace=gpt-train/device=a100-80g/strategy=torch 1 738197504 min-capacity-B
+`
+
+func TestReportCapacity(t *testing.T) {
+	res := filepath.Join(t.TempDir(), "capacity.txt")
+	if err := os.WriteFile(res, []byte(capacityResults), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, page := writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--results", res)
+	ids := checkStatic(t, page)
+	if !ids["chart-capacity"] {
+		t.Errorf("no capacity chart (charts %v)", ids)
+	}
+	for _, want := range []string{"min-capacity-B", "704 MiB", "a100-40g"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if bytes.Contains(page, []byte("No capacity results")) {
+		t.Error("page says it has no capacity results")
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	os.WriteFile(bad, []byte("Unit x-B assume=exact\nUnit x-B assume=nothing\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "--strategy", "mxnet"}, "unknown strategy"},
+		{[]string{"report", "--device", "v100"}, "unknown device"},
+		{[]string{"report", "--trace", "no-such-trace"}, "no such file"},
+		{[]string{"report", "--results", "/no/such/file"}, "no such file"},
+		{[]string{"report", "--results", bad}, "bad.txt:2"},
+		{[]string{"report", "gpt-train"}, "unexpected argument"},
+	} {
+		_, _, err := runCLI(t, append(c.args, "--out", filepath.Join(t.TempDir(), "r.html"))...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// chromium finds Debian's chromium (or another Chrome) on this machine.
+func chromium() string {
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestReportBrowser opens reports in headless Chromium, served from a
+// loopback server, and requires every chart to draw with data, no console
+// error, and no request off the server. It saves a screenshot of each
+// page (in a temporary directory, or MEMBENCH_SCREENSHOTS when set) and
+// logs its path.
+func TestReportBrowser(t *testing.T) {
+	exe := chromium()
+	if exe == "" {
+		t.Skip("no Chromium on this machine (Debian: apt-get install chromium): browser test skipped")
+	}
+	dir := t.TempDir()
+	_, page := writeReport(t)
+	os.WriteFile(filepath.Join(dir, "default.html"), page, 0o644)
+	res := filepath.Join(t.TempDir(), "capacity.txt")
+	os.WriteFile(res, []byte(capacityResults), 0o644)
+	_, page = writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--device", "a100-40g", "--device", "tpu-v5e", "--results", res)
+	os.WriteFile(filepath.Join(dir, "capacity.html"), page, 0o644)
+
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+
+	var mu sync.Mutex
+	var problems []string
+	listener := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				problems = append(problems, "console error: "+strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			problems = append(problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber, msg))
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "browser log error: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		case *network.EventRequestWillBeSent:
+			u := e.Request.URL
+			if !strings.HasPrefix(u, srv.URL+"/") && !strings.HasPrefix(u, "data:") && !strings.HasPrefix(u, "blob:") && u != "about:blank" {
+				problems = append(problems, "request off the loopback server: "+u)
+			}
+		}
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listener))
+	defer cancel()
+	// The first Run starts the browser; it must not have a timeout.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	shots := os.Getenv("MEMBENCH_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	for _, name := range []string{"default", "capacity"} {
+		t.Run(name, func(t *testing.T) {
+			tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+			defer tcancel()
+			if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/"+name+".html")); err != nil {
+				t.Fatal(err)
+			}
+			// Every chart instance draws ("finished" sets MB.drawn).
+			if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`typeof MB === "object" && Object.keys(MB.drawn).length === document.querySelectorAll(".chart").length`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+				n, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify({drawn: typeof MB === "object" ? Object.keys(MB.drawn) : null, charts: document.querySelectorAll(".chart").length})`))
+				t.Fatalf("charts did not all draw: %v (%s)", err, n)
+			}
+			type chartData struct {
+				ID       string
+				Instance bool
+				Series   int
+				Points   int
+				Width    int
+				Height   int
+			}
+			got, err := chromedp.Run(tctx, chromedp.Evaluate[[]chartData](`Array.prototype.map.call(document.querySelectorAll(".chart"), function (el) {
+				var c = echarts.getInstanceByDom(el), r = {ID: el.id, Instance: !!c, Series: 0, Points: 0, Width: 0, Height: 0};
+				if (!c) { return r; }
+				r.Width = c.getWidth(); r.Height = c.getHeight();
+				(c.getOption().series || []).forEach(function (s) {
+					var n = (s.data || []).length;
+					if (n > 0) { r.Series++; r.Points += n; }
+				});
+				return r;
+			})`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				t.Fatal("no charts on the page")
+			}
+			for _, c := range got {
+				if !c.Instance || c.Series == 0 || c.Points == 0 || c.Width < 100 || c.Height < 100 {
+					t.Errorf("chart %s: %+v: not drawn with data", c.ID, c)
+				}
+			}
+			t.Logf("%d charts drawn: %+v", len(got), got)
+			png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(shots, "report-"+name+".png")
+			if err := os.WriteFile(p, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", p)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range problems {
+				t.Error(p)
+			}
+			problems = nil
+		})
+	}
+}

@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"io"
+
+	"membench/strategies"
+	"membench/traces"
+)
+
+// LayoutAt replays the events 0..event of r (inclusive) through spec on
+// dev and returns the allocator's layout right after event: the report's
+// allocator state at a chosen moment, such as a Result's PeakLiveEvent,
+// which is the same moment for every strategy. (Options.KeepLayout gives
+// the layout at peak reserved, which for a preallocating allocator is its
+// first event.) It costs a replay of that prefix.
+func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, event int64) ([]strategies.Segment, error) {
+	mem := strategies.NewMemory(&dev)
+	a, sp, err := NewAllocator(spec, mem)
+	if err != nil {
+		return nil, err
+	}
+	pr := &prefixReader{Reader: r, left: event + 1}
+	if _, err := ReplayWith(name, pr, a, sp.String(), Options{Samples: 1}); err != nil {
+		return nil, err
+	}
+	var l []strategies.Segment
+	a.Layout(func(s strategies.Segment) {
+		s.Blocks = append([]strategies.Block(nil), s.Blocks...)
+		l = append(l, s)
+	})
+	return l, nil
+}
+
+// prefixReader ends a trace after its first left events.
+type prefixReader struct {
+	traces.Reader
+	left int64
+}
+
+func (p *prefixReader) Next() (traces.Event, error) {
+	if p.left <= 0 {
+		return traces.Event{}, io.EOF
+	}
+	p.left--
+	return p.Reader.Next()
+}
