@@ -34,10 +34,21 @@ func (s *Source) Open() (traces.Reader, error) {
 	return s.open()
 }
 
-// ResolveTrace turns a --trace argument into a Source: a path that exists
-// wins over a corpus name of the same spelling. The trace's name in results
+// ResolveTrace turns a --trace argument into a Source: "-" is standard
+// input, a path that exists wins over a corpus name of the same spelling. The trace's name in results
 // is the corpus name, or the file's base name less its extensions.
 func ResolveTrace(arg string) (*Source, error) {
+	if arg == "-" {
+		// Standard input streams once: a generator piped into a replay
+		// needs no file, whatever the trace's length.
+		var once sync.Once
+		return &Source{Name: "stdin", open: func() (traces.Reader, error) {
+			var r traces.Reader
+			err := fmt.Errorf("trace -: standard input can be replayed only once (one strategy and one device)")
+			once.Do(func() { r, err = traces.OpenReader("<stdin>", os.Stdin, traces.DefaultOpenOptions) })
+			return r, err
+		}}, nil
+	}
 	if _, err := os.Stat(arg); err == nil {
 		b := filepath.Base(arg)
 		if i := strings.IndexByte(b, '.'); i > 0 {

@@ -1,13 +1,120 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"membench/traces"
+	"membench/traces/gen"
 )
 
-// genCommand is built with the generators (traces/gen).
 func genCommand() *cli.Command {
-	return &cli.Command{Name: "gen", Usage: "generate a workload trace (not built yet)",
-		Action: func(*cli.Context) error { return fmt.Errorf("traces gen: not built yet") }}
+	return &cli.Command{
+		Name:      "gen",
+		Usage:     "generate a workload trace (transformer-train, llm-serve, cnn-train) in the native text format",
+		ArgsUsage: "KIND",
+		Description: "Deterministic for a seed. Parameters size the model: e.g.\n" +
+			"  membench traces gen transformer-train --param model=llama-7b --param batch=8 --param seq=4096\n" +
+			"With no KIND, or with --help-params, lists the kinds and their parameters.",
+		Flags: []cli.Flag{
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
+			&cli.StringSliceFlag{Name: "param", Usage: "`key=value`, repeatable"},
+			&cli.StringFlag{Name: "out", Usage: "write to `FILE` instead of stdout"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or binary"},
+			&cli.BoolFlag{Name: "gzip", Usage: "compress the output"},
+			&cli.BoolFlag{Name: "help-params", Usage: "list every kind's parameters"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() == 0 || c.Bool("help-params") {
+				return listKinds(c.App.Writer)
+			}
+			// The issue's form is `gen KIND [--seed N] [--param k=v]...`:
+			// urfave/cli stops at the first positional argument, so flags
+			// after KIND are parsed here.
+			o := genOptions{seed: c.Uint64("seed"), params: c.StringSlice("param"), out: c.String("out"), format: c.String("format"), gzip: c.Bool("gzip")}
+			if c.Args().Len() > 1 {
+				if err := o.parse(c.Args().Tail()); err != nil {
+					return err
+				}
+			}
+			params := map[string]string{}
+			for _, p := range o.params {
+				k, v, ok := strings.Cut(p, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("traces gen: --param %q: want key=value", p)
+				}
+				params[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			r, err := gen.New(c.Args().First(), o.seed, params)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var w io.Writer = c.App.Writer
+			var f *os.File
+			if p := o.out; p != "" {
+				if f, err = os.Create(p); err != nil {
+					return err
+				}
+				w = f
+			}
+			opts := traces.WriterOptions{Gzip: o.gzip}
+			switch o.format {
+			case "text":
+				_, err = traces.WriteNative(w, r, opts)
+			case "binary":
+				_, err = traces.WriteBinary(w, r, opts)
+			default:
+				err = fmt.Errorf("traces gen: --format %q: want text or binary", o.format)
+			}
+			if f != nil {
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			return err
+		},
+	}
+}
+
+type genOptions struct {
+	seed   uint64
+	params []string
+	out    string
+	format string
+	gzip   bool
+}
+
+func (o *genOptions) parse(args []string) error {
+	fs := flag.NewFlagSet("traces gen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Uint64Var(&o.seed, "seed", o.seed, "")
+	fs.Func("param", "", func(v string) error { o.params = append(o.params, v); return nil })
+	fs.StringVar(&o.out, "out", o.out, "")
+	fs.StringVar(&o.format, "format", o.format, "")
+	fs.BoolVar(&o.gzip, "gzip", o.gzip, "")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("traces gen: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("traces gen: unexpected argument %q (one KIND)", fs.Arg(0))
+	}
+	return nil
+}
+
+func listKinds(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range gen.Kinds() {
+		fmt.Fprintf(tw, "%s\t\t\n", k)
+		for _, p := range gen.Params(k) {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, p.Default, p.Doc)
+		}
+	}
+	return tw.Flush()
 }
