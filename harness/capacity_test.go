@@ -80,3 +80,30 @@ func TestShard(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepAllocationsPerReplay: a replay's heap allocations do not depend
+// on how many replays a sweep runs.
+func TestSweepAllocationsPerReplay(t *testing.T) {
+	src, err := ResolveTrace("gpt-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Cache(DefaultCacheEvents)
+	perReplay := func(n int) float64 {
+		specs := make([]string, n)
+		for i := range specs {
+			specs[i] = "torch"
+		}
+		jobs := Jobs([]*Source{src}, []strategies.Device{device(t, "a100-80g")}, specs)
+		return testing.AllocsPerRun(3, func() {
+			if _, err := RunJobs(jobs, 2, func(j Job) (*Result, error) { return ReplayJob(j, Options{Samples: 1}) }, nil); err != nil {
+				t.Fatal(err)
+			}
+		}) / float64(n)
+	}
+	small, large := perReplay(2), perReplay(16)
+	if large > small*1.1 {
+		t.Errorf("allocations per replay grow with the sweep: %.0f at 2 replays, %.0f at 16", small, large)
+	}
+	t.Logf("%.0f allocations per replay at 2 replays, %.0f at 16 (gpt-train has 11060 events)", small, large)
+}
