@@ -29,7 +29,7 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("empty strategy spec")
 	}
 	sp := Spec{Name: name}
-	for _, item := range splitTop(rest) {
+	for _, item := range SplitList(rest) {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
@@ -43,8 +43,9 @@ func ParseSpec(s string) (Spec, error) {
 	return sp, nil
 }
 
-// splitTop splits at commas outside brackets.
-func splitTop(s string) []string {
+// SplitList splits at commas outside brackets, so that a list value
+// such as roundup_power2_divisions=[256:1,>:4] stays whole.
+func SplitList(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	for i, c := range s {

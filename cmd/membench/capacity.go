@@ -24,38 +24,17 @@ func capacityCommand() *cli.Command {
 			outFlag, formatFlag, shardFlag, jobsFlag,
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return fmt.Errorf("capacity: unexpected argument %q", c.Args().First())
-			}
-			srcs, err := sources(c)
-			if err != nil {
-				return err
-			}
 			strats := c.StringSlice("strategy")
 			if len(strats) == 0 {
 				strats = harness.DefaultStrategies()
 			}
-			devs, err := devices(c, "a100-80g", "tpu-v4")
+			p, err := newPlan(c, strats, true, "a100-80g", "tpu-v4")
 			if err != nil {
 				return err
 			}
-			if err := checkSpecs(strats, devs[0]); err != nil {
-				return err
-			}
-			for _, s := range srcs {
-				s.Cache(harness.DefaultCacheEvents)
-			}
-			jobs, err := shard(c, harness.Jobs(srcs, devs, strats))
-			if err != nil {
-				return err
-			}
-			out, format, closeOut, err := output(c)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
-			tick, clear := progress(c.App.ErrWriter, len(jobs), "capacity searches")
-			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.CapacityResult, error) {
+			defer p.close()
+			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "capacity searches")
+			results, err := harness.RunJobs(p.jobs, workers(c), func(j harness.Job) (*harness.CapacityResult, error) {
 				return harness.MinCapacity(j.Source, j.Spec, j.Device)
 			}, tick)
 			clear()
@@ -73,10 +52,10 @@ func capacityCommand() *cli.Command {
 				}
 				rows = append(rows, harness.CapacityRow(r))
 			}
-			if err := harness.WriteRows(out, format, rows); err != nil {
+			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			return closeOut()
+			return p.close()
 		},
 	}
 }

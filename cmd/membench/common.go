@@ -154,3 +154,48 @@ func progress(stderr io.Writer, total int, what string) (func(done int), func())
 	}
 	return update, clear
 }
+
+// plan is what run, sweep and capacity share: this shard's jobs (trace ×
+// device × strategy) and where and how to print them.
+type plan struct {
+	jobs   []harness.Job
+	devs   []strategies.Device
+	out    io.Writer
+	format string
+	close  func() error
+}
+
+// newPlan resolves the traces, devices and strategy specs of a command
+// (checking every spec before anything runs), keeps small traces in
+// memory when cache is set (sweeps and searches replay them often), and
+// opens the output.
+func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*plan, error) {
+	if c.Args().Len() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q (flags must come first; use --trace for traces)", c.Command.Name, c.Args().First())
+	}
+	srcs, err := sources(c)
+	if err != nil {
+		return nil, err
+	}
+	devs, err := devices(c, defaultDevices...)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSpecs(specs, devs[0]); err != nil {
+		return nil, err
+	}
+	if cache {
+		for _, s := range srcs {
+			s.Cache(harness.DefaultCacheEvents)
+		}
+	}
+	jobs, err := shard(c, harness.Jobs(srcs, devs, specs))
+	if err != nil {
+		return nil, err
+	}
+	out, format, closeOut, err := output(c)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{jobs: jobs, devs: devs, out: out, format: format, close: closeOut}, nil
+}

@@ -56,37 +56,19 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "run the allocators' invariant checks after every event (slow)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return fmt.Errorf("run: unexpected argument %q (flags must come first; use --trace for traces)", c.Args().First())
-			}
-			srcs, err := sources(c)
-			if err != nil {
-				return err
-			}
 			strats := c.StringSlice("strategy")
 			if len(strats) == 0 {
 				strats = harness.DefaultStrategies()
 			}
-			devs, err := devices(c, strategies.DefaultDevice)
+			p, err := newPlan(c, strats, false, strategies.DefaultDevice)
 			if err != nil {
 				return err
 			}
-			if err := checkSpecs(strats, devs[0]); err != nil {
-				return err
-			}
-			jobs, err := shard(c, harness.Jobs(srcs, devs, strats))
-			if err != nil {
-				return err
-			}
-			out, format, closeOut, err := output(c)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
+			defer p.close()
 			opts := harness.DefaultOptions
 			opts.Check = c.Bool("check")
-			tick, clear := progress(c.App.ErrWriter, len(jobs), "replays")
-			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
+			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "replays")
+			results, err := harness.RunJobs(p.jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
 				return harness.ReplayJob(j, opts)
 			}, tick)
 			clear()
@@ -101,11 +83,11 @@ func runCommand() *cli.Command {
 					fmt.Fprintf(c.App.ErrWriter, "%s: %d allocations failed; first at event %d: %s\n", res.BenchName(), res.OOMCount, o.Event, o.Message)
 				}
 			}
-			if err := harness.WriteRows(out, format, rows); err != nil {
+			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			writeAssumptions(c.App.ErrWriter, devs, strats)
-			return closeOut()
+			writeAssumptions(c.App.ErrWriter, p.devs, strats)
+			return p.close()
 		},
 	}
 }

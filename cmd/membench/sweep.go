@@ -25,38 +25,17 @@ func sweepCommand() *cli.Command {
 			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return fmt.Errorf("sweep: unexpected argument %q", c.Args().First())
-			}
 			specs, err := grid(c.String("strategy"), c.StringSlice("param"))
 			if err != nil {
 				return err
 			}
-			srcs, err := sources(c)
+			p, err := newPlan(c, specs, true, strategies.DefaultDevice)
 			if err != nil {
 				return err
 			}
-			devs, err := devices(c, strategies.DefaultDevice)
-			if err != nil {
-				return err
-			}
-			if err := checkSpecs(specs, devs[0]); err != nil {
-				return err
-			}
-			for _, s := range srcs {
-				s.Cache(harness.DefaultCacheEvents)
-			}
-			jobs, err := shard(c, harness.Jobs(srcs, devs, specs))
-			if err != nil {
-				return err
-			}
-			out, format, closeOut, err := output(c)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
-			tick, clear := progress(c.App.ErrWriter, len(jobs), "replays")
-			results, err := harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
+			defer p.close()
+			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "replays")
+			results, err := harness.RunJobs(p.jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
 				return harness.ReplayJob(j, harness.Options{Samples: 1})
 			}, tick)
 			clear()
@@ -67,10 +46,10 @@ func sweepCommand() *cli.Command {
 			for i, r := range results {
 				rows[i] = harness.ResultRow(r)
 			}
-			if err := harness.WriteRows(out, format, rows); err != nil {
+			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			return closeOut()
+			return p.close()
 		},
 	}
 }
@@ -91,7 +70,7 @@ func grid(base string, params []string) ([]string, error) {
 		}
 		var next []string
 		for _, s := range specs {
-			for _, v := range splitValues(vs) {
+			for _, v := range strategies.SplitList(vs) {
 				sep := ","
 				if !strings.Contains(s, ":") {
 					sep = ":"
@@ -102,25 +81,4 @@ func grid(base string, params []string) ([]string, error) {
 		specs = next
 	}
 	return specs, nil
-}
-
-// splitValues splits at commas outside brackets, so that a list value
-// such as roundup_power2_divisions=[256:1,>:4] stays whole.
-func splitValues(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '[':
-			depth++
-		case ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }
