@@ -13,8 +13,8 @@ import (
 )
 
 // timelineAxis maps event indexes to the timeline's x values: seconds
-// since the trace's start when every sample has a time, else the event
-// index.
+// since the trace's start when every sample has a time in nanoseconds,
+// else the event index.
 type timelineAxis struct {
 	time bool
 	ref  []harness.Sample // the first run's full timeline, to place marks and OOMs
@@ -23,7 +23,8 @@ type timelineAxis struct {
 func newTimelineAxis(runs []*Run) timelineAxis {
 	ax := timelineAxis{time: true, ref: runs[0].Result.Timeline}
 	for _, r := range runs {
-		if len(r.Result.Timeline) == 0 {
+		// Lifetime tables carry logical instants, not nanoseconds.
+		if len(r.Result.Timeline) == 0 || r.Result.Meta.Get("time-unit") == "logical" {
 			ax.time = false
 		}
 		for _, s := range r.Result.Timeline {
