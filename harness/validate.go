@@ -94,9 +94,17 @@ func Validate(snap *torchsnap.Snapshot, opts ValidateOptions) ([]*DeviceReport, 
 		if !present[d] {
 			return nil, fmt.Errorf("device %d is not in the snapshot (devices: %v)", d, snap.Devices())
 		}
-		r, err := validateDevice(snap, d, opts)
+		r, err := validateDevice(snap, d, opts, false)
 		if err != nil {
 			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		if !r.Agree() && hasDivisionOne(snap.Settings) {
+			// PyTorch before 2.4 left sizes unrounded where a division
+			// count is 1; the snapshot does not say which version
+			// recorded it, so that reading is tried too.
+			if legacy, err := validateDevice(snap, d, opts, true); err == nil && legacy.Agree() {
+				r = legacy
+			}
 		}
 		out = append(out, r)
 	}
@@ -155,10 +163,26 @@ func segDelta(e torchsnap.TraceEntry) int64 {
 	return 0
 }
 
-func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions) (*DeviceReport, error) {
+func hasDivisionOne(s *torchsnap.Settings) bool {
+	if s == nil {
+		return false
+	}
+	for _, v := range s.RoundupPower2Divisions {
+		if v == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legacyRoundup bool) (*DeviceReport, error) {
 	tr := snap.Trace(d)
 	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
 	cfg, desc := configFromSettings(snap.Settings)
+	if legacyRoundup {
+		cfg.LegacyRoundup = true
+		desc += "; rounding as PyTorch before 2.4 (a division count of 1 leaves sizes unrounded), the only reading that agrees"
+	}
 	rep.Settings = desc
 	hasCompleted := false
 	var maxAddr int64

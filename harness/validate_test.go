@@ -35,6 +35,10 @@ func newRecorder(t testing.TB, spec string, capacity int64, dev int) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newRecorderCfg(cfg, capacity, dev)
+}
+
+func newRecorderCfg(cfg torchlike.Config, capacity int64, dev int) *recorder {
 	d := strategies.Device{Name: "rec", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
 	mem := strategies.NewMemory(&d)
 	mem.SetNextAddr(int64(dev+1) << 44) // devices have disjoint address ranges, as real ones do
@@ -374,5 +378,29 @@ func TestValidateDetectsDisagreement(t *testing.T) {
 	}
 	if reps[0].Agree() {
 		t.Error("expandable_segments=True replay agreed with a non-expandable recording")
+	}
+}
+
+// TestValidateLegacyRoundup: a recording made by PyTorch before 2.4 with a
+// division count of 1 (sizes left unrounded) agrees only under that
+// version's rounding, which validate tries when the current one diverges.
+func TestValidateLegacyRoundup(t *testing.T) {
+	cfg := torchlike.DefaultConfig()
+	cfg.Divisions, _ = torchlike.ParseDivisions("1")
+	cfg.LegacyRoundup = true
+	r := newRecorderCfg(cfg, 1<<40, 0)
+	// 2090 requests of 1000 B fit one 2 MiB small segment unrounded and
+	// need two rounded to 1024 B.
+	for i := 1; i <= 2090; i++ {
+		r.alloc(i, 1000, 0)
+	}
+	workload(r, 5, 500, 0)
+	settings := &torchsnap.Settings{MaxSplitSize: -1}
+	for i := range settings.RoundupPower2Divisions {
+		settings.RoundupPower2Divisions[i] = 1
+	}
+	reps := mustAgree(t, snapshotOf(settings, r), ValidateOptions{})
+	if !strings.Contains(reps[0].Settings, "before 2.4") {
+		t.Errorf("the report does not say it used the old rounding: %s", reps[0].Settings)
 	}
 }

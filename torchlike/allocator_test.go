@@ -385,3 +385,25 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyRoundup: before PyTorch 2.4, roundup_power2_divisions of 1
+// left a request above 512 B unrounded (upstream round_size and
+// roundup_power2_next_division at eb42ad6e); since then it rounds to 512.
+func TestLegacyRoundup(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Divisions, _ = ParseDivisions("1")
+	if got := cfg.roundSize(1000); got != 1024 {
+		t.Errorf("modern: %d", got)
+	}
+	cfg.LegacyRoundup = true
+	if got := cfg.roundSize(1000); got != 1000 {
+		t.Errorf("legacy: %d", got)
+	}
+	if got := cfg.roundSize(300); got != 512 {
+		t.Errorf("legacy below 512: %d", got)
+	}
+	cfg.Divisions, _ = ParseDivisions("4")
+	if got := cfg.roundSize(3*1024 + 1); got != 3584 {
+		t.Errorf("legacy with 4 divisions: %d", got)
+	}
+}

@@ -47,6 +47,11 @@ type Config struct {
 	// NoCaching is PYTORCH_NO_CUDA_MEMORY_CACHING=1: one cudaMalloc and
 	// one cudaFree per tensor.
 	NoCaching bool
+	// LegacyRoundup rounds as PyTorch before 2.4 did (before upstream PR
+	// #126830): an interval whose roundup_power2_divisions is 1 left
+	// requests above 512 B unrounded. validate uses it when a recording
+	// only agrees that way; the snapshot does not record the version.
+	LegacyRoundup bool
 	// LargeSegmentSize is large_segment_size_mb (newest releases only): the
 	// segment size for 1–10 MiB requests and the large pool's expandable
 	// page size; kLargeBuffer (20 MiB) before it existed.
@@ -218,6 +223,9 @@ func (c *Config) roundSize(n int64) int64 {
 		return kMinBlockSize
 	}
 	d := c.divisionsFor(n)
+	if c.LegacyRoundup && d == 1 && n > kMinBlockSize {
+		return n
+	}
 	if d > 1 && n > kMinBlockSize*d {
 		return roundupPower2NextDivision(n, d)
 	}
