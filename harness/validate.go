@@ -18,6 +18,8 @@ type ValidateOptions struct {
 	// Capacity is the device memory the allocator could obtain, used when
 	// the trace records no OOM to infer it from; 0 means unlimited.
 	Capacity int64
+	// Check runs the model's invariant checker after every entry (tests).
+	Check bool
 }
 
 // SegEvent is one allocator decision as a snapshot records it: the
@@ -250,6 +252,9 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legac
 	if err := seed(v.a, layout, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
 	}
+	for addr, h := range v.live {
+		v.addrOf[h] = addr
+	}
 	rep.PeakRecorded = startReserved
 	for k := 0; k < len(tr); k++ {
 		e := tr[k]
@@ -299,6 +304,11 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legac
 			}
 		}
 		v.compare(k)
+		if opts.Check {
+			if err := v.a.Check(); err != nil {
+				return nil, fmt.Errorf("trace entry %d (%s): model invariant broken: %w", k, e.Action, err)
+			}
+		}
 	}
 	rep = v.rep
 	if !rep.Diverged && len(v.sim) != len(v.rec) {
@@ -328,13 +338,36 @@ type replayer struct {
 	checked      int
 	hasCompleted bool
 	resumeAt     int
-	deferred     []int64 // free_completed addresses left to the model's release path
+	deferred     []deferredFree // completions left to the model's release path
+	addrOf       map[strategies.Handle]int64
+	// autoCompleted holds addresses whose pending blocks the model's own
+	// synchronize_and_free_events completed; their recorded
+	// free_completed, if it comes later, has nothing left to do.
+	autoCompleted map[int64]bool
+}
+
+type deferredFree struct {
+	addr int64
+	h    strategies.Handle
 }
 
 // attach wires the allocator's trace and the device's address hook to
 // this replayer.
 func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 	v.a, v.mem = a, mem
+	if v.addrOf == nil {
+		v.addrOf = map[strategies.Handle]int64{}
+	}
+	if v.autoCompleted == nil {
+		v.autoCompleted = map[int64]bool{}
+	}
+	a.OnComplete = func(h strategies.Handle) {
+		if addr, ok := v.addrOf[h]; ok {
+			delete(v.live, addr)
+			delete(v.addrOf, h)
+			v.autoCompleted[addr] = true
+		}
+	}
 	a.OnTrace = func(act torchlike.TraceAction, addr, size, stream int64) {
 		v.sim = append(v.sim, SegEvent{Action: act.String(), Addr: addr, Size: size, Entry: -1})
 	}
@@ -369,6 +402,15 @@ func (v *replayer) clone() *replayer {
 	}
 	c.sim = append([]SegEvent(nil), v.sim...)
 	c.rec = append([]SegEvent(nil), v.rec...)
+	c.deferred = append([]deferredFree(nil), v.deferred...)
+	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
+	for h, a := range v.addrOf {
+		c.addrOf[h] = a
+	}
+	c.autoCompleted = make(map[int64]bool, len(v.autoCompleted))
+	for a := range v.autoCompleted {
+		c.autoCompleted[a] = true
+	}
 	c.attach(v.a.Clone(&mem), &mem)
 	return &c
 }
@@ -407,12 +449,18 @@ func (v *replayer) drive(k int, e torchsnap.TraceEntry, deferCompleted bool) err
 			return fmt.Errorf("trace entry %d: alloc at %#x, which is already live", k, e.Addr)
 		}
 		v.live[e.Addr] = h
+		v.addrOf[h] = e.Addr
+		delete(v.autoCompleted, e.Addr)
 		if v.a.Addr(h) != e.Addr {
 			v.rep.AddrMismatches++
 		}
 	case torchsnap.ActionFreeRequested, torchsnap.ActionFreeCompleted, torchsnap.ActionFree:
 		h, ok := v.live[e.Addr]
 		if !ok {
+			if e.Action == torchsnap.ActionFreeCompleted && v.autoCompleted[e.Addr] {
+				delete(v.autoCompleted, e.Addr)
+				return nil
+			}
 			if v.rep.Diverged {
 				return nil // the simulation failed this block's allocation
 			}
@@ -420,17 +468,25 @@ func (v *replayer) drive(k int, e torchsnap.TraceEntry, deferCompleted bool) err
 		}
 		switch {
 		case e.Action == torchsnap.ActionFreeRequested && v.hasCompleted:
-			v.a.FreeRequested(h)
+			if !v.a.IsPending(h) { // a repeated free_requested changes nothing
+				v.a.FreeRequested(h)
+			}
 		case e.Action == torchsnap.ActionFreeCompleted && deferCompleted:
-			v.deferred = append(v.deferred, e.Addr)
+			v.deferred = append(v.deferred, deferredFree{e.Addr, h})
 		case e.Action == torchsnap.ActionFreeCompleted:
-			if v.a.IsPending(h) { // else an empty_cache() completed it already
+			if v.a.IsPending(h) {
 				v.a.FreeCompleted(h)
 			}
 			delete(v.live, e.Addr)
+			delete(v.addrOf, h)
 		default:
-			v.a.Free(h)
+			if e.Action == torchsnap.ActionFreeRequested || !v.a.IsPending(h) {
+				v.a.Free(h)
+			} else {
+				v.a.FreeCompleted(h) // a legacy "free" of a block already requested
+			}
 			delete(v.live, e.Addr)
+			delete(v.addrOf, h)
 		}
 	case torchsnap.ActionOOM:
 		v.rec = append(v.rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
@@ -510,12 +566,15 @@ func (v *replayer) resolveBurst(tr []torchsnap.TraceEntry, k int, recReserved []
 		// Blocks whose completion was left to the model: the release
 		// path completed (and maybe released) them; any it did not is
 		// completed now, as the recording says.
-		for _, addr := range c.deferred {
-			if h, ok := c.live[addr]; ok {
+		for _, d := range c.deferred {
+			// The address may already hold a new allocation: only the
+			// deferred block itself, if still there, is completed.
+			if h, ok := c.live[d.addr]; ok && h == d.h {
 				if c.a.IsPending(h) {
 					c.a.FreeCompleted(h)
 				}
-				delete(c.live, addr)
+				delete(c.live, d.addr)
+				delete(c.addrOf, h)
 			}
 		}
 		c.deferred = nil

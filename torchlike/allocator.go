@@ -77,6 +77,10 @@ type Allocator struct {
 	// records them (size is the rounded request for oom, addr the device's
 	// free bytes, as in a snapshot's trace).
 	OnTrace func(action TraceAction, addr, size, stream int64)
+	// OnComplete, if set, is told of every block that the allocator's
+	// own synchronize_and_free_events completed (empty_cache or a malloc's
+	// release path) after FreeRequested: its handle is then dead.
+	OnComplete func(h strategies.Handle)
 }
 
 // New builds an allocator on mem.
@@ -542,6 +546,9 @@ func (a *Allocator) synchronizeAndFreeEvents() {
 	for _, i := range q {
 		if a.arena[i].inUse && a.arena[i].pending {
 			a.FreeCompleted(strategies.Handle(i))
+			if a.OnComplete != nil {
+				a.OnComplete(strategies.Handle(i))
+			}
 		}
 	}
 }

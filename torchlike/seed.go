@@ -251,7 +251,7 @@ func (a *Allocator) IsPending(h strategies.Handle) bool {
 func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c := *a
 	c.mem = mem
-	c.OnTrace = nil
+	c.OnTrace, c.OnComplete = nil, nil
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)
