@@ -381,11 +381,15 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 		}
 		switch r := v.rec[i]; r.Action {
 		case torchsnap.ActionSegmentAlloc:
-			if r.Size == size {
+			if r.Size == size && !v.a.Overlaps(r.Addr, size) {
 				return r.Addr
 			}
 		case torchsnap.ActionSegmentMap:
-			return r.Addr // a new expandable reservation starts where its first page is mapped
+			// A new expandable reservation starts where its first page
+			// is mapped.
+			if !v.a.Overlaps(r.Addr, r.Size) {
+				return r.Addr
+			}
 		}
 		return 0
 	}

@@ -181,6 +181,7 @@ func settingsFor(expandable bool) *torchsnap.Settings {
 
 func mustAgree(t *testing.T, snap *torchsnap.Snapshot, opts ValidateOptions) []*DeviceReport {
 	t.Helper()
+	opts.Check = true // the model's invariants hold after every entry
 	reps, err := Validate(snap, opts)
 	if err != nil {
 		t.Fatal(err)

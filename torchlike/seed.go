@@ -265,3 +265,16 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	}
 	return &c
 }
+
+// Overlaps reports whether [addr, addr+size) overlaps memory the model has
+// mapped. The validator uses it to refuse a recorded address for a new
+// segment when a damaged recording would make two segments share memory.
+func (a *Allocator) Overlaps(addr, size int64) bool {
+	for i := range a.arena {
+		b := &a.arena[i]
+		if b.inUse && b.mapped && addr < b.addr+b.size && b.addr < addr+size {
+			return true
+		}
+	}
+	return false
+}
