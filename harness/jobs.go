@@ -35,7 +35,9 @@ func (s *Source) Open() (traces.Reader, error) {
 }
 
 // ResolveTrace turns a --trace argument into a Source: "-" is standard
-// input, a path that exists wins over a corpus name of the same spelling. The trace's name in results
+// input, FILE#device=N one device of a multi-device PyTorch snapshot (the
+// lowest device otherwise), and a path that exists wins over a corpus name
+// of the same spelling. The trace's name in results
 // is the corpus name, or the file's base name less its extensions.
 func ResolveTrace(arg string) (*Source, error) {
 	if arg == "-" {
@@ -47,6 +49,23 @@ func ResolveTrace(arg string) (*Source, error) {
 			err := fmt.Errorf("trace -: standard input can be replayed only once (one strategy and one device)")
 			once.Do(func() { r, err = traces.OpenReader("<stdin>", os.Stdin, traces.DefaultOpenOptions) })
 			return r, err
+		}}, nil
+	}
+	if path, dev, ok := strings.Cut(arg, "#device="); ok {
+		// One device of a multi-device PyTorch snapshot: FILE#device=N.
+		n, err := strconv.Atoi(dev)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("trace %q: bad device index %q", arg, dev)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("trace %q: %w", arg, err)
+		}
+		b := filepath.Base(path)
+		if i := strings.IndexByte(b, '.'); i > 0 {
+			b = b[:i]
+		}
+		return &Source{Name: fmt.Sprintf("%s-device%d", b, n), open: func() (traces.Reader, error) {
+			return traces.Open(path, traces.OpenOptions{Device: n})
 		}}, nil
 	}
 	if _, err := os.Stat(arg); err == nil {
