@@ -1,0 +1,58 @@
+// Package torchlike models PyTorch's native CUDA caching allocator
+// (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator) for one
+// device, exactly enough that `membench validate` reproduces the segment
+// events of real recordings byte for byte. allocator-spec.md §1 restates
+// the rules; each function here names the upstream function it models and
+// cites the section.
+//
+// Overview
+//
+// A request is rounded (round_size, §1.2: multiples of 512 B, or the
+// power-of-two divisions of roundup_power2_divisions) and served from one
+// of two pools: small for rounded sizes up to 1 MiB, large above (§1.3).
+// Each pool keeps its free blocks in one ordered set by (stream, size,
+// address): the best fit is the first block at or above the request on the
+// same stream, ties to the lowest address, and only that one candidate is
+// examined (get_free_block, §1.5); with max_split_size set, oversize
+// blocks are refused to smaller requests and handed whole to larger ones
+// within max_non_split_rounding. The chosen block keeps its low end; the
+// rest returns to the pool when should_split says so (§1.6), so a large
+// block's remainder of 1 MiB or less stays inside the allocation.
+//
+// When nothing fits, malloc falls back in upstream's exact order (§1.7):
+// garbage collection of old cached blocks (only with a memory fraction and
+// a threshold, §1.9), a device allocation of the segment size (2 MiB small,
+// 20 MiB for 1–10 MiB requests, else rounded to 2 MiB: §1.4), the release of
+// oversize cached blocks, and finally release_cached_blocks — the same code
+// as torch.cuda.empty_cache(): complete pending frees, free every whole free
+// segment, large pool first in free-set order — and a counted retry. Only
+// then is it an OOM. A free merges the block with free address neighbours
+// in the same segment (prev first, then next), never across segments
+// (§1.8); a free of a block used on another stream (record_stream) is
+// split into FreeRequested and FreeCompleted, as a snapshot records it.
+//
+// With expandable_segments (§1.10) a pool reserves 1.125 × the device's
+// memory of address space per stream and maps it page by page (2 MiB small,
+// 20 MiB large); mapping extends the free block before the unmapped range,
+// release unmaps whole free pages, and every block may split down to 512 B.
+//
+// Data structures
+//
+// Blocks live in an arena and are named by index, so that a Handle stays
+// valid while its allocation lives and a steady-state replay allocates
+// nothing: splitting and merging reuse arena slots. prev/next link a
+// segment's blocks by address. The free sets are internal/freeset's chunked
+// sorted sets, whose comparison is inlined; the expandable segments' unmapped
+// ranges sit in a second set per pool ordered by (stream, address), as
+// upstream's BlockComparatorAddress orders them. Statistics are
+// DeviceStats with torch.cuda.memory_stats() names (§1.11).
+//
+// For the validator
+//
+// seed.go installs a layout reconstructed from a snapshot (warm starts),
+// answers WouldRelease (would the next malloc take its release path?),
+// and clones the whole state so that competing readings of a recording can
+// be replayed side by side (harness/validate.go). OnTrace reports the
+// allocator's own decisions — segment_alloc, segment_free, segment_map,
+// segment_unmap, oom — in the order upstream records them.
+package torchlike
