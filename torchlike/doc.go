@@ -5,7 +5,7 @@
 // the rules; each function here names the upstream function it models and
 // cites the section.
 //
-// Overview
+// # Overview
 //
 // A request is rounded (round_size, §1.2: multiples of 512 B, or the
 // power-of-two divisions of roundup_power2_divisions) and served from one
@@ -36,7 +36,7 @@
 // 20 MiB large); mapping extends the free block before the unmapped range,
 // release unmaps whole free pages, and every block may split down to 512 B.
 //
-// Data structures
+// # Data structures
 //
 // Blocks live in an arena and are named by index, so that a Handle stays
 // valid while its allocation lives and a steady-state replay allocates
@@ -47,7 +47,7 @@
 // upstream's BlockComparatorAddress orders them. Statistics are
 // DeviceStats with torch.cuda.memory_stats() names (§1.11).
 //
-// For the validator
+// # For the validator
 //
 // seed.go installs a layout reconstructed from a snapshot (warm starts),
 // answers WouldRelease (would the next malloc take its release path?),
