@@ -1,3 +1,10 @@
+// Package strategies is the vocabulary every other package shares and
+// nothing else: the Allocator contract the framework models implement, the
+// Device presets (each figure with its source or labelled an assumption)
+// and the Memory a replay draws from, which counts device calls and their
+// modelled cost, and the parsing of strategy specs such as
+// `torch:expandable_segments=true`. It imports no other package of
+// membench, so that torchlike, bfc, tflike and jaxlike depend only on it.
 package strategies
 
 // Handle names one live allocation inside an allocator. Allocators hand out
