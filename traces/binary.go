@@ -639,19 +639,7 @@ func WriteBinary(w io.Writer, r Reader, opts WriterOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return bw.n, err
-		}
-		if err := bw.Write(ev); err != nil {
-			return bw.n, err
-		}
-	}
-	return bw.n, bw.Close()
+	return copyEvents(bw, r)
 }
 
 var _ Reader = (*binaryReader)(nil)

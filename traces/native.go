@@ -597,19 +597,33 @@ func WriteNative(w io.Writer, r Reader, opts WriterOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return copyEvents(nw, r)
+}
+
+// eventWriter is what the text and binary writers have in common.
+type eventWriter interface {
+	Write(Event) error
+	Close() error
+}
+
+// copyEvents writes r's events to w and closes w, returning how many it
+// wrote.
+func copyEvents(w eventWriter, r Reader) (int, error) {
+	n := 0
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nw.n, err
+			return n, err
 		}
-		if err := nw.Write(ev); err != nil {
-			return nw.n, err
+		if err := w.Write(ev); err != nil {
+			return n, err
 		}
+		n++
 	}
-	return nw.n, nw.Close()
+	return n, w.Close()
 }
 
 var _ Reader = (*nativeReader)(nil)
