@@ -249,7 +249,7 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legac
 	mem.SetNextAddr((maxAddr>>30 + 1<<14) << 30)
 	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{}}
 	v.attach(torchlike.New(cfg, mem), mem)
-	if err := seed(v.a, layout, cfg.ExpandableSegments, v.live); err != nil {
+	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -626,8 +626,35 @@ func (v *replayer) resolveBurst(tr []torchsnap.TraceEntry, k int, recReserved []
 	return empty, false, nil
 }
 
+// expandableBase estimates where a warm-started expandable segment's
+// address reservation begins, which no snapshot records: the lowest
+// address known to belong to it — its mapped runs at the start, and any
+// page the trace later maps or unmaps on the same stream in the same pool
+// (told apart by page size: 2 MiB small, multiples of 20 MiB large) —
+// provided that address lies a whole number of pages below the runs. An
+// allocator can have mapped nothing below it only if that page was never
+// used, so this is exact whenever the trace touches the segment's start.
+func expandableBase(tr []torchsnap.TraceEntry, runs []torchlike.SeedRun, stream int64, small bool) int64 {
+	page := int64(20 << 20)
+	if small {
+		page = 2 << 20
+	}
+	base := runs[0].Addr
+	for _, e := range tr {
+		if e.Stream != stream || (e.Action != torchsnap.ActionSegmentMap && e.Action != torchsnap.ActionSegmentUnmap) {
+			continue
+		}
+		large := e.Size%(20<<20) == 0
+		if large == small || e.Addr >= base || (runs[0].Addr-e.Addr)%page != 0 {
+			continue
+		}
+		base = e.Addr
+	}
+	return base
+}
+
 // seed installs the reconstructed starting layout.
-func seed(a *torchlike.Allocator, l *torchsnap.Layout, expandable bool, live map[int64]strategies.Handle) error {
+func seed(a *torchlike.Allocator, l *torchsnap.Layout, tr []torchsnap.TraceEntry, expandable bool, live map[int64]strategies.Handle) error {
 	type poolKey struct {
 		stream int64
 		small  bool
@@ -661,7 +688,7 @@ func seed(a *torchlike.Allocator, l *torchsnap.Layout, expandable bool, live map
 	for _, k := range keys {
 		rs := runs[k]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
-		hss, err := a.SeedExpandable(rs[0].Addr, k.stream, k.small, rs)
+		hss, err := a.SeedExpandable(expandableBase(tr, rs, k.stream, k.small), k.stream, k.small, rs)
 		if err != nil {
 			return err
 		}
