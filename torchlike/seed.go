@@ -190,7 +190,14 @@ func (a *Allocator) WouldRelease(orig, stream int64) bool {
 		return false
 	}
 	if a.gcEnabled() && a.mem.Reserved() > int64(a.cfg.GCThreshold*float64(a.allowedMax)) {
-		return true
+		// Garbage collection frees at least the oldest unsplit cached
+		// block of the large pool (its age is at least the average), if
+		// there is one.
+		for _, k := range a.large.blocks.Items() {
+			if b := &a.arena[k.B]; !b.isSplit() && b.es == none {
+				return true
+			}
+		}
 	}
 	if a.setFraction() && a.mem.Reserved()+p.allocSize > a.allowedMax {
 		return true
