@@ -8,6 +8,7 @@ import (
 
 	"membench/strategies"
 	"membench/torchlike"
+	"membench/traces"
 	"membench/traces/torchsnap"
 )
 
@@ -48,6 +49,9 @@ type DeviceReport struct {
 	Capacity     int64 // 0: unlimited
 	CapacityFrom string
 	EmptyCache   int // inferred torch.cuda.empty_cache() calls
+	// UnknownActions counts trace entries whose action this version does
+	// not know (a newer PyTorch's); they are skipped and reported.
+	UnknownActions map[string]int
 	// InferredFailures counts device mallocs that must have failed for
 	// the recording to make sense although no OOM was recorded (the
 	// device was fuller than modelled; see resolveBurst).
@@ -179,7 +183,7 @@ func hasDivisionOne(s *torchsnap.Settings) bool {
 
 func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legacyRoundup bool) (*DeviceReport, error) {
 	tr := snap.Trace(d)
-	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
+	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, UnknownActions: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
 	cfg, desc := configFromSettings(snap.Settings)
 	if legacyRoundup {
 		cfg.LegacyRoundup = true
@@ -228,7 +232,7 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legac
 		}
 	}
 	if rep.Capacity == 0 && opts.Capacity > 0 {
-		rep.Capacity, rep.CapacityFrom = opts.Capacity, "--capacity"
+		rep.Capacity, rep.CapacityFrom = opts.Capacity, fmt.Sprintf("%d B (--capacity)", opts.Capacity)
 	}
 	if rep.Capacity == 0 {
 		rep.CapacityFrom = "unlimited (no oom recorded; set --capacity to model one)"
@@ -425,6 +429,20 @@ func (v *replayer) diverge(at, entry int, note string) {
 	}
 }
 
+// divergeHere records a divergence found while replaying entry k: at the
+// first segment event that differs, if the events so far already do, else
+// at the first one the recording and the simulation do not share.
+func (v *replayer) divergeHere(k int, note string) {
+	v.compare(k)
+	if v.rep.Diverged {
+		if v.rep.DivergeEntry == k && v.rep.Note == "" {
+			v.rep.Note = note
+		}
+		return
+	}
+	v.diverge(v.checked, k, note)
+}
+
 // compare checks the simulated events against the recorded ones so far.
 func (v *replayer) compare(k int) {
 	n := min(len(v.sim), len(v.rec))
@@ -444,9 +462,12 @@ func (v *replayer) compare(k int) {
 func (v *replayer) drive(k int, e torchsnap.TraceEntry, deferCompleted bool) error {
 	switch e.Action {
 	case torchsnap.ActionAlloc:
+		if e.Size <= 0 || e.Size > traces.MaxSize {
+			return fmt.Errorf("trace entry %d: alloc of %d B: %w", k, e.Size, traces.ErrBadSize)
+		}
 		h, ok := v.a.Malloc(e.Size, e.Stream)
 		if !ok {
-			v.diverge(len(v.rec), k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
+			v.divergeHere(k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
 			return nil
 		}
 		if _, dup := v.live[e.Addr]; dup {
@@ -493,11 +514,17 @@ func (v *replayer) drive(k int, e torchsnap.TraceEntry, deferCompleted bool) err
 			delete(v.addrOf, h)
 		}
 	case torchsnap.ActionOOM:
+		if e.Size <= 0 || e.Size > traces.MaxSize {
+			return fmt.Errorf("trace entry %d: oom of %d B: %w", k, e.Size, traces.ErrBadSize)
+		}
 		v.rec = append(v.rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
 		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
 			v.a.Free(h)
-			v.diverge(len(v.rec)-1, k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
+			v.divergeHere(k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
 		}
+	case torchsnap.ActionSnapshot, torchsnap.ActionUserDefined:
+	default:
+		v.rep.UnknownActions[e.Action]++
 	}
 	return nil
 }
@@ -710,6 +737,9 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	fmt.Fprintf(w, "  capacity: %s\n", r.CapacityFrom)
 	if r.EmptyCache > 0 {
 		fmt.Fprintf(w, "  replayed %d torch.cuda.empty_cache() calls (bursts of segment frees no allocation explains)\n", r.EmptyCache)
+	}
+	if len(r.UnknownActions) > 0 {
+		fmt.Fprintf(w, "  skipped trace entries with actions this version does not know: %s\n", countsString(r.UnknownActions))
 	}
 	if r.InferredFailures > 0 {
 		fmt.Fprintf(w, "  replayed %d device mallocs as failed (no oom recorded, but the recorded releases before them are malloc's release path)\n", r.InferredFailures)

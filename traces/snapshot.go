@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -147,6 +148,45 @@ func joinDevices(devs []int) string {
 	return strings.Join(parts, ",")
 }
 
+// actionCounts lists how many entries of each action the trace has, in
+// name order: the figures a snapshot's own description gives.
+func actionCounts(tr []torchsnap.TraceEntry) string {
+	counts := map[string]int{}
+	for _, e := range tr {
+		counts[e.Action]++
+	}
+	names := make([]string, 0, len(counts))
+	for a := range counts {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, a := range names {
+		parts[i] = fmt.Sprintf("%s %d", a, counts[a])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recordedPeakReserved is the peak of the bytes the recorded allocator
+// held: the reserved bytes at the first entry plus every segment event.
+func recordedPeakReserved(tr []torchsnap.TraceEntry, l *torchsnap.Layout) int64 {
+	var r int64
+	for _, s := range l.Segments {
+		r += s.Size
+	}
+	peak := r
+	for _, e := range tr {
+		switch e.Action {
+		case torchsnap.ActionSegmentAlloc, torchsnap.ActionSegmentMap:
+			r += e.Size
+		case torchsnap.ActionSegmentFree, torchsnap.ActionSegmentUnmap:
+			r -= e.Size
+		}
+		peak = max(peak, r)
+	}
+	return peak
+}
+
 func snapshotMeta(snap *torchsnap.Snapshot, dev int, devs []int, encoding string, l *torchsnap.Layout, sr *snapshotReader) Meta {
 	m := Meta{
 		{"format", "pytorch-snapshot"},
@@ -154,6 +194,8 @@ func snapshotMeta(snap *torchsnap.Snapshot, dev int, devs []int, encoding string
 		{"device", strconv.Itoa(dev)},
 		{"devices", joinDevices(devs)},
 		{"entries", strconv.Itoa(len(sr.trace))},
+		{"entry-actions", actionCounts(sr.trace)},
+		{"recorded-peak-reserved-B", strconv.FormatInt(recordedPeakReserved(sr.trace, l), 10)},
 		{"ids", "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
 	}
 	if sr.t0 != NoTime {

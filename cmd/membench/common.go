@@ -137,8 +137,8 @@ func progress(stderr io.Writer, total int, what string) (func(done int), func())
 	update := func(done int) {
 		mu.Lock()
 		defer mu.Unlock()
-		if time.Since(start) < time.Second && done < total {
-			return
+		if time.Since(start) < time.Second {
+			return // runs under a second draw nothing
 		}
 		const width = 30
 		n := done * width / total

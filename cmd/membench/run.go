@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -41,7 +42,66 @@ func run(stdout, stderr io.Writer, args []string) error {
 			reportCommand(),
 		},
 	}
-	return app.Run(args)
+	return app.Run(flagsFirst(app.Commands, args))
+}
+
+// flagsFirst moves a command's flags in front of its positional arguments.
+// urfave/cli v2 stops parsing flags at the first positional argument, but
+// the documented forms put them after (`validate FILE --device-index 1`,
+// `traces show NAME --format json`). A flag's value is the next token
+// unless the flag is boolean or written --name=value. "--" ends the flags.
+func flagsFirst(cmds []*cli.Command, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	i := 1
+	var cmd *cli.Command
+	for i < len(args) {
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.Name == args[i] || slices.Contains(c.Aliases, args[i]) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		cmd = next
+		out = append(out, args[i])
+		cmds = next.Subcommands
+		i++
+	}
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args
+	}
+	isBool := map[string]bool{"help": true, "h": true}
+	for _, f := range cmd.Flags {
+		if _, ok := f.(*cli.BoolFlag); ok {
+			for _, n := range f.Names() {
+				isBool[n] = true
+			}
+		}
+	}
+	var flags, pos []string
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !isBool[name] && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return append(append(out, flags...), pos...)
 }
 
 func runCommand() *cli.Command {
@@ -76,8 +136,13 @@ func runCommand() *cli.Command {
 				return err
 			}
 			rows := make([]harness.Row, len(results))
+			noted := map[string]bool{}
 			for i, res := range results {
 				rows[i] = harness.ResultRow(res)
+				if devs := res.Meta.Get("devices"); strings.Contains(devs, ",") && !noted[res.Trace] {
+					noted[res.Trace] = true
+					fmt.Fprintf(c.App.ErrWriter, "note: %s: the snapshot holds devices %s; replayed device %s (select one with --trace FILE#device=N)\n", res.Trace, devs, res.Meta.Get("device"))
+				}
 				if res.OOMCount > 0 {
 					o := res.OOMs[0]
 					fmt.Fprintf(c.App.ErrWriter, "%s: %d allocations failed; first at event %d: %s\n", res.BenchName(), res.OOMCount, o.Event, o.Message)

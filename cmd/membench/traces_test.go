@@ -86,3 +86,35 @@ func TestTracesGen(t *testing.T) {
 		t.Errorf("list: %v\n%s", err, list)
 	}
 }
+
+// TestFlagsAfterArguments: the documented forms put flags after the
+// positional arguments, which urfave/cli alone would not parse.
+func TestFlagsAfterArguments(t *testing.T) {
+	out, _, err := runCLI(t, "validate", "../../testdata/pytorch-snapshots/cs336-lm-peak-probe.pickle", "--device-index", "0", "--capacity", "8GiB")
+	if err != nil || !strings.Contains(out, "8589934592 B (--capacity)") || !strings.Contains(out, "agree") {
+		t.Errorf("validate FILE --device-index 0 --capacity 8GiB: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, "traces", "show", "gpt-train", "--format", "json")
+	if err != nil || !strings.HasPrefix(out, "{") {
+		t.Errorf("traces show NAME --format json: %v", err)
+	}
+	if got := flagsFirst(nil, []string{"membench"}); len(got) != 1 {
+		t.Errorf("flagsFirst on no command: %v", got)
+	}
+}
+
+// TestValidateBadSize: a snapshot whose alloc has an absurd size is an
+// input error naming the entry, not a divergence.
+func TestValidateBadSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(path, []byte(`{"segments": [], "device_traces": [[
+		{"action": "segment_alloc", "addr": 4096, "size": 2097152, "stream": 0},
+		{"action": "alloc", "addr": 4096, "size": 0, "stream": 0},
+		{"action": "free_requested", "addr": 4096, "size": 0, "stream": 0},
+		{"action": "free_completed", "addr": 4096, "size": 0, "stream": 0},
+		{"action": "segment_free", "addr": 4096, "size": 2097152, "stream": 0}]]}`), 0o644)
+	_, _, err := runCLI(t, "validate", path)
+	if err == nil || !strings.Contains(err.Error(), "entry 1") || !strings.Contains(err.Error(), "bad size") {
+		t.Errorf("error %v", err)
+	}
+}
