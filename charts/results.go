@@ -54,5 +54,10 @@ func ReadResults(r io.Reader, name string) ([]Measurement, error) {
 	if err := br.Err(); err != nil {
 		return out, fmt.Errorf("%s: %w", name, err)
 	}
+	if len(out) == 0 {
+		// benchfmt skips lines it does not recognise, so a file of
+		// anything else reads as empty: say so rather than draw nothing.
+		return out, fmt.Errorf("%s: no benchmark results in it (want membench run, sweep or capacity output)", name)
+	}
 	return out, nil
 }

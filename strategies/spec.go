@@ -25,6 +25,7 @@ type KV struct{ Key, Value string }
 func ParseSpec(s string) (Spec, error) {
 	s = strings.TrimSpace(s)
 	name, rest, _ := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
 	if name == "" {
 		return Spec{}, fmt.Errorf("empty strategy spec")
 	}

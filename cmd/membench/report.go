@@ -96,7 +96,7 @@ func reportCommand() *cli.Command {
 			if err := os.WriteFile(out, page.Bytes(), 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "report: wrote %s (%d bytes): %d traces × %d devices × %d strategies\n", out, page.Len(), len(trs), len(devs), len(strats))
+			fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d traces × %d devices × %d strategies\n", out, page.Len(), len(trs), len(devs), len(strats))
 			writeAssumptions(c.App.ErrWriter, devs, strats)
 			return nil
 		},
