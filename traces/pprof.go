@@ -312,7 +312,10 @@ var _ Reader = (*pprofReader)(nil)
 // decodes a few varints, so that content of other formats is turned away
 // cheaply before anything parses the whole profile.
 func looksLikePprof(p []byte) bool {
-	if len(p) == 0 || p[0] != 0x0a {
+	// JAX writes sample_type (field 1) first; Go's runtime/pprof starts
+	// with time_nanos (9) or period_type (11). Any Profile field may open
+	// the message; what follows must decode as Profile fields throughout.
+	if len(p) < 2 {
 		return false
 	}
 	complete := len(p) < sniffLen
@@ -351,7 +354,7 @@ func looksLikePprof(p []byte) bool {
 			if !partial {
 				end = i + int(l)
 			}
-			if first && !looksLikeValueType(p[i:end], partial) {
+			if first && (field == 1 || field == 11) && !looksLikeValueType(p[i:end], partial) {
 				return false
 			}
 			if partial {

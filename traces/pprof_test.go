@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	rpprof "runtime/pprof"
 	"strings"
 	"testing"
 
@@ -302,4 +303,35 @@ func FuzzPprof(f *testing.F) {
 		}
 		roundTrip(t, r.Meta(), evs)
 	})
+}
+
+// TestGoRuntimeProfiles: profiles written by Go's runtime/pprof start with
+// other fields than JAX's; a heap profile imports as a live set and a CPU
+// profile is refused as not a memory profile.
+func TestGoRuntimeProfiles(t *testing.T) {
+	var heap bytes.Buffer
+	if err := rpprof.WriteHeapProfile(&heap); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader("heap.pprof", bytes.NewReader(heap.Bytes()), DefaultOpenOptions)
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	if r.Meta().Get("format") != FormatJAXPprof {
+		t.Errorf("meta %v", r.Meta())
+	}
+	r.Close()
+	var cpu bytes.Buffer
+	if err := rpprof.StartCPUProfile(&cpu); err != nil {
+		t.Skip("CPU profiling unavailable:", err)
+	}
+	x := 0
+	for i := 0; i < 1e7; i++ {
+		x += i
+	}
+	rpprof.StopCPUProfile()
+	_, err = OpenReader("cpu.pprof", bytes.NewReader(cpu.Bytes()), DefaultOpenOptions)
+	if err == nil || !strings.Contains(err.Error(), "not a memory profile") || !strings.Contains(err.Error(), "cpu.pprof") {
+		t.Errorf("CPU profile: %v (x=%d)", err, x)
+	}
 }
