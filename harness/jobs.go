@@ -118,6 +118,7 @@ const DefaultCacheEvents = 4 << 20
 // Job is one replay of a run, sweep or capacity search.
 type Job struct {
 	Index  int // position in the full (unsharded) job list
+	Group  int // index of its trace × device pair
 	Source *Source
 	Device strategies.Device
 	Spec   string
@@ -127,11 +128,13 @@ type Job struct {
 // order results are printed in, whatever order they finish in.
 func Jobs(srcs []*Source, devs []strategies.Device, specs []string) []Job {
 	var jobs []Job
+	group := 0
 	for _, s := range srcs {
 		for _, d := range devs {
 			for _, sp := range specs {
-				jobs = append(jobs, Job{Index: len(jobs), Source: s, Device: d, Spec: sp})
+				jobs = append(jobs, Job{Index: len(jobs), Group: group, Source: s, Device: d, Spec: sp})
 			}
+			group++
 		}
 	}
 	return jobs
@@ -153,15 +156,26 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{ki, ni}, nil
 }
 
-// Select keeps the jobs of this shard: job i goes to shard i mod N + 1, so
-// every shard gets a similar mix of traces and strategies.
+// Select keeps the jobs of this shard. When there are at least N trace ×
+// device pairs, a pair's strategies stay together (pair i goes to shard
+// i mod N + 1), so that each shard lists strategies in the same order and
+// benchstat's columns come out as in an unsharded run; otherwise job i
+// goes to shard i mod N + 1.
 func (s Shard) Select(jobs []Job) []Job {
 	if s.N <= 1 {
 		return jobs
 	}
+	groups := 0
+	for _, j := range jobs {
+		groups = max(groups, j.Group+1)
+	}
 	var out []Job
 	for _, j := range jobs {
-		if j.Index%s.N == s.K-1 {
+		k := j.Index
+		if groups >= s.N {
+			k = j.Group
+		}
+		if k%s.N == s.K-1 {
 			out = append(out, j)
 		}
 	}
