@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,44 +33,38 @@ func genCommand() *cli.Command {
 			if c.Args().Len() == 0 || c.Bool("help-params") {
 				return listKinds(c.App.Writer)
 			}
-			// The issue's form is `gen KIND [--seed N] [--param k=v]...`:
-			// urfave/cli stops at the first positional argument, so flags
-			// after KIND are parsed here.
-			o := genOptions{seed: c.Uint64("seed"), params: c.StringSlice("param"), out: c.String("out"), format: c.String("format"), gzip: c.Bool("gzip")}
 			if c.Args().Len() > 1 {
-				if err := o.parse(c.Args().Tail()); err != nil {
-					return err
-				}
+				return fmt.Errorf("traces gen: one KIND, got %q", c.Args().Slice())
 			}
 			params := map[string]string{}
-			for _, p := range o.params {
+			for _, p := range c.StringSlice("param") {
 				k, v, ok := strings.Cut(p, "=")
 				if !ok || strings.TrimSpace(k) == "" {
 					return fmt.Errorf("traces gen: --param %q: want key=value", p)
 				}
 				params[strings.TrimSpace(k)] = strings.TrimSpace(v)
 			}
-			r, err := gen.New(c.Args().First(), o.seed, params)
+			r, err := gen.New(c.Args().First(), c.Uint64("seed"), params)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
 			var w io.Writer = c.App.Writer
 			var f *os.File
-			if p := o.out; p != "" {
+			if p := c.String("out"); p != "" {
 				if f, err = os.Create(p); err != nil {
 					return err
 				}
 				w = f
 			}
-			opts := traces.WriterOptions{Gzip: o.gzip}
-			switch o.format {
+			opts := traces.WriterOptions{Gzip: c.Bool("gzip")}
+			switch format := c.String("format"); format {
 			case "text":
 				_, err = traces.WriteNative(w, r, opts)
 			case "binary":
 				_, err = traces.WriteBinary(w, r, opts)
 			default:
-				err = fmt.Errorf("traces gen: --format %q: want text or binary", o.format)
+				err = fmt.Errorf("traces gen: --format %q: want text or binary", format)
 			}
 			if f != nil {
 				if cerr := f.Close(); err == nil {
@@ -81,31 +74,6 @@ func genCommand() *cli.Command {
 			return err
 		},
 	}
-}
-
-type genOptions struct {
-	seed   uint64
-	params []string
-	out    string
-	format string
-	gzip   bool
-}
-
-func (o *genOptions) parse(args []string) error {
-	fs := flag.NewFlagSet("traces gen", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Uint64Var(&o.seed, "seed", o.seed, "")
-	fs.Func("param", "", func(v string) error { o.params = append(o.params, v); return nil })
-	fs.StringVar(&o.out, "out", o.out, "")
-	fs.StringVar(&o.format, "format", o.format, "")
-	fs.BoolVar(&o.gzip, "gzip", o.gzip, "")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("traces gen: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("traces gen: unexpected argument %q (one KIND)", fs.Arg(0))
-	}
-	return nil
 }
 
 func listKinds(w io.Writer) error {
