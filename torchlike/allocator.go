@@ -64,9 +64,9 @@ type Allocator struct {
 
 	small, large pool
 	exp          []expSeg
-	pendingQ     []int32 // blocks freed by the program, awaiting free_completed
-	heads        []int32 // Check's scratch
-	noCacheBytes int64   // live bytes when caching is disabled
+	pendingQ     []int32    // blocks freed by the program, awaiting free_completed
+	extents      [][2]int64 // Check's scratch
+	noCacheBytes int64      // live bytes when caching is disabled
 
 	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
 	stats      Stats

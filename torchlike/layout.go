@@ -58,7 +58,6 @@ func (a *Allocator) Check() error {
 	}
 	var reserved, allocated, active, requested [3]int64
 	var nFree, nUnmapped int
-	a.heads = a.heads[:0]
 	for i := range a.arena {
 		b := &a.arena[i]
 		if !b.inUse {
@@ -112,25 +111,35 @@ func (a *Allocator) Check() error {
 	if n := a.small.unmapped.Len() + a.large.unmapped.Len(); n != nUnmapped {
 		return fmt.Errorf("unmapped sets hold %d blocks, the arena has %d", n, nUnmapped)
 	}
-	// Mapped memory must not overlap: sort the mapped blocks by address
-	// and compare each one's end with the next start. (Unmapped address
-	// space may: validate places new segments where the recording says,
-	// and a modelled reservation of 1.125 × the device can reach into the
-	// next real one.)
-	a.heads = a.heads[:0]
+	// Mapped memory must not overlap. Within a segment the links above
+	// already prove the blocks tile it; across segments, compare the
+	// extents of their mapped blocks, sorted by address. (Unmapped address
+	// space may overlap: validate places new segments where the recording
+	// says, and a modelled reservation of 1.125 × the device can reach into
+	// the next real one.)
+	a.extents = a.extents[:0]
 	for i := range a.arena {
-		if b := &a.arena[i]; b.inUse && b.mapped {
-			a.heads = append(a.heads, int32(i))
+		if b := &a.arena[i]; !b.inUse || b.prev != none {
+			continue
+		}
+		lo, hi := int64(-1), int64(-1)
+		for j := int32(i); j != none; j = a.arena[j].next {
+			if b := &a.arena[j]; b.mapped {
+				if lo < 0 {
+					lo = b.addr
+				}
+				hi = b.addr + b.size
+			}
+		}
+		if lo >= 0 {
+			a.extents = append(a.extents, [2]int64{lo, hi})
 		}
 	}
-	sort.Slice(a.heads, func(x, y int) bool { return a.arena[a.heads[x]].addr < a.arena[a.heads[y]].addr })
-	var lastEnd int64
-	for _, h := range a.heads {
-		b := &a.arena[h]
-		if b.addr < lastEnd {
-			return fmt.Errorf("block at %#x overlaps memory ending at %#x", b.addr, lastEnd)
+	sort.Slice(a.extents, func(x, y int) bool { return a.extents[x][0] < a.extents[y][0] })
+	for i := 1; i < len(a.extents); i++ {
+		if a.extents[i][0] < a.extents[i-1][1] {
+			return fmt.Errorf("memory at %#x overlaps a segment's ending at %#x", a.extents[i][0], a.extents[i-1][1])
 		}
-		lastEnd = b.addr + b.size
 	}
 	for _, pi := range []int{Small, Large} {
 		for _, c := range []struct {

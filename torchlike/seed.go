@@ -262,7 +262,7 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)
-	c.heads = nil
+	c.extents = nil
 	c.small.blocks, c.small.unmapped = a.small.blocks.Clone(), a.small.unmapped.Clone()
 	c.large.blocks, c.large.unmapped = a.large.blocks.Clone(), a.large.unmapped.Clone()
 	c.exp = make([]expSeg, len(a.exp))
