@@ -201,6 +201,12 @@ func validateDevice(snap *torchsnap.Snapshot, d int, opts ValidateOptions, legac
 		maxAddr = max(maxAddr, s.Address+s.TotalSize)
 	}
 
+	for _, sg := range snap.Segments {
+		if sg.Device == d && sg.PrivatePool {
+			rep.Note = "the snapshot has segments in private pools (CUDA graphs or torch.cuda.MemPool), which the model does not have: expect a divergence"
+			break
+		}
+	}
 	layout, err := snap.InitialState(d)
 	if err != nil {
 		return nil, fmt.Errorf("reconstructing the layout at the first trace entry: %w", err)
@@ -425,7 +431,10 @@ func (v *replayer) clone() *replayer {
 
 func (v *replayer) diverge(at, entry int, note string) {
 	if !v.rep.Diverged {
-		v.rep.Diverged, v.rep.DivergeAt, v.rep.DivergeEntry, v.rep.Note = true, at, entry, note
+		v.rep.Diverged, v.rep.DivergeAt, v.rep.DivergeEntry = true, at, entry
+		if note != "" {
+			v.rep.Note = note
+		}
 	}
 }
 
@@ -735,6 +744,9 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	fmt.Fprintf(w, "  start: %s\n", r.Start)
 	fmt.Fprintf(w, "  settings: %s\n", r.Settings)
 	fmt.Fprintf(w, "  capacity: %s\n", r.CapacityFrom)
+	if r.Note != "" && !r.Diverged {
+		fmt.Fprintf(w, "  note: %s\n", r.Note)
+	}
 	if r.EmptyCache > 0 {
 		fmt.Fprintf(w, "  replayed %d torch.cuda.empty_cache() calls (bursts of segment frees no allocation explains)\n", r.EmptyCache)
 	}

@@ -405,3 +405,21 @@ func TestValidateLegacyRoundup(t *testing.T) {
 		t.Errorf("the report does not say it used the old rounding: %s", reps[0].Settings)
 	}
 }
+
+// TestValidatePrivatePoolNote: segments in private pools (CUDA graphs,
+// MemPool) are outside the model, and the report says so.
+func TestValidatePrivatePoolNote(t *testing.T) {
+	snap := loadSnapshot(t, "../testdata/pytorch-snapshots/cs336-lm-peak-probe.pickle")
+	s := *snap
+	s.Segments = append([]torchsnap.Segment(nil), snap.Segments...)
+	s.Segments[0].PrivatePool = true
+	reps, err := Validate(&s, ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	reps[0].WriteReport(&b, "x")
+	if !strings.Contains(b.String(), "private pools") {
+		t.Errorf("no note:\n%s", b.String())
+	}
+}

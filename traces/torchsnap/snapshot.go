@@ -49,6 +49,7 @@ type Segment struct {
 	Stream        int64
 	SegmentType   string // "large" or "small"
 	IsExpandable  bool
+	PrivatePool   bool    // segment_pool_id ≠ (0, 0): a CUDA graph's or MemPool's private pool
 	Blocks        []Block // in address order, covering the segment
 }
 
@@ -345,6 +346,19 @@ func decodeSegment(sg *Segment, v any) error {
 	}
 	if sg.IsExpandable, err = getBool(d, "is_expandable"); err != nil {
 		return err
+	}
+	// segment_pool_id is (0, 0) for the default pools; anything else is a
+	// private pool (CUDA graphs, torch.cuda.MemPool).
+	if pv, ok := d.Get("segment_pool_id"); ok && pv != nil {
+		if t, ok := pv.(pickle.Tuple); ok && len(t) == 2 {
+			a, _ := t[0].(int64)
+			b, _ := t[1].(int64)
+			sg.PrivatePool = a != 0 || b != 0
+		} else if l, ok := pv.(*pickle.List); ok && len(l.Items) == 2 {
+			a, _ := l.Items[0].(int64)
+			b, _ := l.Items[1].(int64)
+			sg.PrivatePool = a != 0 || b != 0
+		}
 	}
 	def := "large"
 	if sg.TotalSize == smallBuffer && !sg.IsExpandable {
