@@ -473,11 +473,9 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // text form exactly when it has a binary one; in addition a mark label, a
 // meta key and a meta value may be at most 128 KiB.
 type BinaryWriter struct {
-	bw  *bufio.Writer
-	gz  *gzip.Writer
+	sink
 	buf []byte
 	n   int
-	err error
 
 	prevAlloc, prevFree  uint64
 	prevStream, prevTime int64
@@ -490,10 +488,10 @@ type BinaryWriter struct {
 // binary give the same Meta back. opts.Gzip compresses the output. Close
 // writes the end record and flushes; it does not close w.
 func NewBinaryWriter(w io.Writer, meta Meta, opts WriterOptions) (*BinaryWriter, error) {
+	if err := checkMetaKeys(meta); err != nil {
+		return nil, err
+	}
 	for _, kv := range meta {
-		if !validMetaKey(kv.Key) {
-			return nil, fmt.Errorf("traces: meta key %q: want printable characters without spaces", kv.Key)
-		}
 		if len(kv.Key) > maxBinaryString || len(metaValue(kv.Value)) > maxBinaryString {
 			return nil, fmt.Errorf("traces: meta entry %q longer than %d bytes", kv.Key, maxBinaryString)
 		}
@@ -501,20 +499,11 @@ func NewBinaryWriter(w io.Writer, meta Meta, opts WriterOptions) (*BinaryWriter,
 	if len(meta) > maxBinaryMeta {
 		return nil, fmt.Errorf("traces: %d meta entries (at most %d)", len(meta), maxBinaryMeta)
 	}
-	bw := &BinaryWriter{buf: make([]byte, 0, 128), labels: make(map[string]uint64)}
-	if opts.Gzip {
-		level := opts.GzipLevel
-		if level == 0 {
-			level = gzip.DefaultCompression
-		}
-		gz, err := gzip.NewWriterLevel(w, level)
-		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
-		}
-		bw.gz = gz
-		w = gz
+	out, err := newSink(w, opts)
+	if err != nil {
+		return nil, err
 	}
-	bw.bw = bufio.NewWriterSize(w, bufSize)
+	bw := &BinaryWriter{sink: out, buf: make([]byte, 0, 128), labels: make(map[string]uint64)}
 	b := append(bw.buf[:0], BinaryMagic...)
 	b = append(b, BinaryVersion)
 	b = binary.AppendUvarint(b, uint64(len(meta)))
@@ -606,29 +595,11 @@ func (w *BinaryWriter) Write(ev Event) error {
 // io.Writer given to NewBinaryWriter. Closing twice is a no-op; writing
 // after Close is an error.
 func (w *BinaryWriter) Close() error {
-	if w.err == errWriterClosed {
-		return nil
-	}
 	if w.err != nil {
-		return w.err
+		return w.close(nil)
 	}
 	b := append(w.buf[:0], binKindEnd)
-	b = binary.AppendUvarint(b, uint64(w.n))
-	_, err := w.bw.Write(b)
-	if ferr := w.bw.Flush(); err == nil {
-		err = ferr
-	}
-	if w.gz != nil {
-		if gerr := w.gz.Close(); err == nil {
-			err = gerr
-		}
-	}
-	if err != nil {
-		w.err = err
-		return err
-	}
-	w.err = errWriterClosed
-	return nil
+	return w.close(binary.AppendUvarint(b, uint64(w.n)))
 }
 
 // WriteBinary writes every event of r, with r's meta, to w in the binary

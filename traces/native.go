@@ -410,11 +410,72 @@ type WriterOptions struct {
 // labels quoted only when they must be. Reading canonical text and writing
 // the events back reproduces it byte for byte.
 type Writer struct {
-	bw  *bufio.Writer
-	gz  *gzip.Writer
+	sink
 	buf []byte
 	n   int // events written
+}
+
+// sink is the buffered, optionally gzipped output the text and binary
+// writers share, with the error that stops them (errWriterClosed once
+// closed).
+type sink struct {
+	bw  *bufio.Writer
+	gz  *gzip.Writer
 	err error
+}
+
+func newSink(w io.Writer, opts WriterOptions) (sink, error) {
+	var s sink
+	if opts.Gzip {
+		level := opts.GzipLevel
+		if level == 0 {
+			level = gzip.DefaultCompression
+		}
+		gz, err := gzip.NewWriterLevel(w, level)
+		if err != nil {
+			return s, fmt.Errorf("traces: %w", err)
+		}
+		s.gz = gz
+		w = gz
+	}
+	s.bw = bufio.NewWriterSize(w, bufSize)
+	return s, nil
+}
+
+// close writes trailer, flushes and ends the gzip stream; a second close
+// does nothing, and an earlier error is returned again.
+func (s *sink) close(trailer []byte) error {
+	if s.err == errWriterClosed {
+		return nil
+	}
+	if s.err != nil {
+		return s.err
+	}
+	_, err := s.bw.Write(trailer)
+	if ferr := s.bw.Flush(); err == nil {
+		err = ferr
+	}
+	if s.gz != nil {
+		if gerr := s.gz.Close(); err == nil {
+			err = gerr
+		}
+	}
+	if err != nil {
+		s.err = err
+		return err
+	}
+	s.err = errWriterClosed
+	return nil
+}
+
+// checkMetaKeys refuses keys the text format could not read back.
+func checkMetaKeys(meta Meta) error {
+	for _, kv := range meta {
+		if !validMetaKey(kv.Key) {
+			return fmt.Errorf("traces: meta key %q: want printable characters without spaces", kv.Key)
+		}
+	}
+	return nil
 }
 
 // NewWriter starts a native trace on w and writes its header and meta.
@@ -423,25 +484,14 @@ type Writer struct {
 // written as a space and leading blanks and trailing blanks are dropped (the
 // reader would not see them). Close flushes the output; it does not close w.
 func NewWriter(w io.Writer, meta Meta, opts WriterOptions) (*Writer, error) {
-	for _, kv := range meta {
-		if !validMetaKey(kv.Key) {
-			return nil, fmt.Errorf("traces: meta key %q: want printable characters without spaces", kv.Key)
-		}
+	if err := checkMetaKeys(meta); err != nil {
+		return nil, err
 	}
-	wr := &Writer{buf: make([]byte, 0, 128)}
-	if opts.Gzip {
-		level := opts.GzipLevel
-		if level == 0 {
-			level = gzip.DefaultCompression
-		}
-		gz, err := gzip.NewWriterLevel(w, level)
-		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
-		}
-		wr.gz = gz
-		w = gz
+	out, err := newSink(w, opts)
+	if err != nil {
+		return nil, err
 	}
-	wr.bw = bufio.NewWriterSize(w, bufSize)
+	wr := &Writer{sink: out, buf: make([]byte, 0, 128)}
 	b := fmt.Appendf(wr.buf[:0], "%s %d\n", NativeMagic, NativeVersion)
 	for _, kv := range meta {
 		b = append(b, "meta "...)
@@ -567,26 +617,7 @@ func plainLabel(s string) bool {
 // Close flushes buffered output and ends the gzip stream if there is one.
 // It does not close the io.Writer given to NewWriter. Closing twice is a
 // no-op; writing after Close is an error.
-func (w *Writer) Close() error {
-	if w.err == errWriterClosed {
-		return nil
-	}
-	if w.err != nil {
-		return w.err
-	}
-	err := w.bw.Flush()
-	if w.gz != nil {
-		if gerr := w.gz.Close(); err == nil {
-			err = gerr
-		}
-	}
-	if err != nil {
-		w.err = err
-		return err
-	}
-	w.err = errWriterClosed
-	return nil
-}
+func (w *Writer) Close() error { return w.close(nil) }
 
 var errWriterClosed = errors.New("traces: write to a closed Writer")
 
