@@ -234,6 +234,31 @@ func (d *decoder) truncated() error {
 	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: "truncated input", Err: io.ErrUnexpectedEOF}
 }
 
+// memoIndex reads the memo index of a PUT or GET opcode in its encoding:
+// a decimal line (protocol 0), one byte, or four; MEMOIZE uses the next
+// free index.
+func (d *decoder) memoIndex(op byte) (uint64, error) {
+	switch op {
+	case opPut, opGet:
+		line, err := d.readLine()
+		if err != nil {
+			return 0, err
+		}
+		idx, err := strconv.ParseUint(string(line), 10, 63)
+		if err != nil {
+			return 0, d.errf(nil, "bad memo index %q", truncate(line))
+		}
+		return idx, nil
+	case opBinPut, opBinGet:
+		b, err := d.readByte()
+		return uint64(b), err
+	case opLongBinPut, opLongBinGet:
+		u, err := d.uint32()
+		return uint64(u), err
+	}
+	return uint64(d.nmemo), nil // opMemoize
+}
+
 func (d *decoder) readByte() (byte, error) {
 	b, err := d.r.ReadByte()
 	if err != nil {
@@ -862,64 +887,20 @@ func (d *decoder) run() (any, error) {
 			}
 			clearItems(items)
 
-		case opPut:
-			line, err := d.readLine()
+		case opPut, opBinPut, opLongBinPut, opMemoize:
+			idx, err := d.memoIndex(op)
 			if err != nil {
 				return nil, err
-			}
-			idx, err := strconv.ParseUint(string(line), 10, 63)
-			if err != nil {
-				return nil, d.errf(nil, "bad memo index %q", truncate(line))
 			}
 			if err := d.doPut(idx); err != nil {
 				return nil, err
 			}
-		case opBinPut:
-			b, err := d.readByte()
+		case opGet, opBinGet, opLongBinGet:
+			idx, err := d.memoIndex(op)
 			if err != nil {
 				return nil, err
-			}
-			if err := d.doPut(uint64(b)); err != nil {
-				return nil, err
-			}
-		case opLongBinPut:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			if err := d.doPut(uint64(u)); err != nil {
-				return nil, err
-			}
-		case opMemoize:
-			if err := d.doPut(uint64(d.nmemo)); err != nil {
-				return nil, err
-			}
-		case opGet:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			idx, err := strconv.ParseUint(string(line), 10, 63)
-			if err != nil {
-				return nil, d.errf(nil, "bad memo index %q", truncate(line))
 			}
 			if err := d.doGet(idx); err != nil {
-				return nil, err
-			}
-		case opBinGet:
-			b, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			if err := d.doGet(uint64(b)); err != nil {
-				return nil, err
-			}
-		case opLongBinGet:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			if err := d.doGet(uint64(u)); err != nil {
 				return nil, err
 			}
 
