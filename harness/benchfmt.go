@@ -1,10 +1,8 @@
 package harness
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -41,34 +39,22 @@ func NameValue(s string) string {
 }
 
 // BenchName is the result's benchmark name per the CLI contract.
-func (r *Result) BenchName() string {
-	return "BenchmarkReplay/trace=" + NameValue(r.Trace) + "/device=" + NameValue(r.Device) + "/strategy=" + NameValue(r.Strategy)
-}
+func (r *Result) BenchName() string { return ResultRow(r).BenchName() }
 
-// WriteUnits writes the unit metadata lines: every outcome is
-// deterministic, so assume=exact lets benchstat compare single runs.
+// WriteUnits writes the unit metadata lines of the fixed metrics (what
+// testing cannot print for go test -bench); WriteRows writes them for the
+// units it prints.
 func WriteUnits(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	for _, m := range Metrics {
-		fmt.Fprintf(bw, "Unit %s assume=exact better=lower\n", m.Unit)
-	}
-	return bw.Flush()
-}
-
-// WriteResult writes one result line. Values are printed exactly (no
-// exponent, shortest round-trip digits) rather than with benchfmt.Writer's
-// %v, so byte counts read as integers.
-func WriteResult(w io.Writer, r *Result) error {
 	var b strings.Builder
-	b.WriteString(r.BenchName())
-	b.WriteString(" 1")
 	for _, m := range Metrics {
-		b.WriteByte(' ')
-		b.WriteString(strconv.FormatFloat(m.Value(r), 'f', -1, 64))
-		b.WriteByte(' ')
-		b.WriteString(m.Unit)
+		unitLine(&b, m.Unit)
 	}
-	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// unitLine writes one unit's metadata: every outcome is deterministic, so
+// assume=exact lets benchstat compare single runs.
+func unitLine(b *strings.Builder, unit string) {
+	fmt.Fprintf(b, "Unit %s assume=exact better=lower\n", unit)
 }

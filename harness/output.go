@@ -57,7 +57,9 @@ func formatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) 
 
 // WriteRows prints rows in one of the formats. benchfmt starts with the
 // Unit lines of every unit used (assume=exact: outcomes are
-// deterministic).
+// deterministic) and prints values exactly (no exponent, shortest
+// round-trip digits) rather than with benchfmt.Writer's %v, so byte counts
+// read as integers.
 func WriteRows(w io.Writer, format string, rows []Row) error {
 	switch format {
 	case FormatBenchfmt, "":
@@ -67,7 +69,7 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 			for _, u := range r.Units {
 				if !seen[u] {
 					seen[u] = true
-					fmt.Fprintf(&b, "Unit %s assume=exact better=lower\n", u)
+					unitLine(&b, u)
 				}
 			}
 		}

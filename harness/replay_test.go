@@ -100,15 +100,10 @@ func TestInvariantsOnCorpus(t *testing.T) {
 }
 
 func resultLine(r *Result) string {
-	var b []byte
-	w := &byteWriter{&b}
-	WriteResult(w, r)
-	return string(b)
+	var b strings.Builder
+	WriteRows(&b, FormatBenchfmt, []Row{ResultRow(r)})
+	return b.String()
 }
-
-type byteWriter struct{ b *[]byte }
-
-func (w *byteWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
 
 // TestPeakLiveMatchesREADME checks the recorded traces against the figures
 // their README gives (testdata/recorded/README.md and the shared one).
@@ -168,28 +163,16 @@ func TestBadInput(t *testing.T) {
 			continue
 		}
 		var pe *traces.PosError
-		if !errors.As(err, &pe) || !contains(err.Error(), c.event) {
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), c.event) {
 			t.Errorf("%s: error %q does not name %s", c.name, err, c.event)
 		}
 	}
-	if _, err := Replay("x", &traces.SliceReader{}, "torch:max_split_size=4", device(t, "a100-80g"), DefaultOptions); err == nil || !contains(err.Error(), "valid keys") {
+	if _, err := Replay("x", &traces.SliceReader{}, "torch:max_split_size=4", device(t, "a100-80g"), DefaultOptions); err == nil || !strings.Contains(err.Error(), "valid keys") {
 		t.Errorf("unknown knob: %v", err)
 	}
-	if _, err := Replay("x", &traces.SliceReader{}, "pytorch", device(t, "a100-80g"), DefaultOptions); err == nil || !contains(err.Error(), "known: ") {
+	if _, err := Replay("x", &traces.SliceReader{}, "pytorch", device(t, "a100-80g"), DefaultOptions); err == nil || !strings.Contains(err.Error(), "known: ") {
 		t.Errorf("unknown strategy: %v", err)
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
-}
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestTimelineKeepsEveryPeak(t *testing.T) {
