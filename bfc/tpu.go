@@ -18,3 +18,32 @@ func NewTPU(mem *strategies.Memory, defrag, viaHost bool, name string) *Allocato
 		Name:          name,
 	}, mem)
 }
+
+// Relocation holds the defragmentation knobs that jax and tf share:
+// `defrag` (the TPU model's policy, on unless set false; on a GPU the
+// what-if of jax-ml/jax#9064) and `defrag_via_host`.
+type Relocation struct {
+	Defrag, DefragSet, DefragViaHost bool
+}
+
+// RelocationKeys are the knob names Relocation parses.
+var RelocationKeys = []string{"defrag", "defrag_via_host"}
+
+// Parse sets one relocation knob; ok is false for any other key.
+func (r *Relocation) Parse(key, value string) (ok bool, err error) {
+	switch key {
+	case "defrag":
+		r.Defrag, err = strategies.ParseBool(value)
+		r.DefragSet = true
+	case "defrag_via_host":
+		r.DefragViaHost, err = strategies.ParseBool(value)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// TPU builds the TPU runtime model with these knobs.
+func (r Relocation) TPU(mem *strategies.Memory) *Allocator {
+	return NewTPU(mem, r.Defrag || !r.DefragSet, r.DefragViaHost, "tpu_hbm")
+}

@@ -84,25 +84,30 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	}
 	// Below the peak live bytes nothing fits (every live byte is held at
 	// once), so the granule under them fails without a replay.
-	lo := up(res.PeakLive) - g
-	if lo < 0 {
-		lo = 0
+	lo := max(up(res.PeakLive)-g, 0)
+	// above finds a fitting capacity above lo by doubling; lo becomes the
+	// last capacity that failed.
+	above := func() (hi int64, found bool, err error) {
+		hi = max(up(res.PeakLive), lo+g)
+		for {
+			ok, err := fits(hi)
+			if err != nil || ok {
+				return hi, ok, err
+			}
+			lo = hi
+			if hi >= MaxSearchCapacity {
+				return hi, false, nil
+			}
+			hi = min(up(hi*2), MaxSearchCapacity)
+		}
 	}
-	hi := max(up(res.PeakLive), g)
-	for {
-		ok, err := fits(hi)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			break
-		}
-		lo = hi
-		if hi >= MaxSearchCapacity {
-			res.Unreachable = true
-			return res, nil
-		}
-		hi = min(up(hi*2), MaxSearchCapacity)
+	hi, found, err := above()
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		res.Unreachable = true
+		return res, nil
 	}
 	for {
 		// Invariant: hi fits and lo fails, each replayed or, for lo,
@@ -119,34 +124,27 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 				lo = mid
 			}
 		}
-		moved := false
-		for k := int64(1); k <= monotoneChecks; k++ {
-			c := hi + k*g
-			ok, err := fits(c)
+		failed := int64(-1)
+		for k := int64(1); k <= monotoneChecks && failed < 0; k++ {
+			ok, err := fits(hi + k*g)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				res.NonMonotone = true
-				lo = c
-				hi = c + g
-				for {
-					ok, err := fits(hi)
-					if err != nil {
-						return nil, err
-					}
-					if ok {
-						break
-					}
-					lo = hi
-					hi += g
-				}
-				moved = true
-				break
+				failed = hi + k*g
 			}
 		}
-		if !moved {
+		if failed < 0 {
 			break
+		}
+		// A capacity above the answer fails: resume above it.
+		res.NonMonotone = true
+		lo = failed
+		if hi, found, err = above(); err != nil {
+			return nil, err
+		} else if !found {
+			res.Unreachable = true
+			return res, nil
 		}
 	}
 	res.MinCapacity = hi

@@ -16,22 +16,19 @@ import (
 
 // Config is GpuAllocatorConfig as JAX's environment variables set it.
 type Config struct {
-	Preallocate   bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
-	Fraction      float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
-	Platform      bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
-	Defrag        bool
-	DefragSet     bool
-	DefragViaHost bool
+	Preallocate    bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
+	Fraction       float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
+	Platform       bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
+	bfc.Relocation         // defrag, defrag_via_host
 }
 
 // Keys are the knobs a jax strategy spec accepts; the environment
 // variables' names are aliases.
-var Keys = []string{
+var Keys = append([]string{
 	"preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE",
 	"mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
 	"allocator", "XLA_PYTHON_CLIENT_ALLOCATOR",
-	"defrag", "defrag_via_host",
-}
+}, bfc.RelocationKeys...)
 
 // ParseConfig reads a jax strategy spec.
 func ParseConfig(sp strategies.Spec) (Config, error) {
@@ -65,11 +62,8 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			default:
 				err = fmt.Errorf("valid values: default, bfc, platform (cuda_async is the driver's own pool and is not modelled)")
 			}
-		case "defrag":
-			c.Defrag, err = strategies.ParseBool(p.Value)
-			c.DefragSet = true
-		case "defrag_via_host":
-			c.DefragViaHost, err = strategies.ParseBool(p.Value)
+		default:
+			_, err = c.Relocation.Parse(p.Key, p.Value)
 		}
 		if err != nil {
 			return c, fmt.Errorf("jax: %s=%s: %w", p.Key, p.Value, err)
@@ -88,7 +82,7 @@ func (c Config) MemoryLimit(d *strategies.Device) int64 {
 func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
 	if d.Kind == strategies.TPU {
-		return bfc.NewTPU(mem, c.Defrag || !c.DefragSet, c.DefragViaHost, "tpu_hbm")
+		return c.Relocation.TPU(mem)
 	}
 	if c.Platform {
 		return platform.New(mem, "XLA platform allocator")

@@ -23,14 +23,12 @@ type Config struct {
 	FragmentationFraction float64 // experimental.internal_fragmentation_fraction
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
-	Defrag                bool    // what-if: relocate live buffers on failure
-	DefragSet             bool
-	DefragViaHost         bool
+	bfc.Relocation                // defrag, defrag_via_host
 }
 
 // Keys are the knobs a tf strategy spec accepts, with the environment
 // variables' names as aliases.
-var Keys = []string{
+var Keys = append([]string{
 	"allow_growth", "TF_FORCE_GPU_ALLOW_GROWTH",
 	"per_process_gpu_memory_fraction",
 	"garbage_collection", "TF_ENABLE_GPU_GARBAGE_COLLECTION",
@@ -38,8 +36,7 @@ var Keys = []string{
 	"internal_fragmentation_fraction",
 	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
 	"memory_limit_mb",
-	"defrag", "defrag_via_host",
-}
+}, bfc.RelocationKeys...)
 
 // ParseConfig reads a tf strategy spec.
 func ParseConfig(sp strategies.Spec) (Config, error) {
@@ -82,11 +79,8 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			if err == nil && c.MemoryLimitMB <= 0 {
 				err = fmt.Errorf("must be > 0")
 			}
-		case "defrag":
-			c.Defrag, err = strategies.ParseBool(p.Value)
-			c.DefragSet = true
-		case "defrag_via_host":
-			c.DefragViaHost, err = strategies.ParseBool(p.Value)
+		default:
+			_, err = c.Relocation.Parse(p.Key, p.Value)
 		}
 		if err != nil {
 			return c, fmt.Errorf("tf: %s=%s: %w", p.Key, p.Value, err)
@@ -139,7 +133,7 @@ func (c Config) MemoryLimit(d *strategies.Device) int64 {
 func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
 	if d.Kind == strategies.TPU {
-		return bfc.NewTPU(mem, c.Defrag || !c.DefragSet, c.DefragViaHost, "tpu_hbm")
+		return c.Relocation.TPU(mem)
 	}
 	if c.CudaMalloc {
 		return platform.New(mem, "cuda_malloc")
@@ -150,7 +144,7 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 		GarbageCollection:     c.GarbageCollection,
 		FragmentationFraction: c.FragmentationFraction,
 		Defrag:                c.Defrag,
-		DefragViaHost:         c.DefragViaHost || c.Defrag, // a GPU relocates through host memory
+		DefragViaHost:         true, // a GPU relocates through host memory
 		Name:                  "GPU_0_bfc",
 	}, mem)
 }
