@@ -1,11 +1,9 @@
 package harness
 
 import (
-	"os"
 	"testing"
 
 	"membench/strategies"
-	"membench/traces"
 	"membench/traces/corpus"
 )
 
@@ -108,47 +106,4 @@ func TestSweepAllocationsPerReplay(t *testing.T) {
 		t.Errorf("allocations per replay grow with the sweep: %.0f at 2 replays, %.0f at 16", small, large)
 	}
 	t.Logf("%.0f allocations per replay at 2 replays, %.0f at 16 (gpt-train has 11060 events)", small, large)
-}
-
-func TestResolveTraceDevice(t *testing.T) {
-	r := newRecorder(t, "torch", 1<<40, 0)
-	r1 := newRecorder(t, "torch", 1<<40, 1)
-	workload(r, 2, 200, 0)
-	workload(r1, 3, 300, 0)
-	path := t.TempDir() + "/two.pickle"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snapshotOf(settingsFor(false), r, r1).EncodePickle(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	count := func(arg string) int64 {
-		src, err := ResolveTrace(arg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd, err := src.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rd.Close()
-		s, err := traces.Summarize(src.Name, rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.Allocs
-	}
-	a0, a1 := count(path), count(path+"#device=1")
-	if a0 == a1 || a0 != count(path+"#device=0") {
-		t.Errorf("device 0 has %d allocations, device 1 %d", a0, a1)
-	}
-	if _, err := ResolveTrace(path + "#device=x"); err == nil {
-		t.Error("bad device index accepted")
-	}
-	src, _ := ResolveTrace(path + "#device=7")
-	if _, err := src.Open(); err == nil {
-		t.Error("absent device accepted")
-	}
 }

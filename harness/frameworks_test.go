@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"membench/internal/sharedtraces"
 	"testing"
 
 	"membench/bfc"
@@ -118,7 +119,7 @@ func TestDefragmentation(t *testing.T) {
 // strategies (and PyTorch without expandable segments) run out of memory,
 // the TPU model fits by relocating live buffers once, and fails without.
 func TestDefragmentationRealTrace(t *testing.T) {
-	evs := loadCorpus(t, "cs336-lm-peak-probe")
+	evs := loadFile(t, sharedtraces.Path(t, "pytorch-snapshots/cs336-lm-peak-probe.pickle"))
 	run := func(spec, dev string) *Result {
 		t.Helper()
 		res, err := Replay("cs336", &traces.SliceReader{Events: evs}, spec, device(t, dev), Options{Check: true})

@@ -9,6 +9,9 @@ import (
 	"membench/strategies"
 	"membench/tflike"
 	"membench/torchlike"
+	// PyTorch snapshots are detected by traces and decoded by the torch
+	// house, which registers its reader when linked in.
+	_ "membench/torchlike/snapshot"
 )
 
 // Constructor builds a strategy's allocator on a replay's device memory.

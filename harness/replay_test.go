@@ -27,6 +27,21 @@ func loadCorpus(t testing.TB, name string) []traces.Event {
 	return evs
 }
 
+// loadFile reads every event of the trace file at path.
+func loadFile(t testing.TB, path string) []traces.Event {
+	t.Helper()
+	r, err := traces.Open(path, traces.DefaultOpenOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs, err := traces.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
 func device(t testing.TB, spec string) strategies.Device {
 	d, err := strategies.ParseDevice(spec)
 	if err != nil {

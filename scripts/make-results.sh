@@ -24,7 +24,7 @@ echo
 echo "Capacity searched in 2 MiB steps (GPU) and 512 B steps (TPU model), verified by"
 echo "replays at the answer (fits) and one step below (OOM)."
 echo
-run capacity --trace gpt-train --trace cs336-lm-peak-probe --trace opt125m-zo-finetune --trace pangu-2.6b-somas --trace gen-gpt2-medium-train --format table
+run capacity --trace gpt-train --trace ../shared/traces/pytorch-snapshots/cs336-lm-peak-probe.pickle --trace ../shared/traces/pytorch-snapshots/opt125m-zo-finetune.pickle --trace ../shared/traces/lifetimes/pangu-2.6b-somas.csv --trace gen-gpt2-medium-train --format table
 echo
 echo "## GPU has no automatic defragmentation, TPU has"
 echo
@@ -34,18 +34,18 @@ echo "segments fits; the TPU runtime model fits by relocating live buffers once 
 echo "fails with defragmentation off (the TPU model is an assumption: its allocator"
 echo "is closed source)."
 echo
-run run --trace cs336-lm-peak-probe --device gpu:capacity=3300MiB --strategy jax:mem_fraction=1 --strategy tf:per_process_gpu_memory_fraction=1 --strategy torch --strategy torch:expandable_segments=true --format table
-run run --trace cs336-lm-peak-probe --device tpu-v5e:capacity=3300MiB --strategy jax --strategy jax:defrag=false --strategy tf --format table
+run run --trace ../shared/traces/pytorch-snapshots/cs336-lm-peak-probe.pickle --device gpu:capacity=3300MiB --strategy jax:mem_fraction=1 --strategy tf:per_process_gpu_memory_fraction=1 --strategy torch --strategy torch:expandable_segments=true --format table
+run run --trace ../shared/traces/pytorch-snapshots/cs336-lm-peak-probe.pickle --device tpu-v5e:capacity=3300MiB --strategy jax --strategy jax:defrag=false --strategy tf --format table
 echo
 echo "## PyTorch knobs on a real fine-tuning recording"
 echo
 echo "max_split_size_mb=20 makes every 20 MiB segment an oversize block that"
 echo "requests below 20 MiB may never reuse, so the cache keeps growing."
 echo
-run sweep --strategy torch --param max_split_size_mb=20,128,512 --param expandable_segments=false,true --trace opt125m-zo-finetune --format table
+run sweep --strategy torch --param max_split_size_mb=20,128,512 --param expandable_segments=false,true --trace ../shared/traces/pytorch-snapshots/opt125m-zo-finetune.pickle --format table
 echo
 echo "## The torch model against the real GPU recordings"
 echo
-for f in testdata/pytorch-snapshots/*.pickle; do run validate "$f"; done
+for f in ../shared/traces/pytorch-snapshots/*.pickle; do run validate "$f"; done
 } > RESULTS.md
 echo "wrote RESULTS.md"

@@ -38,22 +38,6 @@ type pool struct {
 	getFreeBlocksCallCount int64
 }
 
-// TraceAction names the allocator's own decisions that a PyTorch memory
-// snapshot records: what `membench validate` compares.
-type TraceAction uint8
-
-const (
-	SegmentAlloc TraceAction = iota + 1
-	SegmentFree
-	SegmentMap
-	SegmentUnmap
-	OOMAction
-)
-
-func (a TraceAction) String() string {
-	return [...]string{"", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom"}[a]
-}
-
 // Allocator is the model of CUDACachingAllocator's DeviceCachingAllocator
 // for one device. See doc.go.
 type Allocator struct {
@@ -76,7 +60,7 @@ type Allocator struct {
 	// segment_map, segment_unmap and oom in the order the real allocator
 	// records them (size is the rounded request for oom, addr the device's
 	// free bytes, as in a snapshot's trace).
-	OnTrace func(action TraceAction, addr, size, stream int64)
+	OnTrace func(action string, addr, size, stream int64)
 	// OnComplete, if set, is told of every block that the allocator's
 	// own synchronize_and_free_events completed (empty_cache or a malloc's
 	// release path) after FreeRequested: its handle is then dead.
@@ -86,10 +70,10 @@ type Allocator struct {
 // New builds an allocator on mem.
 func New(cfg Config, mem *strategies.Memory) *Allocator {
 	if cfg.LargeSegmentSize <= 0 {
-		cfg.LargeSegmentSize = kLargeBuffer
+		cfg.LargeSegmentSize = LargeBuffer
 	}
 	if cfg.MaxNonSplitRounding <= 0 {
-		cfg.MaxNonSplitRounding = kLargeBuffer
+		cfg.MaxNonSplitRounding = LargeBuffer
 	}
 	if cfg.MaxSplitSize <= 0 {
 		cfg.MaxSplitSize = unlimited
@@ -167,7 +151,7 @@ func (a *Allocator) eraseFromBlocks(i int32) {
 	a.poolOf(b).blocks.Remove(key(b, i))
 }
 
-func (a *Allocator) trace(act TraceAction, addr, size, stream int64) {
+func (a *Allocator) trace(act string, addr, size, stream int64) {
 	if a.OnTrace != nil {
 		a.OnTrace(act, addr, size, stream)
 	}
@@ -191,7 +175,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	}
 	size := a.cfg.roundSize(orig)
 	p := params{size: size, allocSize: a.cfg.allocSize(size), stream: stream, pool: &a.large, block: none}
-	if size <= kSmallSize {
+	if size <= SmallSize {
 		p.pool = &a.small
 	}
 	ok := a.getFreeBlock(&p)
@@ -214,7 +198,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		}
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s. %s free; %s reserved in total by PyTorch, of which %s allocated",
 			formatSize(p.allocSize), formatSize(free), formatSize(a.mem.Reserved()), formatSize(a.lastOOM.Allocated))
-		a.trace(OOMAction, free, size, stream)
+		a.trace(ActionOOM, free, size, stream)
 		a.stats.NumOOMs++
 		return -1, false
 	}
@@ -294,9 +278,9 @@ func (a *Allocator) shouldSplit(i int32, size int64) bool {
 	b := &a.arena[i]
 	rem := b.size - size
 	if b.small || a.cfg.ExpandableSegments {
-		return rem >= kMinBlockSize
+		return rem >= MinBlockSize
 	}
-	return size < a.cfg.MaxSplitSize && rem > kSmallSize
+	return size < a.cfg.MaxSplitSize && rem > SmallSize
 }
 
 // allocBlock is alloc_block: one cudaMalloc of the segment size, or the
@@ -324,7 +308,7 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 	if size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.increase(1)
 	}
-	a.trace(SegmentAlloc, addr, size, p.stream)
+	a.trace(ActionSegmentAlloc, addr, size, p.stream)
 	return true
 }
 
@@ -475,7 +459,7 @@ func (a *Allocator) tryMerge(dst, src int32) int64 {
 // releaseBlock is release_block: cudaFree of a whole, free segment.
 func (a *Allocator) releaseBlock(i int32) {
 	b := a.arena[i]
-	a.trace(SegmentFree, b.addr, b.size, b.stream)
+	a.trace(ActionSegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
 	a.stats.Segment.decrease(b.small, 1)
 	a.stats.ReservedBytes.decrease(b.small, b.size)
@@ -634,7 +618,7 @@ func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) 
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s.", formatSize(orig))
 		return -1, false
 	}
-	small := orig <= kSmallSize
+	small := orig <= SmallSize
 	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, mapped: true, allocated: true})
 	a.noCacheBytes += orig
 	return strategies.Handle(i), true

@@ -73,7 +73,7 @@ func run(t *testing.T, tc tcase) *Allocator {
 	}
 	a := New(cfg, strategies.NewMemory(&dev))
 	var trace []string
-	a.OnTrace = func(act TraceAction, addr, size, stream int64) {
+	a.OnTrace = func(act string, addr, size, stream int64) {
 		trace = append(trace, fmt.Sprintf("%s %d", act, size))
 	}
 	live := map[int]strategies.Handle{}

@@ -10,17 +10,49 @@ import (
 	"membench/strategies"
 )
 
-// Constants of CUDACachingAllocator.cpp (allocator-spec §1.1).
+// Constants of CUDACachingAllocator.cpp (allocator-spec §1.1). They are
+// exported because the snapshot reconstruction (torchlike/snapshot) and the
+// validator (torchlike/validate) apply the same rules to recordings; this
+// is the one place they are written down.
 const (
-	kMinBlockSize  int64 = 512
-	kSmallSize     int64 = 1 << 20
-	kSmallBuffer   int64 = 2 << 20
-	kLargeBuffer   int64 = 20 << 20
-	kMinLargeAlloc int64 = 10 << 20
-	kRoundLarge    int64 = 2 << 20
-	mb             int64 = 1 << 20
+	// MinBlockSize (kMinBlockSize): every block size is a multiple of it.
+	MinBlockSize int64 = 512
+	// SmallSize (kSmallSize): the largest request the small pool serves.
+	SmallSize int64 = 1 << 20
+	// SmallBuffer (kSmallBuffer): the small pool's segment size, and its
+	// expandable page size.
+	SmallBuffer int64 = 2 << 20
+	// LargeBuffer (kLargeBuffer): the segment size for 1–10 MiB requests
+	// before large_segment_size_mb existed, and the large pool's
+	// expandable page size by default.
+	LargeBuffer int64 = 20 << 20
+	// MinLargeAlloc (kMinLargeAlloc): requests from here on get a segment
+	// of their own rounded size.
+	MinLargeAlloc int64 = 10 << 20
+	// RoundLarge (kRoundLarge): the granule of those segments.
+	RoundLarge int64 = 2 << 20
+	mb         int64 = 1 << 20
 	// unlimited stands for SIZE_MAX, max_split_size's default.
 	unlimited int64 = math.MaxInt64
+)
+
+// Actions of a PyTorch memory snapshot's trace entries
+// (allocator-spec §1.12): what the program asked for (alloc, the two
+// halves of a free), what the allocator decided (segment_*, oom), and marks.
+// The model reports its own decisions through Allocator.OnTrace with these
+// names; torchlike/snapshot reads recordings in the same vocabulary.
+const (
+	ActionAlloc         = "alloc"
+	ActionFreeRequested = "free_requested"
+	ActionFreeCompleted = "free_completed"
+	ActionFree          = "free" // legacy, or MemoryViz's fused free_requested+free_completed
+	ActionSegmentAlloc  = "segment_alloc"
+	ActionSegmentFree   = "segment_free"
+	ActionSegmentMap    = "segment_map"
+	ActionSegmentUnmap  = "segment_unmap"
+	ActionSnapshot      = "snapshot"
+	ActionOOM           = "oom"
+	ActionUserDefined   = "user_defined"
 )
 
 // Config is the allocator's configuration: PYTORCH_CUDA_ALLOC_CONF's knobs
@@ -54,13 +86,13 @@ type Config struct {
 	LegacyRoundup bool
 	// LargeSegmentSize is large_segment_size_mb (newest releases only): the
 	// segment size for 1–10 MiB requests and the large pool's expandable
-	// page size; kLargeBuffer (20 MiB) before it existed.
+	// page size; LargeBuffer (20 MiB) before it existed.
 	LargeSegmentSize int64
 }
 
 // DefaultConfig is PyTorch's behaviour with no environment set.
 func DefaultConfig() Config {
-	return Config{MaxSplitSize: unlimited, MaxNonSplitRounding: kLargeBuffer, LargeSegmentSize: kLargeBuffer}
+	return Config{MaxSplitSize: unlimited, MaxNonSplitRounding: LargeBuffer, LargeSegmentSize: LargeBuffer}
 }
 
 // Keys lists the knobs a torch strategy spec accepts. The names are
@@ -217,25 +249,30 @@ func ParseDivisions(v string) ([16]int64, error) {
 	return d, nil
 }
 
-// roundSize is round_size (allocator-spec §1.2).
-func (c *Config) roundSize(n int64) int64 {
-	if n < kMinBlockSize {
-		return kMinBlockSize
+// roundSize is round_size (allocator-spec §1.2) with this configuration.
+func (c *Config) roundSize(n int64) int64 { return RoundSize(n, &c.Divisions, c.LegacyRoundup) }
+
+// RoundSize is the allocator's round_size (allocator-spec §1.2): requests
+// below MinBlockSize take MinBlockSize; where the interval of n (powers of
+// two from 1 MiB, index 0, to 32 GiB and above, index 15) has a division
+// count d > 1 and n > MinBlockSize·d, n rounds up to the next of d equal
+// steps of its power-of-two interval; otherwise to a multiple of
+// MinBlockSize. legacy is PyTorch before 2.4 (before upstream PR #126830),
+// which left a request above MinBlockSize unrounded where d is 1; a
+// snapshot does not record the version, so validation tries both readings.
+func RoundSize(n int64, divisions *[16]int64, legacy bool) int64 {
+	if n < MinBlockSize {
+		return MinBlockSize
 	}
-	d := c.divisionsFor(n)
-	if c.LegacyRoundup && d == 1 && n > kMinBlockSize {
+	idx := bits.Len64(uint64(n)) - 1 - 20 // floor(log2 n) - log2(1 MiB)
+	d := divisions[max(0, min(idx, 15))]
+	if legacy && d == 1 {
 		return n
 	}
-	if d > 1 && n > kMinBlockSize*d {
+	if d > 1 && n > MinBlockSize*d {
 		return roundupPower2NextDivision(n, d)
 	}
-	return (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize
-}
-
-func (c *Config) divisionsFor(n int64) int64 {
-	idx := bits.Len64(uint64(n)) - 1 - 20
-	idx = max(0, min(idx, 15))
-	return c.Divisions[idx]
+	return (n + MinBlockSize - 1) / MinBlockSize * MinBlockSize
 }
 
 func roundupPower2NextDivision(n, d int64) int64 {
@@ -257,10 +294,10 @@ func roundupPower2NextDivision(n, d int64) int64 {
 // allocSize is get_allocation_size (allocator-spec §1.4).
 func (c *Config) allocSize(rounded int64) int64 {
 	switch {
-	case rounded <= kSmallSize:
-		return kSmallBuffer
-	case rounded < kMinLargeAlloc:
+	case rounded <= SmallSize:
+		return SmallBuffer
+	case rounded < MinLargeAlloc:
 		return c.LargeSegmentSize
 	}
-	return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge
+	return (rounded + RoundLarge - 1) / RoundLarge * RoundLarge
 }

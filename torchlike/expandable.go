@@ -51,7 +51,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	}
 	page := a.cfg.LargeSegmentSize
 	if pl.small {
-		page = kSmallBuffer
+		page = SmallBuffer
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
@@ -128,7 +128,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 	b = &a.arena[i]
 	a.stats.ReservedBytes.increase(b.small, bytes)
 	a.stats.NumDeviceAlloc++
-	a.trace(SegmentMap, es.base+begin*es.page, bytes, b.stream)
+	a.trace(ActionSegmentMap, es.base+begin*es.page, bytes, b.stream)
 	return true
 }
 
@@ -176,7 +176,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	a.mem.Unmap(uSize, end-begin)
 	a.stats.ReservedBytes.decrease(b.small, uSize)
 	a.stats.NumDeviceFree++
-	a.trace(SegmentUnmap, uAddr, uSize, b.stream)
+	a.trace(ActionSegmentUnmap, uAddr, uSize, b.stream)
 }
 
 // releaseExpandableSegment drops a segment whose whole range is one

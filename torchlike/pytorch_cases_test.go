@@ -154,7 +154,7 @@ func newPsim(t *testing.T, knobs, device string) *psim {
 		t.Fatal(err)
 	}
 	s := &psim{t: t, a: New(cfg, strategies.NewMemory(&dev)), live: map[int]strategies.Handle{}, marks: map[string]int64{}}
-	s.a.OnTrace = func(act TraceAction, addr, size, stream int64) {
+	s.a.OnTrace = func(act string, addr, size, stream int64) {
 		s.trace = append(s.trace, fmt.Sprintf("%s %d", act, size))
 	}
 	return s

@@ -115,7 +115,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	page := a.cfg.LargeSegmentSize
 	if small {
-		page = kSmallBuffer
+		page = SmallBuffer
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
@@ -183,7 +183,7 @@ func (a *Allocator) WouldRelease(orig, stream int64) bool {
 	}
 	size := a.cfg.roundSize(orig)
 	p := params{size: size, allocSize: a.cfg.allocSize(size), stream: stream, pool: &a.large, block: none}
-	if size <= kSmallSize {
+	if size <= SmallSize {
 		p.pool = &a.small
 	}
 	if _, ok := a.findFreeBlock(&p); ok {
@@ -215,7 +215,7 @@ func (a *Allocator) WouldRelease(orig, stream int64) bool {
 func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
 	page := a.cfg.LargeSegmentSize
 	if pl.small {
-		page = kSmallBuffer
+		page = SmallBuffer
 	}
 	pages := func(n int64) int64 { return (n + page - 1) / page * page }
 	c := a.expandableCandidate(stream, pl, size)

@@ -36,9 +36,9 @@ func TestWouldReleaseExpandableFreeTail(t *testing.T) {
 	dev := strategies.Device{Name: "t", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 * MiB}
 	a := New(cfg, strategies.NewMemory(&dev))
 	var first string
-	a.OnTrace = func(act TraceAction, addr, size, stream int64) {
+	a.OnTrace = func(act string, addr, size, stream int64) {
 		if first == "" {
-			first = act.String()
+			first = act
 		}
 	}
 	// 30 MiB: two 20 MiB pages mapped, a 10 MiB free tail stays before
@@ -54,7 +54,7 @@ func TestWouldReleaseExpandableFreeTail(t *testing.T) {
 	if _, ok := a.Malloc(25*MiB, 0); !ok {
 		t.Fatal("second allocation failed")
 	}
-	released := first == SegmentUnmap.String() || first == SegmentFree.String()
+	released := first == ActionSegmentUnmap || first == ActionSegmentFree
 	if would != released {
 		t.Errorf("WouldRelease = %t, but Malloc's first device action was %q", would, first)
 	}

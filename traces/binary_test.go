@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"membench/internal/sharedtraces"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -89,14 +90,20 @@ func textToBinaryToText(t *testing.T, text []byte) {
 // TestBinaryRealTraces: every real trace of testdata, as canonical text,
 // survives text -> binary -> text byte for byte.
 func TestBinaryRealTraces(t *testing.T) {
+	// PyTorch snapshots are decoded in the torch house; their round trip
+	// is TestBinaryRoundTripReal in torchlike/snapshot.
 	var files []string
-	for _, dir := range []string{recordedDir, snapTestDir, lifetimesDir} {
-		for _, pat := range []string{"*.gz", "*.pickle", "*.json", "*.csv", "*.log"} {
+	dirs := []string{recordedDir}
+	if d := sharedtraces.Dir(); d != "" {
+		dirs = append(dirs, filepath.Join(d, "lifetimes"))
+	}
+	for _, dir := range dirs {
+		for _, pat := range []string{"*.gz", "*.csv", "*.log"} {
 			m, _ := filepath.Glob(filepath.Join(dir, pat))
 			files = append(files, m...)
 		}
 	}
-	if len(files) < 8 {
+	if len(files) < len(dirs)*2 {
 		t.Fatalf("only %d test traces found: %v", len(files), files)
 	}
 	for _, path := range files {

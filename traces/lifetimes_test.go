@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"membench/internal/sharedtraces"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-// lifetimesDir holds the lifetime tables (testdata/lifetimes/README.md).
-const lifetimesDir = "../testdata/lifetimes"
+// The real lifetime tables are read in place from the shared collection
+// (../shared/traces/lifetimes; origins and licences in its README).
 
 // peakLive replays evs through Check and returns the peak of the summed
 // sizes of live allocations and the number of allocs.
@@ -55,7 +55,7 @@ func TestLifetimeFiles(t *testing.T) {
 		{"alexnet-train.log", FormatAllocatorSim, 1_443_669_632, 193},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			path := filepath.Join(lifetimesDir, c.file)
+			path := sharedtraces.Path(t, "lifetimes/"+c.file)
 			r, err := Open(path, DefaultOpenOptions)
 			if err != nil {
 				t.Fatal(err)

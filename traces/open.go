@@ -117,11 +117,39 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 		}
 		return &closingReader{Reader: pr, name: name, gz: gz, closer: closer}, nil
 	}
-	sr, err := openSnapshot(name, br, opts)
+	open := openers[format]
+	if open == nil {
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("%w: %s content, but no reader for it is linked into this program (import its package, such as membench/torchlike/snapshot)", ErrUnknownFormat, format)}
+	}
+	sr, err := open(name, br, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &closingReader{Reader: sr, name: name, gz: gz, closer: closer}, nil
+}
+
+// An Opener reads a trace whose format traces detects but does not itself
+// decode: r is positioned at the start of the (decompressed) content, and
+// name is for error messages. The returned Reader need not close anything;
+// Open wraps it so that closing it closes the file and the gzip stream.
+type Opener func(name string, r io.Reader, opts OpenOptions) (Reader, error)
+
+// openers holds the readers of formats that belong to a framework's house
+// (a PyTorch snapshot is PyTorch's knowledge, kept in torchlike/snapshot).
+// Detection stays here, so that one function names every format from the
+// content alone; decoding is linked in by the package that knows the format,
+// as image.RegisterFormat does for image decoders.
+var openers = map[string]Opener{}
+
+// RegisterFormat installs the reader of format (one of the Format
+// constants that Detect returns but this package does not decode). It is
+// meant to be called from an init function; a second registration of the
+// same format panics, as it is a programming error.
+func RegisterFormat(format string, open Opener) {
+	if _, dup := openers[format]; dup {
+		panic("traces: RegisterFormat called twice for " + format)
+	}
+	openers[format] = open
 }
 
 func closeGzip(gz *gzip.Reader) {

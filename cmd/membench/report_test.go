@@ -86,7 +86,7 @@ func TestReportDefault(t *testing.T) {
 			t.Errorf("page lacks chart %s (has %v)", want, ids)
 		}
 	}
-	for _, want := range []string{"No capacity results", "vs jax", "assumption", "gpt-train", "opt125m-zo-finetune"} {
+	for _, want := range []string{"No capacity results", "vs jax", "assumption", "gpt-train", "gpt-generate"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"membench/internal/sharedtraces"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // expandable_segments on a shared trace shows the knobs' effect on
 // peak-reserved-B and prints the same bytes on every run.
 func TestSweep(t *testing.T) {
-	args := []string{"sweep", "--strategy", "torch", "--param", "max_split_size_mb=20,128,512", "--param", "expandable_segments=false,true", "--trace", "opt125m-zo-finetune"}
+	args := []string{"sweep", "--strategy", "torch", "--param", "max_split_size_mb=20,128,512", "--param", "expandable_segments=false,true", "--trace", sharedtraces.Path(t, "pytorch-snapshots/opt125m-zo-finetune.pickle")}
 	out, _, err := runCLI(t, args...)
 	if err != nil {
 		t.Fatal(err)

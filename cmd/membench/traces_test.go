@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"membench/internal/sharedtraces"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestTracesShowJSON(t *testing.T) {
 	if s.Allocs != 5524 || s.Frees != 5524 || s.PeakLiveBytes != 686272540 || s.Events != 11060 {
 		t.Errorf("%+v", s)
 	}
-	text, _, err := runCLI(t, "traces", "show", "alexnet-train")
+	text, _, err := runCLI(t, "traces", "show", sharedtraces.Path(t, "lifetimes/alexnet-train.log"))
 	if err != nil || !strings.Contains(text, "peak live bytes") || !strings.Contains(text, "1443669632") {
 		t.Errorf("text: %v\n%s", err, text)
 	}
@@ -38,7 +39,7 @@ func TestTracesConvertRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	p := func(n string) string { return filepath.Join(dir, n) }
 	steps := [][]string{
-		{"traces", "convert", "opt125m-zo-finetune", p("a.txt")},
+		{"traces", "convert", sharedtraces.Path(t, "pytorch-snapshots/opt125m-zo-finetune.pickle"), p("a.txt")},
 		{"traces", "convert", "--format", "binary", p("a.txt"), p("a.bin")},
 		{"traces", "convert", p("a.bin"), p("b.txt")},
 		{"traces", "convert", "--format", "binary", "--gzip", p("b.txt"), p("b.bin.gz")},
@@ -82,7 +83,7 @@ func TestTracesGen(t *testing.T) {
 		t.Error("bad parameter accepted")
 	}
 	list, _, err := runCLI(t, "traces", "list")
-	if err != nil || !strings.Contains(list, "pangu-2.6b-somas") || !strings.Contains(list, "Apache-2.0") {
+	if err != nil || !strings.Contains(list, "gen-resnet50-train") || !strings.Contains(list, "recorded by the membench team") {
 		t.Errorf("list: %v\n%s", err, list)
 	}
 }
@@ -90,7 +91,7 @@ func TestTracesGen(t *testing.T) {
 // TestFlagsAfterArguments: the documented forms put flags after the
 // positional arguments, which urfave/cli alone would not parse.
 func TestFlagsAfterArguments(t *testing.T) {
-	out, _, err := runCLI(t, "validate", "../../testdata/pytorch-snapshots/cs336-lm-peak-probe.pickle", "--device-index", "0", "--capacity", "8GiB")
+	out, _, err := runCLI(t, "validate", sharedtraces.Path(t, "pytorch-snapshots/cs336-lm-peak-probe.pickle"), "--device-index", "0", "--capacity", "8GiB")
 	if err != nil || !strings.Contains(out, "8589934592 B (--capacity)") || !strings.Contains(out, "agree") {
 		t.Errorf("validate FILE --device-index 0 --capacity 8GiB: %v\n%s", err, out)
 	}

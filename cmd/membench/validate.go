@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"membench/harness"
 	"membench/strategies"
-	"membench/traces/torchsnap"
+	"membench/torchlike/snapshot"
+	"membench/torchlike/validate"
 )
 
 func validateCommand() *cli.Command {
@@ -26,7 +26,7 @@ func validateCommand() *cli.Command {
 			if c.Args().Len() == 0 {
 				return fmt.Errorf("validate: name at least one snapshot file")
 			}
-			var opts harness.ValidateOptions
+			var opts validate.Options
 			if c.IsSet("device-index") {
 				opts.Devices = c.IntSlice("device-index")
 			}
@@ -43,12 +43,12 @@ func validateCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				snap, err := torchsnap.Decode(f)
+				snap, err := snapshot.Decode(f)
 				f.Close()
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}
-				reps, err := harness.Validate(snap, opts)
+				reps, err := validate.Validate(snap, opts)
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}

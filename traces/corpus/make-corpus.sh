@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rebuilds traces/corpus/data from the real traces in testdata/ and from the
-# generators, in membench's native binary format, gzip-compressed. Run from
+# Rebuilds traces/corpus/data from the team's own recordings in
+# testdata/recorded and from the generators (recordings fetched from public
+# repositories are never embedded; they stay in ../shared/traces), in membench's native binary format, gzip-compressed. Run from
 # the repository root: bash traces/corpus/make-corpus.sh
 set -euo pipefail
 out=traces/corpus/data
@@ -10,10 +11,6 @@ conv testdata/recorded/resnet50-train.csv.gz resnet50-train
 conv testdata/recorded/gpt-train.csv.gz gpt-train
 conv testdata/recorded/gpt-generate.csv.gz gpt-generate
 conv testdata/recorded/encoder-infer-varlen.csv.gz encoder-infer-varlen
-conv testdata/pytorch-snapshots/cs336-lm-peak-probe.pickle cs336-lm-peak-probe
-conv testdata/pytorch-snapshots/opt125m-zo-finetune.pickle opt125m-zo-finetune
-conv testdata/lifetimes/pangu-2.6b-somas.csv pangu-2.6b-somas
-conv testdata/lifetimes/alexnet-train.log alexnet-train
 gen() { name=$1; shift; mb traces gen --format binary --gzip --out "$out/$name.mbt.gz" "$@"; }
 gen gen-gpt2-medium-train transformer-train --param model=gpt2-medium --param batch=4 --param seq=512 --param dtype=bf16 --param steps=2
 gen gen-llm-serve-paged llm-serve --param model=gpt2-small --param requests=12 --param kv=paged

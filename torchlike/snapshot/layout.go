@@ -1,0 +1,672 @@
+package snapshot
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"membench/torchlike"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Layout is the allocator's state on one device just before the first
+// entry of its trace, as InitialState reconstructs it.
+type Layout struct {
+	Device   int
+	Segments []LSeg // sorted by address
+	// Roles[i] says what entry i of the device's trace does to the live
+	// blocks, as the reconstruction interpreted it (see Role).
+	Roles []Role
+	// Assumptions lists, in entry order, the entries where the trace did
+	// not determine the layout and the reconstruction had to guess.
+	Assumptions []Assumption
+}
+
+// LSeg is a segment (or, for expandable segments, one contiguous mapped
+// run) at the start of the trace.
+type LSeg struct {
+	Address    int64
+	Size       int64
+	Stream     int64
+	Small      bool // small pool (2 MiB segments, blocks of at most 1 MiB)
+	Expandable bool
+	Blocks     []LBlock // live blocks, sorted by address; the gaps are free
+}
+
+// LBlock is a block that holds memory at the start of the trace.
+type LBlock struct {
+	Address int64
+	Size    int64 // bytes the block occupies in its segment
+	// MaxSize is the largest size consistent with the trace; it exceeds
+	// Size when the block may own an unsplit remainder of up to 1 MiB that
+	// nothing in the trace reveals (see the package documentation).
+	MaxSize       int64
+	RequestedSize int64 // bytes the program asked for
+	// Pending: freed by the program but not yet released by the allocator
+	// (waiting for stream events); a free_completed follows in the trace.
+	Pending bool
+}
+
+// Assumption is a guess the reconstruction made at one trace entry.
+type Assumption struct {
+	Entry int // index in the device's trace
+	Note  string
+}
+
+// UncertainSizes is the number of blocks whose MaxSize exceeds their Size.
+func (l *Layout) UncertainSizes() int {
+	n := 0
+	for _, s := range l.Segments {
+		for _, b := range s.Blocks {
+			if b.MaxSize > b.Size {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// NumBlocks is the number of live blocks (allocated or pending) at start.
+func (l *Layout) NumBlocks() int {
+	n := 0
+	for _, s := range l.Segments {
+		n += len(s.Blocks)
+	}
+	return n
+}
+
+// AssumedEntries returns the entry indices of the assumptions, in order,
+// without repeats.
+func (l *Layout) AssumedEntries() []int {
+	var out []int
+	for _, a := range l.Assumptions {
+		if len(out) == 0 || out[len(out)-1] != a.Entry {
+			out = append(out, a.Entry)
+		}
+	}
+	return out
+}
+
+// Role is what a trace entry does to the set of live blocks.
+type Role uint8
+
+const (
+	// RoleNone: no effect on live blocks (segment_*, oom, snapshot,
+	// user_defined and unknown actions).
+	RoleNone Role = iota
+	// RoleAlloc: a block becomes live (alloc).
+	RoleAlloc
+	// RoleFreeRequested: the program freed the block, but the allocator
+	// keeps it until a later free_completed (or past the end of the trace).
+	RoleFreeRequested
+	// RoleFree: the block's memory returns to the allocator
+	// (free_completed, legacy free, or a free_requested that no
+	// free_completed follows).
+	RoleFree
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleNone:
+		return "none"
+	case RoleAlloc:
+		return "alloc"
+	case RoleFreeRequested:
+		return "free_requested"
+	case RoleFree:
+		return "free"
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ErrInconsistent is wrapped by the errors of InitialState: the trace
+// contradicts the final segments (or itself).
+var ErrInconsistent = errors.New("trace inconsistent with the final segments")
+
+// ErrFreeNotLive is the EntryError cause for a free (free_requested,
+// free_completed, free) of a block that is not live at that point of the
+// trace: a double free, or a free of memory never allocated. It wraps
+// ErrInconsistent.
+var ErrFreeNotLive = fmt.Errorf("free of a block that is not live: %w", ErrInconsistent)
+
+// EntryError is an inconsistency found at one trace entry.
+type EntryError struct {
+	Device int
+	Entry  int // index in DeviceTraces[Device]
+	Action string
+	Addr   int64
+	Msg    string
+	Err    error // ErrFreeNotLive or ErrInconsistent
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("torchsnap: device %d, entry %d (%s at %#x): %s: %v", e.Device, e.Entry, e.Action, e.Addr, e.Msg, e.Err)
+}
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// Sanity bounds of the reconstruction (not upstream constants, which are
+// torchlike's: MinBlockSize, SmallSize, LargeBuffer, RoundSize).
+const (
+	maxBytes = 1 << 56 // any size, keeps sums far from overflow
+	maxAddr  = 1 << 62
+)
+
+func ceilTo(n, m int64) int64 { return (n + m - 1) / m * m }
+
+type rblock struct {
+	addr, size, req int64
+	pending         bool
+	est             bool  // size deduced from a free entry: may still grow by a ≤ 1 MiB tail
+	entry           int   // for est blocks: the free entry that re-added it
+	minGap          int64 // for est blocks: the smallest free gap seen right after it
+	seg             *rseg
+}
+
+type rseg struct {
+	addr, size, stream int64
+	small, expandable  bool
+	blocks             []*rblock // sorted by address
+}
+
+func (s *rseg) end() int64 { return s.addr + s.size }
+
+// blockIndex is the index of the first block at or above addr.
+func (s *rseg) blockIndex(addr int64) int {
+	return sort.Search(len(s.blocks), func(i int) bool { return s.blocks[i].addr >= addr })
+}
+
+type recon struct {
+	device        int
+	trace         []TraceEntry
+	div           [16]int64
+	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
+	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
+	segs          []*rseg
+	live          map[int64]*rblock
+	assume        []Assumption
+}
+
+func (r *recon) note(entry int, format string, args ...any) {
+	r.assume = append(r.assume, Assumption{entry, fmt.Sprintf(format, args...)})
+}
+
+func (r *recon) fail(entry int, format string, args ...any) error {
+	return r.failWith(entry, ErrInconsistent, format, args...)
+}
+
+func (r *recon) failWith(entry int, cause error, format string, args ...any) error {
+	e := r.trace[entry]
+	return &EntryError{Device: r.device, Entry: entry, Action: e.Action, Addr: e.Addr, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// segIndex is the index of the segment containing addr, or -1.
+func (r *recon) segIndex(addr int64) int {
+	i := sort.Search(len(r.segs), func(i int) bool { return r.segs[i].addr > addr }) - 1
+	if i >= 0 && addr < r.segs[i].end() {
+		return i
+	}
+	return -1
+}
+
+// overlaps reports whether [addr, addr+size) meets an existing segment.
+func (r *recon) overlaps(addr, size int64) bool {
+	i := sort.Search(len(r.segs), func(i int) bool { return r.segs[i].end() > addr })
+	return i < len(r.segs) && r.segs[i].addr < addr+size
+}
+
+func (r *recon) insertSeg(s *rseg) {
+	i := sort.Search(len(r.segs), func(i int) bool { return r.segs[i].addr > s.addr })
+	r.segs = slices.Insert(r.segs, i, s)
+}
+
+func (r *recon) removeSeg(s *rseg) {
+	if i := r.segIndex(s.addr); i >= 0 && r.segs[i] == s {
+		r.segs = slices.Delete(r.segs, i, i+1)
+	}
+}
+
+// keepsTail reports whether blocks of s can own an unsplit remainder: only
+// in the large pool of non-expandable segments, where should_split needs a
+// remainder of more than 1 MiB (allocator-spec.md §1.6).
+func (r *recon) keepsTail(s *rseg) bool {
+	return !s.small && !s.expandable && !r.expandableAll
+}
+
+// absorbTail grows an estimated block over the free gap that follows it
+// when that gap is at most 1 MiB: in a large non-expandable segment every
+// free block is larger than 1 MiB, so such a gap can only be the block's
+// own unsplit remainder.
+func (r *recon) absorbTail(b *rblock, next int64) {
+	if !b.est || !r.keepsTail(b.seg) {
+		return
+	}
+	gap := next - (b.addr + b.size)
+	if gap > 0 && gap <= torchlike.SmallSize {
+		b.size += gap
+		gap = 0
+	}
+	b.minGap = min(b.minGap, gap)
+}
+
+// nextStart is where the free space after block index k-1 ends: the next
+// block's address or the segment end.
+func nextStart(s *rseg, k int) int64 {
+	if k < len(s.blocks) {
+		return s.blocks[k].addr
+	}
+	return s.end()
+}
+
+// InitialState reconstructs device's allocator layout just before the
+// first entry of its trace, undoing the trace backwards from the final
+// segments, with the current rounding. See the package documentation for
+// the rules.
+func (s *Snapshot) InitialState(device int) (*Layout, error) {
+	return s.Reconstruct(device, LayoutOptions{})
+}
+
+// LayoutOptions are the readings of a recording that the snapshot does not
+// determine and a reconstruction must be told.
+type LayoutOptions struct {
+	// LegacyRoundup rounds requests as PyTorch before 2.4 did (see
+	// torchlike.RoundSize): the validator replays a recording both ways,
+	// and the layout it starts from must be rebuilt with the same rule.
+	LegacyRoundup bool
+}
+
+// Reconstruct is InitialState with the readings of opts.
+func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) {
+	if !slices.Contains(s.Devices(), device) {
+		return nil, fmt.Errorf("torchsnap: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
+	}
+	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock), legacy: opts.LegacyRoundup}
+	if st := s.Settings; st != nil {
+		r.div = st.RoundupPower2Divisions
+		r.expandableAll = st.ExpandableSegments
+	}
+	if err := r.loadFinal(s.Segments); err != nil {
+		return nil, err
+	}
+	roles, err := r.roles()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(r.trace) - 1; i >= 0; i-- {
+		if err := r.undo(i, roles[i]); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(r.assume, func(a, b Assumption) int { return a.Entry - b.Entry })
+	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, Segments: make([]LSeg, len(r.segs))}
+	for i, sg := range r.segs {
+		ls := LSeg{Address: sg.addr, Size: sg.size, Stream: sg.stream, Small: sg.small, Expandable: sg.expandable}
+		ls.Blocks = make([]LBlock, len(sg.blocks))
+		for j, b := range sg.blocks {
+			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
+		}
+		l.Segments[i] = ls
+	}
+	return l, nil
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// loadFinal builds the state at the end of the trace from the snapshot's
+// segments: every block that is not inactive is live.
+func (r *recon) loadFinal(segs []Segment) error {
+	for si := range segs {
+		sg := &segs[si]
+		if sg.Device != r.device {
+			continue
+		}
+		where := fmt.Sprintf("torchsnap: segments[%d] (device %d, address %#x)", si, sg.Device, sg.Address)
+		if sg.Address < 0 || sg.Address >= maxAddr || sg.TotalSize <= 0 || sg.TotalSize > maxBytes {
+			return fmt.Errorf("%s: address or total_size %d out of range: %w", where, sg.TotalSize, ErrInconsistent)
+		}
+		rs := &rseg{addr: sg.Address, size: sg.TotalSize, stream: sg.Stream,
+			small: sg.SegmentType == "small", expandable: sg.IsExpandable}
+		for bi, b := range sg.Blocks {
+			switch b.State {
+			case StateInactive:
+				continue
+			case StateActiveAllocated, StateActivePendingFree:
+			default:
+				return fmt.Errorf("%s: blocks[%d]: unknown state %q: %w", where, bi, b.State, ErrInconsistent)
+			}
+			if b.Size <= 0 || b.Size > maxBytes || b.Address < rs.addr || b.Address > rs.end()-b.Size {
+				return fmt.Errorf("%s: blocks[%d] (%#x, %d bytes) does not lie inside the segment: %w",
+					where, bi, b.Address, b.Size, ErrInconsistent)
+			}
+			rs.blocks = append(rs.blocks, &rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
+				pending: b.State == StateActivePendingFree, seg: rs})
+		}
+		slices.SortFunc(rs.blocks, func(a, b *rblock) int { return cmp.Compare(a.addr, b.addr) })
+		for k, b := range rs.blocks {
+			if k > 0 && rs.blocks[k-1].addr+rs.blocks[k-1].size > b.addr {
+				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, rs.blocks[k-1].addr, ErrInconsistent)
+			}
+			r.live[b.addr] = b
+		}
+		r.segs = append(r.segs, rs)
+	}
+	slices.SortFunc(r.segs, func(a, b *rseg) int { return cmp.Compare(a.addr, b.addr) })
+	for k := 1; k < len(r.segs); k++ {
+		if prev := r.segs[k-1]; prev.end() > r.segs[k].addr {
+			return fmt.Errorf("torchsnap: device %d: segments %#x and %#x overlap: %w", r.device, prev.addr, r.segs[k].addr, ErrInconsistent)
+		}
+	}
+	return nil
+}
+
+// roles classifies every entry. A free_requested pairs with the next
+// free_completed of its address (RoleFreeRequested: the block is pending in
+// between). One that no free_completed follows is still a
+// RoleFreeRequested if the final segments show the block live (pending at
+// the end); otherwise it is the free itself. That is the normal reading of
+// a trace without any free_completed (old releases, or a trace in which
+// MemoryViz fused each pair into "free"); in a trace that has
+// free_completed entries it is a guess, recorded as an Assumption.
+//
+// roles also rejects a free of an address whose last event was already a
+// free (a double free), naming the second one.
+func (r *recon) roles() ([]Role, error) {
+	roles := make([]Role, len(r.trace))
+	freed := make(map[int64]bool) // addresses whose last block event returned the memory
+	hasCompleted := false
+	for i := range r.trace {
+		if r.trace[i].Action == torchlike.ActionFreeCompleted {
+			hasCompleted = true
+			break
+		}
+	}
+	open := make(map[int64]int) // address → free_requested awaiting its free_completed
+	unpaired := func(j int, why string) {
+		roles[j] = RoleFree
+		if hasCompleted {
+			r.note(j, "free_requested of %#x %s; taken as the free", r.trace[j].Addr, why)
+		}
+	}
+	for i, e := range r.trace {
+		switch e.Action {
+		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
+			if freed[e.Addr] {
+				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed and not allocated again")
+			}
+		}
+		switch e.Action {
+		case torchlike.ActionAlloc:
+			roles[i] = RoleAlloc
+			delete(freed, e.Addr)
+			if j, ok := open[e.Addr]; ok {
+				unpaired(j, "never completed before the address was allocated again")
+				delete(open, e.Addr)
+			}
+		case torchlike.ActionFreeRequested:
+			if _, ok := open[e.Addr]; ok {
+				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
+			}
+			roles[i] = RoleFreeRequested
+			open[e.Addr] = i
+		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
+			roles[i] = RoleFree
+			delete(open, e.Addr)
+			freed[e.Addr] = true
+		}
+	}
+	for addr, j := range open {
+		if b, ok := r.live[addr]; ok {
+			if !b.pending {
+				r.note(j, "free_requested of %#x, but the final segments show the block allocated, not pending", addr)
+			}
+			continue // still pending at the end of the trace
+		}
+		unpaired(j, "never completed and the block is gone at the end")
+	}
+	return roles, nil
+}
+
+func (r *recon) undo(i int, role Role) error {
+	e := &r.trace[i]
+	switch role {
+	case RoleAlloc:
+		return r.undoAlloc(i, e)
+	case RoleFreeRequested:
+		b, ok := r.live[e.Addr]
+		if !ok {
+			return r.failWith(i, ErrFreeNotLive, "no block at this address was live to be freed")
+		}
+		if !b.pending {
+			r.note(i, "block %#x was not pending after its free_requested", e.Addr)
+		}
+		b.pending = false
+		return nil
+	case RoleFree:
+		return r.undoFree(i, e)
+	}
+	switch e.Action {
+	case torchlike.ActionSegmentAlloc:
+		return r.undoSegmentAlloc(i, e)
+	case torchlike.ActionSegmentFree:
+		return r.undoSegmentFree(i, e)
+	case torchlike.ActionSegmentMap:
+		return r.undoMap(i, e)
+	case torchlike.ActionSegmentUnmap:
+		return r.undoUnmap(i, e)
+	}
+	return nil // oom, snapshot, user_defined and unknown actions change nothing
+}
+
+// undoAlloc: the block did not exist before its alloc.
+func (r *recon) undoAlloc(i int, e *TraceEntry) error {
+	b, ok := r.live[e.Addr]
+	if !ok {
+		return r.fail(i, "no live block at this address after the alloc (allocated twice without a free, or freed later without a free entry)")
+	}
+	if b.pending {
+		r.note(i, "block %#x was pending-free right after its alloc", e.Addr)
+	}
+	if b.req != e.Size {
+		r.note(i, "alloc asks %d bytes but the block records %d", e.Size, b.req)
+	}
+	sg := b.seg
+	k := sg.blockIndex(b.addr)
+	sg.blocks = slices.Delete(sg.blocks, k, k+1)
+	delete(r.live, b.addr)
+	return nil
+}
+
+// undoFree: the block was live before its free; its size is the rounded
+// request, plus an unsplit remainder when one can be seen.
+func (r *recon) undoFree(i int, e *TraceEntry) error {
+	a := e.Addr
+	if e.Size < 0 || e.Size > maxBytes {
+		return r.fail(i, "size %d out of range", e.Size)
+	}
+	if _, ok := r.live[a]; ok {
+		return r.failWith(i, ErrFreeNotLive, "the block is live again right after its free (freed twice?)")
+	}
+	si := r.segIndex(a)
+	if si < 0 {
+		return r.fail(i, "the address lies in no segment")
+	}
+	sg := r.segs[si]
+	k := sg.blockIndex(a)
+	if k > 0 {
+		prev := sg.blocks[k-1]
+		if prev.addr+prev.size > a {
+			if !prev.est {
+				return r.fail(i, "the address lies inside the live block %#x (%d bytes)", prev.addr, prev.size)
+			}
+			r.note(i, "estimated size of block %#x cut from %d to %d bytes to make room", prev.addr, prev.size, a-prev.addr)
+			prev.size = a - prev.addr
+		}
+	}
+	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)
+	limit := nextStart(sg, k)
+	if a+size > limit {
+		r.note(i, "rounded size %d runs past the next block or the segment end; cut to %d", size, limit-a)
+		size = limit - a
+	}
+	// A free_completed was preceded by its free_requested: the block was
+	// pending just before. If that request is in the trace, undoing it
+	// clears the flag; if not, the block was pending at the start.
+	b := &rblock{addr: a, size: size, req: e.Size, pending: e.Action == torchlike.ActionFreeCompleted,
+		est: true, entry: i, minGap: maxBytes, seg: sg}
+	r.absorbTail(b, limit)
+	sg.blocks = slices.Insert(sg.blocks, k, b)
+	r.live[a] = b
+	if k > 0 {
+		r.absorbTail(sg.blocks[k-1], a)
+	}
+	return nil
+}
+
+// maxSize is the largest size the block can have. An estimated block in a
+// large non-expandable segment that never had at most 1 MiB of free space
+// right behind it may still own an unsplit remainder r (taken as none):
+// r is a multiple of 512 of at most 1 MiB, and the free block it leaves
+// behind, gap - r, must exceed 1 MiB.
+func (r *recon) maxSize(b *rblock) int64 {
+	if !b.est || !r.keepsTail(b.seg) || b.minGap <= torchlike.SmallSize {
+		return b.size
+	}
+	tail := min(torchlike.SmallSize, b.minGap-torchlike.SmallSize-torchlike.MinBlockSize)
+	tail -= tail % torchlike.MinBlockSize
+	return b.size + max(0, tail)
+}
+
+// undoSegmentAlloc: the segment did not exist before it was allocated.
+func (r *recon) undoSegmentAlloc(i int, e *TraceEntry) error {
+	si := r.segIndex(e.Addr)
+	if si < 0 || r.segs[si].addr != e.Addr {
+		return r.fail(i, "no segment starts at this address")
+	}
+	sg := r.segs[si]
+	if n := len(sg.blocks); n > 0 {
+		return r.fail(i, "the segment still holds %d live blocks (first at %#x) before its segment_alloc", n, sg.blocks[0].addr)
+	}
+	if sg.size != e.Size {
+		r.note(i, "segment_alloc of %d bytes, but the segment has %d", e.Size, sg.size)
+	}
+	r.segs = slices.Delete(r.segs, si, si+1)
+	return nil
+}
+
+// undoSegmentFree: the segment existed, entirely free, before its
+// segment_free.
+func (r *recon) undoSegmentFree(i int, e *TraceEntry) error {
+	if e.Size <= 0 || e.Size > maxBytes || e.Addr < 0 || e.Addr >= maxAddr {
+		return r.fail(i, "address or size %d out of range", e.Size)
+	}
+	if r.overlaps(e.Addr, e.Size) {
+		return r.fail(i, "the freed segment (%d bytes) overlaps a segment that exists at that point", e.Size)
+	}
+	// Small-pool segments are always kSmallBuffer (2 MiB); large-pool
+	// segments are at least kMinLargeAlloc (10 MiB) (§1.4).
+	r.insertSeg(&rseg{addr: e.Addr, size: e.Size, stream: e.Stream, small: e.Size == torchlike.SmallBuffer})
+	return nil
+}
+
+// undoMap: the range [addr, addr+size) was unmapped before; it is cut out
+// of its mapped run, which may split in two.
+func (r *recon) undoMap(i int, e *TraceEntry) error {
+	a, n := e.Addr, e.Size
+	if n <= 0 || n > maxBytes {
+		return r.fail(i, "size %d out of range", n)
+	}
+	si := r.segIndex(a)
+	if si < 0 {
+		return r.fail(i, "the mapped range lies in no segment")
+	}
+	sg := r.segs[si]
+	if !sg.expandable {
+		return r.fail(i, "segment_map inside the non-expandable segment %#x", sg.addr)
+	}
+	if a+n > sg.end() {
+		return r.fail(i, "the mapped range (%d bytes) runs past its run %#x..%#x", n, sg.addr, sg.end())
+	}
+	k := sg.blockIndex(a)
+	if (k > 0 && sg.blocks[k-1].addr+sg.blocks[k-1].size > a) || (k < len(sg.blocks) && sg.blocks[k].addr < a+n) {
+		return r.fail(i, "live blocks remain in the range before it was mapped")
+	}
+	end := sg.end()
+	var right *rseg
+	if a+n < end {
+		right = &rseg{addr: a + n, size: end - (a + n), stream: sg.stream, small: sg.small, expandable: true}
+		right.blocks = slices.Clone(sg.blocks[k:])
+		for _, b := range right.blocks {
+			b.seg = right
+		}
+	}
+	if a > sg.addr {
+		sg.size = a - sg.addr
+		sg.blocks = sg.blocks[:k:k]
+	} else {
+		r.segs = slices.Delete(r.segs, si, si+1)
+	}
+	if right != nil {
+		r.insertSeg(right)
+	}
+	return nil
+}
+
+// undoUnmap: the range was mapped before; it rejoins the runs it touches.
+func (r *recon) undoUnmap(i int, e *TraceEntry) error {
+	a, n := e.Addr, e.Size
+	if n <= 0 || n > maxBytes || a < 0 || a >= maxAddr {
+		return r.fail(i, "address or size %d out of range", n)
+	}
+	if r.overlaps(a, n) {
+		return r.fail(i, "the unmapped range is still mapped at that point")
+	}
+	var left, right *rseg
+	if li := r.segIndex(a - 1); li >= 0 {
+		if s := r.segs[li]; s.expandable && s.end() == a && s.stream == e.Stream {
+			left = s
+		}
+	}
+	if ri := r.segIndex(a + n); ri >= 0 {
+		if s := r.segs[ri]; s.expandable && s.addr == a+n && s.stream == e.Stream {
+			right = s
+		}
+	}
+	if left != nil && right != nil && left.small != right.small {
+		right = nil
+	}
+	switch {
+	case left != nil:
+		left.size += n
+		if right != nil {
+			left.size += right.size
+			for _, b := range right.blocks {
+				b.seg = left
+			}
+			left.blocks = append(left.blocks, right.blocks...)
+			r.removeSeg(right)
+		}
+	case right != nil:
+		right.addr = a
+		right.size += n
+	default:
+		// A run of its own: the page size tells the pool when it can
+		// (large-pool pages are 20 MiB, small-pool pages 2 MiB, §1.10).
+		small := n%torchlike.LargeBuffer != 0
+		if !small {
+			r.note(i, "pool of the %d-byte unmapped run is unknown; taken as large", n)
+		}
+		r.insertSeg(&rseg{addr: a, size: n, stream: e.Stream, small: small, expandable: true})
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"membench/torchlike"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"membench/traces"
+)
+
+// The snapshot's two encodings are detected by traces (from the content
+// alone, as every format) and decoded here.
+func init() {
+	traces.RegisterFormat(traces.FormatSnapshotPickle, openSnapshot)
+	traces.RegisterFormat(traces.FormatSnapshotJSON, openSnapshot)
+}
+
+// openSnapshot reads a PyTorch memory snapshot (a pickle as
+// torch.cuda.memory._dump_snapshot writes it, or the JSON dump of the same
+// dict) and serves the events of one device's trace.
+//
+// The device is opts.Device, or with -1 the lowest device that has trace
+// entries (the lowest device with segments if none has). The stream starts
+// with one traces.OpAlloc for every block live before the first trace entry, in
+// address order, as InitialState reconstructs them from the final
+// segments (traces.Meta "warm_start"); then the trace: alloc → traces.OpAlloc on the
+// entry's stream; the entry that returns a block's memory to the allocator
+// → traces.OpFree (free_completed; or free_requested / free in a trace without
+// free_completed; see Role); oom and snapshot → traces.OpMark labelled
+// "oom" / "snapshot". free_requested entries that a free_completed follows
+// and segment_* entries (the allocator's own decisions) give no event.
+//
+// Every alloc gets a fresh id, sequential from 1 (addresses are reused).
+// Times are time_us minus the first entry's, in nanoseconds; the warm-start
+// allocs are at time 0 (traces.NoTime when the snapshot has no clock). Errors are
+// *traces.PosError values naming the file and, for the trace, the entry index in
+// device_traces[device].
+func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Reader, error) {
+	fail := func(event int, err error) (traces.Reader, error) {
+		return nil, &traces.PosError{File: name, Event: event, Err: err}
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	encoding := "pickle"
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				return fail(-1, errors.New("empty PyTorch snapshot"))
+			}
+			return fail(-1, err)
+		}
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
+			br.Discard(1)
+			continue
+		}
+		if b[0] == '{' || b[0] == '[' {
+			encoding = "json"
+		}
+		break
+	}
+	var snap *Snapshot
+	var err error
+	if encoding == "json" {
+		snap, err = DecodeJSON(br)
+	} else {
+		snap, err = DecodePickle(br)
+	}
+	if err != nil {
+		return fail(-1, err)
+	}
+
+	devs := snap.Devices()
+	dev := opts.Device
+	if dev < 0 {
+		dev = -1
+		for _, d := range devs {
+			if len(snap.Trace(d)) > 0 {
+				dev = d
+				break
+			}
+		}
+		if dev < 0 {
+			if len(devs) == 0 {
+				return fail(-1, errors.New("the PyTorch snapshot holds no segments and no trace entries"))
+			}
+			dev = devs[0]
+		}
+	} else if !slices.Contains(devs, dev) {
+		return fail(-1, fmt.Errorf("device %d is not in the PyTorch snapshot (devices present: %s)", dev, joinDevices(devs)))
+	}
+
+	layout, err := snap.InitialState(dev)
+	if err != nil {
+		var ee *EntryError
+		if errors.As(err, &ee) {
+			if errors.Is(err, ErrFreeNotLive) {
+				return fail(ee.Entry, fmt.Errorf("%w (%w)", err, traces.ErrUnknownID))
+			}
+			return fail(ee.Entry, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
+		}
+		return fail(-1, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
+	}
+
+	sr := &snapshotReader{
+		name:   name,
+		trace:  snap.Trace(dev),
+		roles:  layout.Roles,
+		live:   make(map[int64]uint64),
+		nextID: 1,
+		t0:     traces.NoTime,
+	}
+	for _, e := range sr.trace {
+		if e.TimeUS != 0 {
+			sr.t0 = e.TimeUS
+			break
+		}
+	}
+	initTime := traces.NoTime
+	if sr.t0 != traces.NoTime {
+		initTime = 0
+	}
+	for _, sg := range layout.Segments {
+		for _, b := range sg.Blocks {
+			if b.RequestedSize <= 0 || b.RequestedSize > traces.MaxSize {
+				// A block allocated before the trace with no recorded
+				// request: replay it with the size it occupies.
+				if b.Size <= 0 || b.Size > traces.MaxSize {
+					return fail(-1, fmt.Errorf("warm-start block at %#x: size %d: %w", b.Address, b.Size, traces.ErrBadSize))
+				}
+				b.RequestedSize = b.Size
+			}
+			sr.init = append(sr.init, traces.Event{Op: traces.OpAlloc, ID: sr.nextID, Size: b.RequestedSize, Stream: sg.Stream, Time: initTime})
+			sr.live[b.Address] = sr.nextID
+			sr.nextID++
+		}
+	}
+	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
+	return sr, nil
+}
+
+func joinDevices(devs []int) string {
+	if len(devs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(devs))
+	for i, d := range devs {
+		parts[i] = strconv.Itoa(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+// actionCounts lists how many entries of each action the trace has, in
+// name order: the figures a snapshot's own description gives.
+func actionCounts(tr []TraceEntry) string {
+	counts := map[string]int{}
+	for _, e := range tr {
+		counts[e.Action]++
+	}
+	names := make([]string, 0, len(counts))
+	for a := range counts {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, a := range names {
+		parts[i] = fmt.Sprintf("%s %d", a, counts[a])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recordedPeakReserved is the peak of the bytes the recorded allocator
+// held: the reserved bytes at the first entry plus every segment event.
+func recordedPeakReserved(tr []TraceEntry, l *Layout) int64 {
+	var r int64
+	for _, s := range l.Segments {
+		r += s.Size
+	}
+	peak := r
+	for _, e := range tr {
+		switch e.Action {
+		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
+			r += e.Size
+		case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap:
+			r -= e.Size
+		}
+		peak = max(peak, r)
+	}
+	return peak
+}
+
+func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layout, sr *snapshotReader) traces.Meta {
+	m := traces.Meta{
+		{Key: "format", Value: "pytorch-snapshot"},
+		{Key: "encoding", Value: encoding},
+		{Key: "device", Value: strconv.Itoa(dev)},
+		{Key: "devices", Value: joinDevices(devs)},
+		{Key: "entries", Value: strconv.Itoa(len(sr.trace))},
+		{Key: "entry-actions", Value: actionCounts(sr.trace)},
+		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(sr.trace, l), 10)},
+		{Key: "ids", Value: "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
+	}
+	if sr.t0 != traces.NoTime {
+		m = append(m, traces.KV{Key: "time-origin-us", Value: strconv.FormatInt(sr.t0, 10) + " (time_us of the first entry; event times count from it)"})
+	}
+	if n := l.NumBlocks(); n > 0 {
+		m = append(m, traces.KV{Key: "warm_start", Value: fmt.Sprintf("%d blocks", n)})
+	}
+	if n := len(l.Segments); n > 0 {
+		m = append(m, traces.KV{Key: "warm_start_segments", Value: strconv.Itoa(n)})
+	}
+	if n := l.UncertainSizes(); n > 0 {
+		m = append(m, traces.KV{Key: "warm_start_uncertain_sizes", Value: fmt.Sprintf("%d blocks may own up to 1 MiB of unsplit remainder", n)})
+	}
+	if as := l.AssumedEntries(); len(as) > 0 {
+		m = append(m, traces.KV{Key: "reconstruction_assumptions", Value: fmt.Sprintf("%d entries, first %d: %s", len(as), l.Assumptions[0].Entry, l.Assumptions[0].Note)})
+	}
+	if st := snap.Settings; st != nil {
+		keys := make([]string, 0, len(st.Raw))
+		for k := range st.Raw {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			m = append(m, traces.KV{Key: "torch." + snapMetaKey(k), Value: snapMetaValue(st.Raw[k])})
+		}
+	}
+	return m
+}
+
+// snapMetaKey and snapMetaValue keep snapshot text writable as a native meta line.
+func snapMetaKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, k)
+}
+
+func snapMetaValue(v string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+}
+
+// snapshotReader serves the events of one device's trace.
+type snapshotReader struct {
+	name   string
+	meta   traces.Meta
+	init   []traces.Event // allocs of the blocks live before the first entry
+	trace  []TraceEntry
+	roles  []Role
+	next   int // next init event, then len(init) + next entry
+	live   map[int64]uint64
+	nextID uint64
+	t0     int64 // time_us origin, or NoTime
+	err    error // sticky
+}
+
+func (r *snapshotReader) Meta() traces.Meta { return r.meta }
+func (r *snapshotReader) Close() error      { return nil }
+
+// Name returns the name the reader was given (the file name for Open).
+func (r *snapshotReader) Name() string { return r.name }
+
+func (r *snapshotReader) time(us int64) int64 {
+	if r.t0 == traces.NoTime {
+		return traces.NoTime
+	}
+	if us <= r.t0 {
+		return 0
+	}
+	d := uint64(us) - uint64(r.t0)
+	if d > math.MaxInt64/1000 {
+		return math.MaxInt64 / 1000 * 1000
+	}
+	return int64(d) * 1000
+}
+
+func (r *snapshotReader) Next() (traces.Event, error) {
+	if r.err != nil {
+		return traces.Event{}, r.err
+	}
+	if r.next < len(r.init) {
+		r.next++
+		return r.init[r.next-1], nil
+	}
+	for {
+		i := r.next - len(r.init)
+		if i >= len(r.trace) {
+			return traces.Event{}, io.EOF
+		}
+		r.next++
+		e := &r.trace[i]
+		switch r.roles[i] {
+		case RoleAlloc:
+			if e.Size <= 0 || e.Size > traces.MaxSize {
+				return r.fail(i, fmt.Errorf("alloc of %d bytes at %#x: %w", e.Size, e.Addr, traces.ErrBadSize))
+			}
+			if id, ok := r.live[e.Addr]; ok {
+				return r.fail(i, fmt.Errorf("alloc at %#x, where id %d is still live: %w", e.Addr, id, traces.ErrLiveID))
+			}
+			id := r.nextID
+			r.nextID++
+			r.live[e.Addr] = id
+			return traces.Event{Op: traces.OpAlloc, ID: id, Size: e.Size, Stream: e.Stream, Time: r.time(e.TimeUS)}, nil
+		case RoleFree:
+			id, ok := r.live[e.Addr]
+			if !ok {
+				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, traces.ErrUnknownID))
+			}
+			delete(r.live, e.Addr)
+			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
+		case RoleNone:
+			switch e.Action {
+			case torchlike.ActionOOM, torchlike.ActionSnapshot:
+				return traces.Event{Op: traces.OpMark, Label: e.Action, Time: r.time(e.TimeUS)}, nil
+			}
+		}
+	}
+}
+
+func (r *snapshotReader) fail(entry int, err error) (traces.Event, error) {
+	r.err = &traces.PosError{File: r.name, Event: entry, Err: err}
+	return traces.Event{}, r.err
+}

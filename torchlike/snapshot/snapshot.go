@@ -1,0 +1,560 @@
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"math/bits"
+	"membench/torchlike"
+	"slices"
+	"strconv"
+	"strings"
+
+	"membench/internal/pickle"
+)
+
+// Snapshot is a PyTorch CUDA memory snapshot (allocator-spec.md §1.12)
+// without its stack frames.
+type Snapshot struct {
+	Segments     []Segment      // final layout, every device, in file order
+	DeviceTraces [][]TraceEntry // DeviceTraces[d] is device d's trace, oldest first
+	Settings     *Settings      // nil when the snapshot has no allocator_settings
+}
+
+// Settings is the snapshot's allocator_settings.
+type Settings struct {
+	PYTORCH_CUDA_ALLOC_CONF    string
+	MaxSplitSize               int64 // bytes; -1 = unlimited
+	GarbageCollectionThreshold float64
+	ExpandableSegments         bool
+	// RoundupPower2Divisions[i] is the division count for sizes in
+	// [2^i MiB, 2^(i+1) MiB) (slot 0 also covers everything below 1 MiB),
+	// from the keys "1", "2", ... "32768" (MiB boundaries); 0 = none.
+	RoundupPower2Divisions [16]int64
+	// Raw holds every allocator_settings key with its value as text, for
+	// metadata (nested dicts as {k: v, ...}).
+	Raw map[string]string
+}
+
+// Segment is one cudaMalloc'd segment, or one contiguous mapped run of an
+// expandable segment.
+type Segment struct {
+	Device        int
+	Address       int64
+	TotalSize     int64
+	AllocatedSize int64
+	ActiveSize    int64
+	RequestedSize int64
+	Stream        int64
+	SegmentType   string // "large" or "small"
+	IsExpandable  bool
+	PrivatePool   bool    // segment_pool_id ≠ (0, 0): a CUDA graph's or MemPool's private pool
+	Blocks        []Block // in address order, covering the segment
+}
+
+// Block is one block of a segment.
+type Block struct {
+	Address       int64
+	Size          int64
+	RequestedSize int64
+	State         string // "active_allocated", "active_pending_free" or "inactive"
+}
+
+// Block states.
+const (
+	StateActiveAllocated   = "active_allocated"
+	StateActivePendingFree = "active_pending_free"
+	StateInactive          = "inactive"
+)
+
+// TraceEntry is one entry of a device trace.
+type TraceEntry struct {
+	Action     string // alloc, free_requested, free_completed, segment_alloc, ...
+	Addr       int64
+	Size       int64
+	Stream     int64
+	TimeUS     int64 // epoch microseconds; 0 when the snapshot has no clock
+	DeviceFree int64 // oom only
+}
+
+// Decode reads a snapshot: a pickle as written by
+// torch.cuda.memory._dump_snapshot, or the JSON dump of the same dict
+// (recognized by a first non-blank byte of '{' or '[').
+func Decode(r io.Reader) (*Snapshot, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				return nil, errors.New("torchsnap: empty input")
+			}
+			return nil, fmt.Errorf("torchsnap: %w", err)
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			br.Discard(1)
+			continue
+		case '{', '[':
+			return DecodeJSON(br)
+		}
+		break
+	}
+	return DecodePickle(br)
+}
+
+// DecodePickle reads a snapshot pickle. Opcodes that would build objects
+// or call code are refused (see package pickle).
+func DecodePickle(r io.Reader) (*Snapshot, error) {
+	v, err := pickle.Decode(r)
+	if err != nil {
+		return nil, fmt.Errorf("torchsnap: %w", err)
+	}
+	return FromValue(v)
+}
+
+// FromValue builds a Snapshot from a decoded pickle (or JSON) value: a dict
+// with segments, device_traces and optionally allocator_settings, or (as
+// torch.cuda.memory_snapshot() returns) a bare list of segments.
+func FromValue(v any) (*Snapshot, error) {
+	s := &Snapshot{}
+	var segs, traces, settings any
+	switch v := v.(type) {
+	case *pickle.Dict:
+		var okS, okT bool
+		segs, okS = v.Get("segments")
+		traces, okT = v.Get("device_traces")
+		settings, _ = v.Get("allocator_settings")
+		if !okS && !okT {
+			return nil, errors.New("torchsnap: not a memory snapshot: the dict has neither segments nor device_traces")
+		}
+	case *pickle.List, pickle.Tuple:
+		segs = v
+	default:
+		return nil, fmt.Errorf("torchsnap: not a memory snapshot: top level is %s, want dict", pickle.TypeName(v))
+	}
+	if segs != nil {
+		items, err := seq(segs)
+		if err != nil {
+			return nil, fmt.Errorf("torchsnap: segments: %w", err)
+		}
+		s.Segments = make([]Segment, len(items))
+		for i, x := range items {
+			if err := decodeSegment(&s.Segments[i], x); err != nil {
+				return nil, fmt.Errorf("torchsnap: segments[%d]%w", i, err)
+			}
+		}
+	}
+	if traces != nil {
+		devs, err := seq(traces)
+		if err != nil {
+			return nil, fmt.Errorf("torchsnap: device_traces: %w", err)
+		}
+		s.DeviceTraces = make([][]TraceEntry, len(devs))
+		for d, x := range devs {
+			entries, err := seq(x)
+			if err != nil {
+				return nil, fmt.Errorf("torchsnap: device_traces[%d]: %w", d, err)
+			}
+			tr := make([]TraceEntry, len(entries))
+			for i, e := range entries {
+				if err := decodeEntry(&tr[i], e); err != nil {
+					return nil, fmt.Errorf("torchsnap: device_traces[%d][%d]%w", d, i, err)
+				}
+			}
+			s.DeviceTraces[d] = tr
+		}
+	}
+	if settings != nil {
+		st, err := decodeSettings(settings)
+		if err != nil {
+			return nil, fmt.Errorf("torchsnap: allocator_settings%w", err)
+		}
+		s.Settings = st
+	}
+	return s, nil
+}
+
+// Devices returns the devices that have segments or trace entries, sorted.
+func (s *Snapshot) Devices() []int {
+	var out []int
+	for _, sg := range s.Segments {
+		out = append(out, sg.Device)
+	}
+	for d, tr := range s.DeviceTraces {
+		if len(tr) > 0 {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Trace returns device d's trace entries (nil if it has none).
+func (s *Snapshot) Trace(d int) []TraceEntry {
+	if d < 0 || d >= len(s.DeviceTraces) {
+		return nil
+	}
+	return s.DeviceTraces[d]
+}
+
+// fieldError is a schema error below a path; the path is prefixed by the
+// callers as the error travels up, giving e.g.
+// "device_traces[0][17].size: want int, got str".
+type fieldError struct {
+	key string
+	msg string
+}
+
+func (e *fieldError) Error() string { return "." + e.key + ": " + e.msg }
+
+func wantGot(key, want string, v any) error {
+	return &fieldError{key, "want " + want + ", got " + pickle.TypeName(v)}
+}
+
+func seq(v any) ([]any, error) {
+	switch v := v.(type) {
+	case *pickle.List:
+		return v.Items, nil
+	case pickle.Tuple:
+		return v, nil
+	}
+	return nil, fmt.Errorf("want list, got %s", pickle.TypeName(v))
+}
+
+func asDict(v any) (*pickle.Dict, error) {
+	d, ok := v.(*pickle.Dict)
+	if !ok {
+		return nil, fmt.Errorf(": want dict, got %s", pickle.TypeName(v))
+	}
+	return d, nil
+}
+
+// getInt reads an int field; def is used when the key is absent. A None
+// value counts as absent (newer writers emit None for unknown fields).
+func getInt(d *pickle.Dict, key string, def int64, required bool) (int64, error) {
+	v, ok := d.Get(key)
+	if !ok || v == nil {
+		if required {
+			return 0, &fieldError{key, "missing"}
+		}
+		return def, nil
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, nil
+	case *big.Int:
+		return 0, &fieldError{key, "int " + n.String() + " does not fit in 64 bits"}
+	}
+	return 0, wantGot(key, "int", v)
+}
+
+func getStr(d *pickle.Dict, key, def string, required bool) (string, error) {
+	v, ok := d.Get(key)
+	if !ok || v == nil {
+		if required {
+			return "", &fieldError{key, "missing"}
+		}
+		return def, nil
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return "", wantGot(key, "str", v)
+}
+
+func getBool(d *pickle.Dict, key string) (bool, error) {
+	v, ok := d.Get(key)
+	if !ok || v == nil {
+		return false, nil
+	}
+	switch b := v.(type) {
+	case bool:
+		return b, nil
+	case int64:
+		if b == 0 || b == 1 {
+			return b == 1, nil
+		}
+	}
+	return false, wantGot(key, "bool", v)
+}
+
+func getFloat(d *pickle.Dict, key string) (float64, error) {
+	v, ok := d.Get(key)
+	if !ok || v == nil {
+		return 0, nil
+	}
+	switch f := v.(type) {
+	case float64:
+		return f, nil
+	case int64:
+		return float64(f), nil
+	}
+	return 0, wantGot(key, "float", v)
+}
+
+func decodeSegment(sg *Segment, v any) error {
+	d, err := asDict(v)
+	if err != nil {
+		return err
+	}
+	dev, err := getInt(d, "device", 0, false)
+	if err != nil {
+		return err
+	}
+	if dev < 0 || dev > 1<<20 {
+		return &fieldError{"device", fmt.Sprintf("device %d out of range", dev)}
+	}
+	sg.Device = int(dev)
+	if sg.Address, err = getInt(d, "address", 0, true); err != nil {
+		return err
+	}
+	if sg.TotalSize, err = getInt(d, "total_size", 0, true); err != nil {
+		return err
+	}
+	if sg.AllocatedSize, err = getInt(d, "allocated_size", 0, false); err != nil {
+		return err
+	}
+	if sg.ActiveSize, err = getInt(d, "active_size", 0, false); err != nil {
+		return err
+	}
+	if sg.RequestedSize, err = getInt(d, "requested_size", 0, false); err != nil {
+		return err
+	}
+	if sg.Stream, err = getInt(d, "stream", 0, false); err != nil {
+		return err
+	}
+	if sg.IsExpandable, err = getBool(d, "is_expandable"); err != nil {
+		return err
+	}
+	// segment_pool_id is (0, 0) for the default pools; anything else is a
+	// private pool (CUDA graphs, torch.cuda.MemPool).
+	if pv, ok := d.Get("segment_pool_id"); ok && pv != nil {
+		if t, ok := pv.(pickle.Tuple); ok && len(t) == 2 {
+			a, _ := t[0].(int64)
+			b, _ := t[1].(int64)
+			sg.PrivatePool = a != 0 || b != 0
+		} else if l, ok := pv.(*pickle.List); ok && len(l.Items) == 2 {
+			a, _ := l.Items[0].(int64)
+			b, _ := l.Items[1].(int64)
+			sg.PrivatePool = a != 0 || b != 0
+		}
+	}
+	def := "large"
+	if sg.TotalSize == torchlike.SmallBuffer && !sg.IsExpandable {
+		def = "small"
+	}
+	if sg.SegmentType, err = getStr(d, "segment_type", def, false); err != nil {
+		return err
+	}
+	bv, ok := d.Get("blocks")
+	if !ok || bv == nil {
+		return nil
+	}
+	items, err := seq(bv)
+	if err != nil {
+		return &fieldError{"blocks", err.Error()}
+	}
+	sg.Blocks = make([]Block, len(items))
+	next := sg.Address // old snapshots give no block addresses: blocks tile the segment
+	for i, x := range items {
+		b := &sg.Blocks[i]
+		bd, err := asDict(x)
+		if err == nil {
+			b.Address, err = getInt(bd, "address", next, false)
+		}
+		if err == nil {
+			b.Size, err = getInt(bd, "size", 0, true)
+		}
+		if err == nil {
+			b.RequestedSize, err = getInt(bd, "requested_size", b.Size, false)
+		}
+		if err == nil {
+			b.State, err = getStr(bd, "state", "", true)
+		}
+		if err != nil {
+			return fmt.Errorf(".blocks[%d]%w", i, err)
+		}
+		next = b.Address + b.Size
+	}
+	return nil
+}
+
+func decodeEntry(e *TraceEntry, v any) error {
+	d, err := asDict(v)
+	if err != nil {
+		return err
+	}
+	if e.Action, err = getStr(d, "action", "", true); err != nil {
+		return err
+	}
+	if e.Addr, err = getInt(d, "addr", 0, false); err != nil {
+		return err
+	}
+	if e.Size, err = getInt(d, "size", 0, false); err != nil {
+		return err
+	}
+	if e.Stream, err = getInt(d, "stream", 0, false); err != nil {
+		return err
+	}
+	if e.TimeUS, err = getInt(d, "time_us", 0, false); err != nil {
+		return err
+	}
+	if e.DeviceFree, err = getInt(d, "device_free", 0, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+func decodeSettings(v any) (*Settings, error) {
+	d, err := asDict(v)
+	if err != nil {
+		return nil, err
+	}
+	st := &Settings{MaxSplitSize: -1, Raw: make(map[string]string, d.Len())}
+	for k, x := range d.All() {
+		st.Raw[formatValue(k, 0)] = formatValue(x, 0)
+	}
+	if st.PYTORCH_CUDA_ALLOC_CONF, err = getStr(d, "PYTORCH_CUDA_ALLOC_CONF", "", false); err != nil {
+		return nil, err
+	}
+	if v, ok := d.Get("max_split_size"); ok {
+		// SIZE_MAX ("unlimited") may be written as the unsigned value.
+		if n, isBig := v.(*big.Int); isBig && n.Cmp(new(big.Int).SetUint64(1<<64-1)) == 0 {
+			d.Set("max_split_size", int64(-1))
+		}
+	}
+	if st.MaxSplitSize, err = getInt(d, "max_split_size", -1, false); err != nil {
+		return nil, err
+	}
+	if st.MaxSplitSize < 0 {
+		st.MaxSplitSize = -1 // SIZE_MAX written as int64
+	}
+	if st.GarbageCollectionThreshold, err = getFloat(d, "garbage_collection_threshold"); err != nil {
+		return nil, err
+	}
+	if st.ExpandableSegments, err = getBool(d, "expandable_segments"); err != nil {
+		return nil, err
+	}
+	rv, ok := d.Get("roundup_power2_divisions")
+	if !ok || rv == nil {
+		return st, nil
+	}
+	const key = "roundup_power2_divisions"
+	switch r := rv.(type) {
+	case *pickle.Dict:
+		for k, x := range r.All() {
+			var mb int64
+			switch k := k.(type) {
+			case string:
+				mb, err = strconv.ParseInt(k, 10, 64)
+				if err != nil {
+					return nil, &fieldError{key, fmt.Sprintf("key %q is not a MiB boundary", k)}
+				}
+			case int64:
+				mb = k
+			default:
+				return nil, &fieldError{key, "key: want str, got " + pickle.TypeName(k)}
+			}
+			if mb <= 0 || mb&(mb-1) != 0 || mb > 1<<15 {
+				return nil, &fieldError{key, fmt.Sprintf("key %d is not a power-of-two MiB boundary in 1..32768", mb)}
+			}
+			n, ok := x.(int64)
+			if !ok {
+				return nil, &fieldError{fmt.Sprintf("%s[%q]", key, formatValue(k, 0)), "want int, got " + pickle.TypeName(x)}
+			}
+			if n < 0 || n > 1<<20 {
+				return nil, &fieldError{key, fmt.Sprintf("division count %d out of range", n)}
+			}
+			st.RoundupPower2Divisions[bits.TrailingZeros64(uint64(mb))] = n
+		}
+	case *pickle.List, pickle.Tuple:
+		items, _ := seq(r)
+		if len(items) > 16 {
+			return nil, &fieldError{key, fmt.Sprintf("%d slots, want at most 16", len(items))}
+		}
+		for i, x := range items {
+			n, ok := x.(int64)
+			if !ok {
+				return nil, &fieldError{fmt.Sprintf("%s[%d]", key, i), "want int, got " + pickle.TypeName(x)}
+			}
+			if n < 0 || n > 1<<20 {
+				return nil, &fieldError{key, fmt.Sprintf("division count %d out of range", n)}
+			}
+			st.RoundupPower2Divisions[i] = n
+		}
+	default:
+		return nil, wantGot(key, "dict", rv)
+	}
+	return st, nil
+}
+
+// formatValue renders a settings value as text for metadata: Python-like,
+// with nested containers cut off below a small depth (pickles can be
+// cyclic).
+func formatValue(v any, depth int) string {
+	if depth > 4 {
+		return "..."
+	}
+	switch v := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		if v {
+			return "True"
+		}
+		return "False"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case *big.Int:
+		return v.String()
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	case []byte:
+		return fmt.Sprintf("%q", v)
+	case *pickle.List:
+		return formatSeq("[", v.Items, "]", depth)
+	case pickle.Tuple:
+		return formatSeq("(", v, ")", depth)
+	case *pickle.Dict:
+		var b strings.Builder
+		b.WriteByte('{')
+		i := 0
+		for k, x := range v.All() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i == 64 {
+				b.WriteString("...")
+				break
+			}
+			b.WriteString(formatValue(k, depth+1))
+			b.WriteString(": ")
+			b.WriteString(formatValue(x, depth+1))
+			i++
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+func formatSeq(open string, items []any, close string, depth int) string {
+	var b strings.Builder
+	b.WriteString(open)
+	for i, x := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == 64 {
+			b.WriteString("...")
+			break
+		}
+		b.WriteString(formatValue(x, depth+1))
+	}
+	b.WriteString(close)
+	return b.String()
+}

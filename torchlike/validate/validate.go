@@ -1,0 +1,805 @@
+package validate
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"membench/strategies"
+	"membench/torchlike"
+	"membench/torchlike/snapshot"
+	"membench/traces"
+)
+
+// Options tune Validate.
+type Options struct {
+	// Devices to validate; nil means every device in the snapshot.
+	Devices []int
+	// Capacity is the device memory the allocator could obtain, used when
+	// the trace records no OOM to infer it from; 0 means unlimited.
+	Capacity int64
+	// Check runs the model's invariant checker after every entry (tests).
+	Check bool
+}
+
+// SegEvent is one allocator decision as a snapshot records it: the
+// sequence `membench validate` compares.
+type SegEvent struct {
+	Action string
+	Addr   int64 // the address, or for oom the device's free bytes
+	Size   int64
+	Entry  int // index in the device's trace (recorded events only)
+}
+
+func (e SegEvent) String() string {
+	if e.Action == "oom" {
+		return fmt.Sprintf("oom %d (device free %d)", e.Size, e.Addr)
+	}
+	return fmt.Sprintf("%s %d @%#x", e.Action, e.Size, e.Addr)
+}
+
+// DeviceReport is the outcome of validating one device.
+type DeviceReport struct {
+	Device       int
+	Entries      int
+	Counts       map[string]int
+	Start        string // how the layout at the first entry was obtained
+	Settings     string
+	Capacity     int64 // 0: unlimited
+	CapacityFrom string
+	EmptyCache   int // inferred torch.cuda.empty_cache() calls
+	// UnknownActions counts trace entries whose action this version does
+	// not know (a newer PyTorch's); they are skipped and reported.
+	UnknownActions map[string]int
+	// InferredFailures counts device mallocs that must have failed for
+	// the recording to make sense although no OOM was recorded (the
+	// device was fuller than modelled; see resolveBurst).
+	InferredFailures int
+	Compared         int // segment events that agree before the first divergence
+	Recorded         []SegEvent
+	Simulated        []SegEvent
+	Diverged         bool
+	DivergeAt        int // index into Recorded/Simulated
+	DivergeEntry     int // trace entry being replayed when it was seen
+	Note             string
+	PeakSimulated    int64
+	PeakRecorded     int64
+	AddrMismatches   int // allocations placed elsewhere than recorded (diagnostic)
+}
+
+// Agree reports exact agreement: every segment event and OOM in order,
+// with the same action and size.
+func (r *DeviceReport) Agree() bool { return !r.Diverged }
+
+// Validate replays the recorded requests of a PyTorch memory snapshot
+// through torchlike, configured from the snapshot's own allocator
+// settings, device by device, and compares the allocator's decisions
+// (segment_alloc, segment_free, segment_map, segment_unmap, oom) with the
+// recorded ones.
+//
+// Three things a snapshot does not say are inferred, and each is reported:
+// the layout when recording began (undone backwards from the final
+// segments by torchsnap), the device's capacity (from a recorded OOM:
+// reserved bytes plus the device's free bytes at that moment), and calls
+// to torch.cuda.empty_cache() (a burst of segment frees that the next
+// allocation does not explain). While the simulation agrees, new segments
+// take the addresses the recording reports, so that best-fit ties between
+// segments break as they did on the real device.
+func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
+	devs := opts.Devices
+	if devs == nil {
+		devs = snap.Devices()
+	}
+	present := map[int]bool{}
+	for _, d := range snap.Devices() {
+		present[d] = true
+	}
+	var out []*DeviceReport
+	for _, d := range devs {
+		if !present[d] {
+			return nil, fmt.Errorf("device %d is not in the snapshot (devices: %v)", d, snap.Devices())
+		}
+		r, err := validateDevice(snap, d, opts, false)
+		if err != nil {
+			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		if !r.Agree() && hasDivisionOne(snap.Settings) {
+			// PyTorch before 2.4 left sizes unrounded where a division
+			// count is 1; the snapshot does not say which version
+			// recorded it, so that reading is tried too.
+			if legacy, err := validateDevice(snap, d, opts, true); err == nil && legacy.Agree() {
+				r = legacy
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func configFromSettings(s *snapshot.Settings) (torchlike.Config, string) {
+	cfg := torchlike.DefaultConfig()
+	if s == nil {
+		return cfg, "no allocator_settings recorded: PyTorch defaults"
+	}
+	if s.MaxSplitSize > 0 {
+		cfg.MaxSplitSize = s.MaxSplitSize
+	}
+	cfg.GCThreshold = s.GarbageCollectionThreshold
+	cfg.ExpandableSegments = s.ExpandableSegments
+	cfg.Divisions = s.RoundupPower2Divisions
+	desc := fmt.Sprintf("max_split_size=%d garbage_collection_threshold=%g expandable_segments=%t roundup_power2_divisions=%v",
+		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
+	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
+		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", s.PYTORCH_CUDA_ALLOC_CONF)
+		// Knobs the structured fields do not carry are only in the
+		// recorded string: take them from there.
+		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err == nil {
+			if conf, err := torchlike.ParseConfig(sp); err == nil {
+				cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
+				cfg.LargeSegmentSize = conf.LargeSegmentSize
+				if conf.FractionSet {
+					cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
+				}
+			} else {
+				desc += fmt.Sprintf(" [conf string not fully understood: %v]", err)
+			}
+		}
+	}
+	return cfg, desc
+}
+
+func isSegEvent(a string) bool {
+	switch a {
+	case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
+		return true
+	}
+	return false
+}
+
+func segDelta(e snapshot.TraceEntry) int64 {
+	switch e.Action {
+	case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
+		return e.Size
+	case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap:
+		return -e.Size
+	}
+	return 0
+}
+
+func hasDivisionOne(s *snapshot.Settings) bool {
+	if s == nil {
+		return false
+	}
+	for _, v := range s.RoundupPower2Divisions {
+		if v == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup bool) (*DeviceReport, error) {
+	tr := snap.Trace(d)
+	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, UnknownActions: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
+	cfg, desc := configFromSettings(snap.Settings)
+	if legacyRoundup {
+		cfg.LegacyRoundup = true
+		desc += "; rounding as PyTorch before 2.4 (a division count of 1 leaves sizes unrounded), the only reading that agrees"
+	}
+	rep.Settings = desc
+	hasCompleted := false
+	var maxAddr int64
+	for _, e := range tr {
+		rep.Counts[e.Action]++
+		hasCompleted = hasCompleted || e.Action == torchlike.ActionFreeCompleted
+		maxAddr = max(maxAddr, e.Addr)
+	}
+	for _, s := range snap.Segments {
+		maxAddr = max(maxAddr, s.Address+s.TotalSize)
+	}
+
+	for _, sg := range snap.Segments {
+		if sg.Device == d && sg.PrivatePool {
+			rep.Note = "the snapshot has segments in private pools (CUDA graphs or torch.cuda.MemPool), which the model does not have: expect a divergence"
+			break
+		}
+	}
+	layout, err := snap.Reconstruct(d, snapshot.LayoutOptions{LegacyRoundup: legacyRoundup})
+	if err != nil {
+		return nil, fmt.Errorf("reconstructing the layout at the first trace entry: %w", err)
+	}
+	var startReserved int64
+	nBlocks := 0
+	for _, s := range layout.Segments {
+		startReserved += s.Size
+		nBlocks += len(s.Blocks)
+	}
+	if len(layout.Segments) == 0 {
+		rep.Start = "cold start: no memory held when recording began"
+	} else {
+		rep.Start = fmt.Sprintf("warm start: seeded with %d segments (%d B reserved) and %d live blocks, reconstructed by undoing the trace from the final segments", len(layout.Segments), startReserved, nBlocks)
+	}
+
+	// recReserved[k] is the recorded reserved bytes just before entry k.
+	recReserved := make([]int64, len(tr)+1)
+	recReserved[0] = startReserved
+	for k, e := range tr {
+		recReserved[k+1] = recReserved[k] + segDelta(e)
+	}
+	// Capacity: from the first recorded OOM, else the user's, else unlimited.
+	for k, e := range tr {
+		if e.Action == torchlike.ActionOOM {
+			rep.Capacity = recReserved[k] + e.DeviceFree
+			rep.CapacityFrom = fmt.Sprintf("inferred from the recorded oom: reserved %d B + device free %d B", recReserved[k], e.DeviceFree)
+			break
+		}
+	}
+	if rep.Capacity == 0 && opts.Capacity > 0 {
+		rep.Capacity, rep.CapacityFrom = opts.Capacity, fmt.Sprintf("%d B (--capacity)", opts.Capacity)
+	}
+	if rep.Capacity == 0 {
+		rep.CapacityFrom = "unlimited (no oom recorded; set --capacity to model one)"
+	}
+	capacity := rep.Capacity
+	if capacity == 0 {
+		capacity = 1 << 50
+	}
+	dev := strategies.Device{Name: "snapshot", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
+	if cfg.FractionSet {
+		if rep.Capacity == 0 {
+			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --capacity")
+		}
+		rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B", capacity)
+	}
+	mem := strategies.NewMemory(&dev)
+	// Fallback addresses start well above every recorded one.
+	mem.SetNextAddr((maxAddr>>30 + 1<<14) << 30)
+	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{}}
+	v.attach(torchlike.New(cfg, mem), mem)
+	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
+		return nil, err
+	}
+	for addr, h := range v.live {
+		v.addrOf[h] = addr
+	}
+	rep.PeakRecorded = startReserved
+	for k := 0; k < len(tr); k++ {
+		e := tr[k]
+		switch e.Action {
+		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
+			rep.PeakRecorded = max(rep.PeakRecorded, recReserved[k+1])
+			release := e.Action == torchlike.ActionSegmentFree || e.Action == torchlike.ActionSegmentUnmap
+			if release && len(v.sim) < len(v.rec)+1 && !rep.Diverged {
+				// A release the simulation has not made: the program
+				// called empty_cache(), or the next allocation's device
+				// malloc failed and its release path ran. Replay the
+				// readings on copies and keep the one that reproduces
+				// the recording up to that allocation.
+				next, _, err := v.resolveBurst(tr, k, recReserved, false)
+				if err != nil {
+					return nil, err
+				}
+				v = next
+				k = v.resumeAt - 1
+				continue
+			}
+			v.rec = append(v.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
+		default:
+			if e.Action == torchlike.ActionFreeCompleted && !rep.Diverged && len(v.sim) <= len(v.rec) {
+				// Completions followed by releases are what a release
+				// path records first (synchronize_and_free_events):
+				// resolve them together with the releases.
+				m := k
+				for m < len(tr) && tr[m].Action == torchlike.ActionFreeCompleted {
+					m++
+				}
+				if m < len(tr) && (tr[m].Action == torchlike.ActionSegmentFree || tr[m].Action == torchlike.ActionSegmentUnmap) {
+					// If no reading with these completions left to the
+					// model reproduces the recording, they were plain
+					// frees: apply them and resolve the releases alone.
+					if next, ok, err := v.resolveBurst(tr, k, recReserved, true); err != nil {
+						return nil, err
+					} else if ok {
+						v = next
+						k = v.resumeAt - 1
+						continue
+					}
+				}
+			}
+			if err := v.drive(k, e, false); err != nil {
+				return nil, err
+			}
+		}
+		v.compare(k)
+		if opts.Check {
+			if err := v.a.Check(); err != nil {
+				return nil, fmt.Errorf("trace entry %d (%s): model invariant broken: %w", k, e.Action, err)
+			}
+		}
+	}
+	rep = v.rep
+	if !rep.Diverged && len(v.sim) != len(v.rec) {
+		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
+		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", len(v.rec), len(v.sim))
+	}
+	for i := range v.rec {
+		if i < len(v.sim) {
+			v.sim[i].Entry = v.rec[i].Entry
+		}
+	}
+	rep.Recorded, rep.Simulated = v.rec, v.sim
+	rep.PeakSimulated = v.mem.Peak()
+	return rep, nil
+}
+
+// replayer is one reading of a recording: the model's state, the live
+// blocks by recorded address, and the segment events simulated and
+// recorded so far. Competing readings of an ambiguous stretch run on
+// clones (see resolveBurst).
+type replayer struct {
+	rep          *DeviceReport
+	a            *torchlike.Allocator
+	mem          *strategies.Memory
+	live         map[int64]strategies.Handle
+	sim, rec     []SegEvent
+	checked      int
+	hasCompleted bool
+	resumeAt     int
+	deferred     []deferredFree // completions left to the model's release path
+	addrOf       map[strategies.Handle]int64
+	// autoCompleted holds addresses whose pending blocks the model's own
+	// synchronize_and_free_events completed; their recorded
+	// free_completed, if it comes later, has nothing left to do.
+	autoCompleted map[int64]bool
+}
+
+type deferredFree struct {
+	addr int64
+	h    strategies.Handle
+}
+
+// attach wires the allocator's trace and the device's address hook to
+// this replayer.
+func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
+	v.a, v.mem = a, mem
+	if v.addrOf == nil {
+		v.addrOf = map[strategies.Handle]int64{}
+	}
+	if v.autoCompleted == nil {
+		v.autoCompleted = map[int64]bool{}
+	}
+	a.OnComplete = func(h strategies.Handle) {
+		if addr, ok := v.addrOf[h]; ok {
+			delete(v.live, addr)
+			delete(v.addrOf, h)
+			v.autoCompleted[addr] = true
+		}
+	}
+	a.OnTrace = func(act string, addr, size, stream int64) {
+		v.sim = append(v.sim, SegEvent{Action: act, Addr: addr, Size: size, Entry: -1})
+	}
+	// While the simulation agrees, a new segment takes the address the
+	// recording gives it, so best-fit ties between segments break as
+	// they did on the real device.
+	mem.AddrHook = func(size int64) int64 {
+		i := len(v.sim)
+		if i >= len(v.rec) || v.rep.Diverged {
+			return 0
+		}
+		switch r := v.rec[i]; r.Action {
+		case torchlike.ActionSegmentAlloc:
+			if r.Size == size && !v.a.Overlaps(r.Addr, size) {
+				return r.Addr
+			}
+		case torchlike.ActionSegmentMap:
+			// A new expandable reservation starts where its first page
+			// is mapped.
+			if !v.a.Overlaps(r.Addr, r.Size) {
+				return r.Addr
+			}
+		}
+		return 0
+	}
+}
+
+func (v *replayer) clone() *replayer {
+	c := *v
+	rep := *v.rep
+	c.rep = &rep
+	mem := *v.mem
+	c.live = make(map[int64]strategies.Handle, len(v.live))
+	for k, h := range v.live {
+		c.live[k] = h
+	}
+	c.sim = append([]SegEvent(nil), v.sim...)
+	c.rec = append([]SegEvent(nil), v.rec...)
+	c.deferred = append([]deferredFree(nil), v.deferred...)
+	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
+	for h, a := range v.addrOf {
+		c.addrOf[h] = a
+	}
+	c.autoCompleted = make(map[int64]bool, len(v.autoCompleted))
+	for a := range v.autoCompleted {
+		c.autoCompleted[a] = true
+	}
+	c.attach(v.a.Clone(&mem), &mem)
+	return &c
+}
+
+func (v *replayer) diverge(at, entry int, note string) {
+	if !v.rep.Diverged {
+		v.rep.Diverged, v.rep.DivergeAt, v.rep.DivergeEntry = true, at, entry
+		if note != "" {
+			v.rep.Note = note
+		}
+	}
+}
+
+// divergeHere records a divergence found while replaying entry k: at the
+// first segment event that differs, if the events so far already do, else
+// at the first one the recording and the simulation do not share.
+func (v *replayer) divergeHere(k int, note string) {
+	v.compare(k)
+	if v.rep.Diverged {
+		if v.rep.DivergeEntry == k && v.rep.Note == "" {
+			v.rep.Note = note
+		}
+		return
+	}
+	v.diverge(v.checked, k, note)
+}
+
+// compare checks the simulated events against the recorded ones so far.
+func (v *replayer) compare(k int) {
+	n := min(len(v.sim), len(v.rec))
+	for ; v.checked < n && !v.rep.Diverged; v.checked++ {
+		s, r := v.sim[v.checked], v.rec[v.checked]
+		if s.Action != r.Action || s.Size != r.Size {
+			v.diverge(v.checked, k, "")
+			return
+		}
+		v.rep.Compared++
+	}
+}
+
+// drive replays one request of the recording. With deferCompleted, a
+// free_completed is not applied: the simulation's own release path will
+// complete the block (synchronize_and_free_events), as it did in reality.
+func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) error {
+	switch e.Action {
+	case torchlike.ActionAlloc:
+		if e.Size <= 0 || e.Size > traces.MaxSize {
+			return fmt.Errorf("trace entry %d: alloc of %d B: %w", k, e.Size, traces.ErrBadSize)
+		}
+		h, ok := v.a.Malloc(e.Size, e.Stream)
+		if !ok {
+			v.divergeHere(k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
+			return nil
+		}
+		if _, dup := v.live[e.Addr]; dup {
+			return fmt.Errorf("trace entry %d: alloc at %#x, which is already live", k, e.Addr)
+		}
+		v.live[e.Addr] = h
+		v.addrOf[h] = e.Addr
+		delete(v.autoCompleted, e.Addr)
+		if v.a.Addr(h) != e.Addr {
+			v.rep.AddrMismatches++
+		}
+	case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
+		h, ok := v.live[e.Addr]
+		if !ok {
+			if e.Action == torchlike.ActionFreeCompleted && v.autoCompleted[e.Addr] {
+				delete(v.autoCompleted, e.Addr)
+				return nil
+			}
+			if v.rep.Diverged {
+				return nil // the simulation failed this block's allocation
+			}
+			return fmt.Errorf("trace entry %d: %s of %#x, which is not live", k, e.Action, e.Addr)
+		}
+		switch {
+		case e.Action == torchlike.ActionFreeRequested && v.hasCompleted:
+			if !v.a.IsPending(h) { // a repeated free_requested changes nothing
+				v.a.FreeRequested(h)
+			}
+		case e.Action == torchlike.ActionFreeCompleted && deferCompleted:
+			v.deferred = append(v.deferred, deferredFree{e.Addr, h})
+		case e.Action == torchlike.ActionFreeCompleted:
+			if v.a.IsPending(h) {
+				v.a.FreeCompleted(h)
+			}
+			delete(v.live, e.Addr)
+			delete(v.addrOf, h)
+		default:
+			if e.Action == torchlike.ActionFreeRequested || !v.a.IsPending(h) {
+				v.a.Free(h)
+			} else {
+				v.a.FreeCompleted(h) // a legacy "free" of a block already requested
+			}
+			delete(v.live, e.Addr)
+			delete(v.addrOf, h)
+		}
+	case torchlike.ActionOOM:
+		if e.Size <= 0 || e.Size > traces.MaxSize {
+			return fmt.Errorf("trace entry %d: oom of %d B: %w", k, e.Size, traces.ErrBadSize)
+		}
+		v.rec = append(v.rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
+		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
+			v.a.Free(h)
+			v.divergeHere(k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
+		}
+	case torchlike.ActionSnapshot, torchlike.ActionUserDefined:
+	default:
+		v.rep.UnknownActions[e.Action]++
+	}
+	return nil
+}
+
+// resolveBurst handles recorded segment frees (or unmaps) starting at
+// entry k that the simulation did not produce. Three readings are tried,
+// each on a copy of the state, through the next allocation (or recorded
+// OOM) j; the first that reproduces the recorded segment events of
+// entries k..j exactly wins:
+//
+//  1. the allocation at j releases the memory itself: its device malloc
+//     fails on the modelled capacity (WouldRelease) — free_completed
+//     entries in between were recorded by its synchronize_and_free_events
+//     and are left to the model;
+//  2. the program called torch.cuda.empty_cache() at k;
+//  3. the device malloc at j failed because the device was fuller than
+//     modelled (another process, no OOM recorded): the capacity is taken,
+//     for that one allocation, as the recorded reserved bytes after the
+//     releases plus the segment that followed them, which makes the first
+//     attempt fail and the attempt after the same releases succeed.
+//
+// A program call is preferred to a failure nothing recorded, so 2 comes
+// before 3 (where both fit, they leave the same layout). When none
+// reproduces the recording, the second is kept and the comparison reports
+// the divergence.
+//
+// With fromCompletions, k is a run of free_completed entries before the
+// releases, and only reading 1 is tried, with those completions left to
+// the model's synchronize_and_free_events; ok reports whether it
+// reproduced the recording. (Reading 3 would fit a plain free followed by
+// empty_cache() too, and a program's call is preferred.)
+func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []int64, fromCompletions bool) (_ *replayer, ok bool, _ error) {
+	j := -1
+	for i := k; i < len(tr) && j < 0; i++ {
+		switch tr[i].Action {
+		case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap, torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap, torchlike.ActionFreeCompleted:
+		case torchlike.ActionAlloc, torchlike.ActionOOM:
+			j = i
+		default:
+			i = len(tr)
+		}
+	}
+	// window replays entries k..j on c, the burst's releases left to the
+	// model (and free_completed deferred) or, with emptyFirst, an
+	// empty_cache() call first.
+	window := func(c *replayer, emptyFirst, deferCompleted bool) error {
+		if emptyFirst {
+			c.a.EmptyCache()
+			c.rep.EmptyCache++
+		}
+		end := j
+		if end < 0 {
+			end = k
+		}
+		for i := k; i <= end; i++ {
+			e := tr[i]
+			switch e.Action {
+			case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
+				c.rec = append(c.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: i})
+				c.rep.PeakRecorded = max(c.rep.PeakRecorded, recReserved[i+1])
+			default:
+				if err := c.drive(i, e, deferCompleted); err != nil {
+					return err
+				}
+			}
+			if !deferCompleted {
+				c.compare(i)
+			}
+		}
+		// Blocks whose completion was left to the model: the release
+		// path completed (and maybe released) them; any it did not is
+		// completed now, as the recording says.
+		for _, d := range c.deferred {
+			// The address may already hold a new allocation: only the
+			// deferred block itself, if still there, is completed.
+			if h, ok := c.live[d.addr]; ok && h == d.h {
+				if c.a.IsPending(h) {
+					c.a.FreeCompleted(h)
+				}
+				delete(c.live, d.addr)
+				delete(c.addrOf, h)
+			}
+		}
+		c.deferred = nil
+		c.compare(end)
+		c.resumeAt = end + 1
+		return nil
+	}
+	agrees := func(c *replayer) bool { return !c.rep.Diverged && len(c.sim) == len(c.rec) }
+	if j >= 0 {
+		if v.a.WouldRelease(tr[j].Size, tr[j].Stream) {
+			c := v.clone()
+			if err := window(c, false, true); err == nil && agrees(c) {
+				return c, true, nil
+			}
+		}
+	}
+	var empty *replayer
+	if !fromCompletions {
+		empty = v.clone()
+		if err := window(empty, true, false); err != nil {
+			return nil, false, err
+		}
+		if agrees(empty) || j < 0 {
+			return empty, agrees(empty), nil
+		}
+	}
+	if j >= 0 && tr[j].Action == torchlike.ActionAlloc && !fromCompletions {
+		// The segment the allocation finally got bounds the device's
+		// capacity at that moment.
+		for i := j - 1; i > k; i-- {
+			if a := tr[i].Action; a == torchlike.ActionSegmentAlloc || a == torchlike.ActionSegmentMap {
+				c := v.clone()
+				saved := c.mem.Limit
+				c.mem.Limit = recReserved[i] + tr[i].Size
+				err := window(c, false, true)
+				c.mem.Limit = saved
+				if err == nil && agrees(c) {
+					c.rep.InferredFailures++
+					return c, true, nil
+				}
+				break
+			}
+		}
+	}
+	return empty, false, nil
+}
+
+// expandableBase estimates where a warm-started expandable segment's
+// address reservation begins, which no snapshot records: the lowest
+// address known to belong to it — its mapped runs at the start, and any
+// page the trace later maps or unmaps on the same stream in the same pool
+// (told apart by page size: 2 MiB small, multiples of 20 MiB large) —
+// provided that address lies a whole number of pages below the runs. An
+// allocator can have mapped nothing below it only if that page was never
+// used, so this is exact whenever the trace touches the segment's start.
+func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream int64, small bool) int64 {
+	page := torchlike.LargeBuffer
+	if small {
+		page = torchlike.SmallBuffer
+	}
+	base := runs[0].Addr
+	for _, e := range tr {
+		if e.Stream != stream || (e.Action != torchlike.ActionSegmentMap && e.Action != torchlike.ActionSegmentUnmap) {
+			continue
+		}
+		large := e.Size%torchlike.LargeBuffer == 0
+		if large == small || e.Addr >= base || (runs[0].Addr-e.Addr)%page != 0 {
+			continue
+		}
+		base = e.Addr
+	}
+	return base
+}
+
+// seed installs the reconstructed starting layout.
+func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, expandable bool, live map[int64]strategies.Handle) error {
+	type poolKey struct {
+		stream int64
+		small  bool
+	}
+	runs := map[poolKey][]torchlike.SeedRun{}
+	var keys []poolKey
+	for _, s := range l.Segments {
+		var blocks []torchlike.SeedBlock
+		for _, b := range s.Blocks {
+			blocks = append(blocks, torchlike.SeedBlock{Addr: b.Address, Size: b.Size, Requested: b.RequestedSize, Pending: b.Pending})
+		}
+		if s.Expandable {
+			if !expandable {
+				return fmt.Errorf("segment at %#x is expandable but the snapshot's settings say expandable_segments=False", s.Address)
+			}
+			k := poolKey{s.Stream, s.Small}
+			if _, ok := runs[k]; !ok {
+				keys = append(keys, k)
+			}
+			runs[k] = append(runs[k], torchlike.SeedRun{Addr: s.Address, Size: s.Size, Live: blocks})
+			continue
+		}
+		hs, err := a.SeedSegment(s.Address, s.Size, s.Stream, s.Small, blocks)
+		if err != nil {
+			return err
+		}
+		for i, h := range hs {
+			live[blocks[i].Addr] = h
+		}
+	}
+	for _, k := range keys {
+		rs := runs[k]
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
+		hss, err := a.SeedExpandable(expandableBase(tr, rs, k.stream, k.small), k.stream, k.small, rs)
+		if err != nil {
+			return err
+		}
+		for i, hs := range hss {
+			for j, h := range hs {
+				live[rs[i].Live[j].Addr] = h
+			}
+		}
+	}
+	return nil
+}
+
+// WriteReport prints a device report for people: what was compared, the
+// first divergence with the events around it, and peak reserved memory.
+func (r *DeviceReport) WriteReport(w io.Writer, name string) {
+	fmt.Fprintf(w, "%s: device %d: %d trace entries (%s)\n", name, r.Device, r.Entries, countsString(r.Counts))
+	fmt.Fprintf(w, "  start: %s\n", r.Start)
+	fmt.Fprintf(w, "  settings: %s\n", r.Settings)
+	fmt.Fprintf(w, "  capacity: %s\n", r.CapacityFrom)
+	if r.Note != "" && !r.Diverged {
+		fmt.Fprintf(w, "  note: %s\n", r.Note)
+	}
+	if r.EmptyCache > 0 {
+		fmt.Fprintf(w, "  replayed %d torch.cuda.empty_cache() calls (bursts of segment frees no allocation explains)\n", r.EmptyCache)
+	}
+	if len(r.UnknownActions) > 0 {
+		fmt.Fprintf(w, "  skipped trace entries with actions this version does not know: %s\n", countsString(r.UnknownActions))
+	}
+	if r.InferredFailures > 0 {
+		fmt.Fprintf(w, "  replayed %d device mallocs as failed (no oom recorded, but the recorded releases before them are malloc's release path)\n", r.InferredFailures)
+	}
+	fmt.Fprintf(w, "  segment events and OOMs compared: %d of %d recorded (%d simulated)\n", r.Compared, len(r.Recorded), len(r.Simulated))
+	if r.Diverged {
+		fmt.Fprintf(w, "  FIRST DIVERGENCE at segment event %d (trace entry %d)", r.DivergeAt, r.DivergeEntry)
+		if r.Note != "" {
+			fmt.Fprintf(w, ": %s", r.Note)
+		}
+		fmt.Fprintln(w)
+		lo, hi := max(0, r.DivergeAt-3), r.DivergeAt+4
+		fmt.Fprintf(w, "    %-5s  %-52s  %s\n", "#", "recorded", "simulated")
+		for i := lo; i < hi && (i < len(r.Recorded) || i < len(r.Simulated)); i++ {
+			rs, ss := "-", "-"
+			if i < len(r.Recorded) {
+				rs = fmt.Sprintf("[entry %d] %s", r.Recorded[i].Entry, r.Recorded[i])
+			}
+			if i < len(r.Simulated) {
+				ss = r.Simulated[i].String()
+			}
+			mark := " "
+			if i == r.DivergeAt {
+				mark = ">"
+			}
+			fmt.Fprintf(w, "  %s %-5d  %-52s  %s\n", mark, i, rs, ss)
+		}
+	} else {
+		fmt.Fprintf(w, "  agree: every segment event and OOM matches in action, size and order\n")
+	}
+	if r.AddrMismatches > 0 {
+		fmt.Fprintf(w, "  note: %d allocations were placed at a different address than recorded\n", r.AddrMismatches)
+	}
+	fmt.Fprintf(w, "  peak reserved: simulated %d B, recorded %d B", r.PeakSimulated, r.PeakRecorded)
+	if r.PeakSimulated == r.PeakRecorded {
+		fmt.Fprintf(w, " (identical)\n")
+	} else {
+		fmt.Fprintf(w, " (differ by %d B)\n", r.PeakSimulated-r.PeakRecorded)
+	}
+}
+
+func countsString(c map[string]int) string {
+	var ks []string
+	for k := range c {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,426 @@
+package validate
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"membench/internal/sharedtraces"
+	"os"
+	"strings"
+	"testing"
+
+	"membench/strategies"
+	"membench/torchlike"
+	"membench/torchlike/snapshot"
+)
+
+// recorder drives torchlike as a program drives PyTorch and writes down
+// what PyTorch's memory history would: the trace entries in the order the
+// real allocator records them, and the final segments. Snapshots made this
+// way test the validator's own machinery (seeding, empty_cache inference,
+// capacity inference, several devices); the real recorded snapshots in
+// testdata test the model.
+type recorder struct {
+	a     *torchlike.Allocator
+	trace []snapshot.TraceEntry
+	live  map[int]strategies.Handle
+	dev   int
+}
+
+func newRecorder(t testing.TB, spec string, capacity int64, dev int) *recorder {
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := torchlike.ParseConfig(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRecorderCfg(cfg, capacity, dev)
+}
+
+func newRecorderCfg(cfg torchlike.Config, capacity int64, dev int) *recorder {
+	d := strategies.Device{Name: "rec", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
+	mem := strategies.NewMemory(&d)
+	mem.SetNextAddr(int64(dev+1) << 44) // devices have disjoint address ranges, as real ones do
+	r := &recorder{a: torchlike.New(cfg, mem), live: map[int]strategies.Handle{}, dev: dev}
+	r.a.OnTrace = func(act string, addr, size, stream int64) {
+		e := snapshot.TraceEntry{Action: act, Addr: addr, Size: size, Stream: stream}
+		if act == torchlike.ActionOOM {
+			e.Addr, e.DeviceFree = 0, addr
+		}
+		r.trace = append(r.trace, e)
+	}
+	return r
+}
+
+func (r *recorder) alloc(id int, size, stream int64) bool {
+	h, ok := r.a.Malloc(size, stream)
+	if ok {
+		r.live[id] = h
+		r.trace = append(r.trace, snapshot.TraceEntry{Action: "alloc", Addr: r.a.Addr(h), Size: size, Stream: stream})
+	}
+	return ok
+}
+
+func (r *recorder) free(id int) {
+	h := r.live[id]
+	delete(r.live, id)
+	lay := r.blockOf(h)
+	r.trace = append(r.trace, snapshot.TraceEntry{Action: "free_requested", Addr: lay.addr, Size: lay.req, Stream: lay.stream})
+	r.trace = append(r.trace, snapshot.TraceEntry{Action: "free_completed", Addr: lay.addr, Size: lay.req, Stream: lay.stream})
+	r.a.Free(h)
+}
+
+type blk struct{ addr, req, stream int64 }
+
+func (r *recorder) blockOf(h strategies.Handle) blk {
+	addr := r.a.Addr(h)
+	var out blk
+	r.a.Layout(func(s strategies.Segment) {
+		for _, b := range s.Blocks {
+			if b.Addr == addr {
+				out = blk{addr, b.Requested, s.Stream}
+			}
+		}
+	})
+	return out
+}
+
+// segments converts the final layout to snapshot segments: one per
+// cudaMalloc segment, one per contiguous mapped run of an expandable one.
+func (r *recorder) segments() []snapshot.Segment {
+	var out []snapshot.Segment
+	r.a.Layout(func(s strategies.Segment) {
+		var cur *snapshot.Segment
+		flush := func() {
+			if cur != nil {
+				out = append(out, *cur)
+				cur = nil
+			}
+		}
+		for _, b := range s.Blocks {
+			if b.State == strategies.BlockUnmapped {
+				flush()
+				continue
+			}
+			if cur == nil {
+				cur = &snapshot.Segment{Device: r.dev, Address: b.Addr, Stream: s.Stream,
+					SegmentType: strings.TrimSuffix(s.Pool, "-expandable"), IsExpandable: strings.HasSuffix(s.Pool, "-expandable")}
+			}
+			st := map[strategies.BlockState]string{strategies.BlockFree: "inactive", strategies.BlockAllocated: "active_allocated", strategies.BlockPending: "active_pending_free"}[b.State]
+			cur.Blocks = append(cur.Blocks, snapshot.Block{Address: b.Addr, Size: b.Size, RequestedSize: b.Requested, State: st})
+			cur.TotalSize += b.Size
+			if b.State == strategies.BlockAllocated {
+				cur.AllocatedSize += b.Size
+			}
+			if b.State != strategies.BlockFree {
+				cur.ActiveSize += b.Size
+				cur.RequestedSize += b.Requested
+			}
+		}
+		flush()
+	})
+	return out
+}
+
+// workload drives a recorder with a random but reproducible program:
+// sizes across the small, 20 MiB and large segment classes, two streams,
+// frees in random order, and empty_cache calls when emptyEvery > 0.
+func workload(r *recorder, seed uint64, n int, emptyEvery int) (emptied int) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var ids []int
+	next := 0
+	for i := 0; i < n; i++ {
+		if emptyEvery > 0 && i%emptyEvery == emptyEvery-1 {
+			before := len(r.trace)
+			r.a.EmptyCache()
+			if len(r.trace) > before {
+				emptied++
+			}
+			continue
+		}
+		if len(ids) > 0 && rng.IntN(100) < 45 {
+			k := rng.IntN(len(ids))
+			r.free(ids[k])
+			ids = append(ids[:k], ids[k+1:]...)
+			continue
+		}
+		var size int64
+		switch rng.IntN(4) {
+		case 0:
+			size = 1 + rng.Int64N(1<<20)
+		case 1:
+			size = 1<<20 + rng.Int64N(9<<20)
+		default:
+			size = 10<<20 + rng.Int64N(190<<20)
+		}
+		stream := int64(0)
+		if rng.IntN(10) == 0 {
+			stream = 0x5a5a00
+		}
+		next++
+		if r.alloc(next, size, stream) {
+			ids = append(ids, next)
+		}
+	}
+	return emptied
+}
+
+func snapshotOf(settings *snapshot.Settings, recs ...*recorder) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Settings: settings}
+	for _, r := range recs {
+		s.Segments = append(s.Segments, r.segments()...)
+		s.DeviceTraces = append(s.DeviceTraces, r.trace)
+	}
+	return s
+}
+
+func settingsFor(expandable bool) *snapshot.Settings {
+	return &snapshot.Settings{MaxSplitSize: -1, ExpandableSegments: expandable}
+}
+
+func mustAgree(t *testing.T, snap *snapshot.Snapshot, opts Options) []*DeviceReport {
+	t.Helper()
+	opts.Check = true // the model's invariants hold after every entry
+	reps, err := Validate(snap, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if !r.Agree() {
+			var b bytes.Buffer
+			r.WriteReport(&b, "synthetic")
+			t.Fatalf("disagrees:\n%s", b.String())
+		}
+	}
+	return reps
+}
+
+// cut drops the first k entries of every device's trace: the snapshot of
+// a program whose recording began late (or whose ring buffer wrapped).
+func cut(s *snapshot.Snapshot, k int) *snapshot.Snapshot {
+	c := *s
+	c.DeviceTraces = nil
+	for _, tr := range s.DeviceTraces {
+		c.DeviceTraces = append(c.DeviceTraces, tr[min(k, len(tr)):])
+	}
+	return &c
+}
+
+func TestValidateRealSnapshots(t *testing.T) {
+	for _, name := range []string{"cs336-lm-peak-probe", "opt125m-zo-finetune"} {
+		snap := loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/"+name+".pickle"))
+		reps := mustAgree(t, snap, Options{})
+		r := reps[0]
+		if r.Compared != len(r.Recorded) || r.Compared == 0 || r.PeakSimulated != r.PeakRecorded || r.AddrMismatches != 0 {
+			t.Errorf("%s: compared %d of %d, peaks %d/%d, %d address mismatches", name, r.Compared, len(r.Recorded), r.PeakSimulated, r.PeakRecorded, r.AddrMismatches)
+		}
+	}
+}
+
+// TestValidateRealSnapshotsWarm cuts the real recordings at many points:
+// the validator must reconstruct the layout at the cut from the final
+// segments and still agree with every segment event after it.
+func TestValidateRealSnapshotsWarm(t *testing.T) {
+	for _, name := range []string{"cs336-lm-peak-probe", "opt125m-zo-finetune"} {
+		snap := loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/"+name+".pickle"))
+		n := len(snap.DeviceTraces[0])
+		for _, k := range []int{1, 5, n / 7, n / 3, n / 2, 2 * n / 3, n - 10} {
+			reps := mustAgree(t, cut(snap, k), Options{})
+			if k > 0 && !strings.HasPrefix(reps[0].Start, "warm start") {
+				t.Errorf("%s cut at %d: %s", name, k, reps[0].Start)
+			}
+		}
+	}
+}
+
+func loadSnapshot(t testing.TB, path string) *snapshot.Snapshot {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := snapshot.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestValidateSynthetic(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		expandable bool
+		emptyEvery int
+	}{
+		{"cold", false, 0},
+		{"empty-cache", false, 97},
+		{"expandable", true, 0},
+		{"expandable-empty-cache", true, 61},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := "torch"
+			if c.expandable {
+				spec = "torch:expandable_segments=true"
+			}
+			r := newRecorder(t, spec, 1<<40, 0)
+			emptied := workload(r, 1, 3000, c.emptyEvery)
+			snap := snapshotOf(settingsFor(c.expandable), r)
+			reps := mustAgree(t, snap, Options{})
+			if reps[0].EmptyCache != emptied {
+				t.Errorf("inferred %d empty_cache calls, the program made %d that released memory", reps[0].EmptyCache, emptied)
+			}
+			for _, k := range []int{100, 1000, 2500} {
+				mustAgree(t, cut(snap, k), Options{})
+			}
+		})
+	}
+}
+
+func TestValidateSeveralDevices(t *testing.T) {
+	r0 := newRecorder(t, "torch", 1<<40, 0)
+	r1 := newRecorder(t, "torch", 1<<40, 1)
+	workload(r0, 2, 800, 0)
+	workload(r1, 3, 800, 50)
+	snap := snapshotOf(settingsFor(false), r0, r1)
+	reps := mustAgree(t, snap, Options{})
+	if len(reps) != 2 || reps[1].Device != 1 {
+		t.Fatalf("reports for %d devices", len(reps))
+	}
+	reps = mustAgree(t, cut(snap, 300), Options{Devices: []int{1}})
+	if len(reps) != 1 || reps[0].Device != 1 {
+		t.Errorf("--device-index 1 gave %d reports", len(reps))
+	}
+	if _, err := Validate(snap, Options{Devices: []int{5}}); err == nil || !strings.Contains(err.Error(), "devices: [0 1]") {
+		t.Errorf("absent device: %v", err)
+	}
+}
+
+// TestValidateRecordedOOM: a program on a small device runs out of memory
+// (after PyTorch's release-and-retry path) and goes on. The validator must
+// infer the capacity from the oom entry and reproduce the failure.
+func TestValidateRecordedOOM(t *testing.T) {
+	for _, spec := range []string{"torch", "torch:expandable_segments=true"} {
+		r := newRecorder(t, spec, 1<<30, 0)
+		workload(r, 4, 2000, 0)
+		ooms := 0
+		for _, e := range r.trace {
+			if e.Action == "oom" {
+				ooms++
+			}
+		}
+		if ooms == 0 {
+			t.Fatal("workload did not run out of memory on 1 GiB")
+		}
+		snap := snapshotOf(settingsFor(spec != "torch"), r)
+		reps := mustAgree(t, snap, Options{})
+		if reps[0].Capacity != 1<<30 {
+			t.Errorf("%s: inferred capacity %d, want %d (%s)", spec, reps[0].Capacity, 1<<30, reps[0].CapacityFrom)
+		}
+		// A capacity larger than the recording's lets the simulation
+		// allocate where the recording failed: that must be a divergence.
+		bad := *snap
+		tr := append([]snapshot.TraceEntry(nil), snap.DeviceTraces[0]...)
+		for i := range tr {
+			if tr[i].Action == "oom" {
+				tr[i].DeviceFree += 1 << 30
+				break
+			}
+		}
+		bad.DeviceTraces = [][]snapshot.TraceEntry{tr}
+		reps, err := Validate(&bad, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reps[0].Agree() || !strings.Contains(reps[0].Note, "where the recording ran out of memory") {
+			t.Errorf("%s: a doubled capacity was not caught: %+v", spec, reps[0].Note)
+		}
+	}
+}
+
+// TestValidateDetectsDisagreement changes one recorded decision at a time:
+// each change must be reported at the right segment event.
+func TestValidateDetectsDisagreement(t *testing.T) {
+	snap := loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/opt125m-zo-finetune.pickle"))
+	var segIdx []int
+	for i, e := range snap.DeviceTraces[0] {
+		if e.Action == "segment_alloc" {
+			segIdx = append(segIdx, i)
+		}
+	}
+	for _, which := range []int{0, 10, len(segIdx) - 1} {
+		bad := *snap
+		tr := append([]snapshot.TraceEntry(nil), snap.DeviceTraces[0]...)
+		tr[segIdx[which]].Size += 2 << 20
+		bad.DeviceTraces = [][]snapshot.TraceEntry{tr}
+		reps, err := Validate(&bad, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reps[0]
+		if r.Agree() || r.DivergeAt != which {
+			t.Errorf("segment %d resized: agree=%v, divergence at %d", which, r.Agree(), r.DivergeAt)
+		}
+		var b bytes.Buffer
+		r.WriteReport(&b, "bad")
+		if !strings.Contains(b.String(), "FIRST DIVERGENCE at segment event "+fmt.Sprint(which)) {
+			t.Errorf("report does not name the divergence:\n%s", b.String())
+		}
+	}
+	// Settings matter: the same trace replayed with a different
+	// max_split_size must not be waved through.
+	other := *snap
+	s := *snap.Settings
+	s.ExpandableSegments = true
+	other.Settings = &s
+	reps, err := Validate(&other, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].Agree() {
+		t.Error("expandable_segments=True replay agreed with a non-expandable recording")
+	}
+}
+
+// TestValidateLegacyRoundup: a recording made by PyTorch before 2.4 with a
+// division count of 1 (sizes left unrounded) agrees only under that
+// version's rounding, which validate tries when the current one diverges.
+func TestValidateLegacyRoundup(t *testing.T) {
+	cfg := torchlike.DefaultConfig()
+	cfg.Divisions, _ = torchlike.ParseDivisions("1")
+	cfg.LegacyRoundup = true
+	r := newRecorderCfg(cfg, 1<<40, 0)
+	// 2090 requests of 1000 B fit one 2 MiB small segment unrounded and
+	// need two rounded to 1024 B.
+	for i := 1; i <= 2090; i++ {
+		r.alloc(i, 1000, 0)
+	}
+	workload(r, 5, 500, 0)
+	settings := &snapshot.Settings{MaxSplitSize: -1}
+	for i := range settings.RoundupPower2Divisions {
+		settings.RoundupPower2Divisions[i] = 1
+	}
+	reps := mustAgree(t, snapshotOf(settings, r), Options{})
+	if !strings.Contains(reps[0].Settings, "before 2.4") {
+		t.Errorf("the report does not say it used the old rounding: %s", reps[0].Settings)
+	}
+}
+
+// TestValidatePrivatePoolNote: segments in private pools (CUDA graphs,
+// MemPool) are outside the model, and the report says so.
+func TestValidatePrivatePoolNote(t *testing.T) {
+	snap := loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/cs336-lm-peak-probe.pickle"))
+	s := *snap
+	s.Segments = append([]snapshot.Segment(nil), snap.Segments...)
+	s.Segments[0].PrivatePool = true
+	reps, err := Validate(&s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	reps[0].WriteReport(&b, "x")
+	if !strings.Contains(b.String(), "private pools") {
+		t.Errorf("no note:\n%s", b.String())
+	}
+}
