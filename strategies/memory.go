@@ -9,7 +9,8 @@ package strategies
 // aligned to the granularity, never reusing a range. Real drivers do reuse
 // freed ranges; the only rule that sees addresses is PyTorch's best-fit tie
 // break, so `membench validate` replaces this choice with the recorded
-// addresses through AddrHook. Assumption, stated in the README.
+// addresses through the torch model's own hook (torchlike.Allocator's
+// AddrHook). Assumption, stated in the README.
 type Memory struct {
 	Dev *Device
 
@@ -24,10 +25,6 @@ type Memory struct {
 	// Limit, if > 0, caps the bytes the allocator may hold below the
 	// device capacity (used by capacity search).
 	Limit int64
-	// AddrHook, if set, is asked for the address of every new device
-	// allocation (after the capacity check); returning 0 falls back to
-	// the bump pointer.
-	AddrHook func(size int64) int64
 }
 
 // vaBase is where simulated device addresses start: high, 2 MiB aligned,
@@ -86,10 +83,6 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 	return m.Address(size), true
 }
 
-// SetNextAddr moves the bump pointer, so that fallback addresses cannot
-// collide with addresses an AddrHook hands out.
-func (m *Memory) SetNextAddr(a int64) { m.next = a }
-
 // Seed counts size bytes as already held when a replay starts from a
 // recorded mid-run layout: no device call, no cost.
 func (m *Memory) Seed(size int64) { m.take(size) }
@@ -104,11 +97,6 @@ func (m *Memory) Free(size int64) {
 // Address reserves size bytes of virtual address space
 // (cuMemAddressReserve) without physical memory.
 func (m *Memory) Address(size int64) int64 {
-	if m.AddrHook != nil {
-		if a := m.AddrHook(size); a != 0 {
-			return a
-		}
-	}
 	a := m.next
 	g := m.Dev.Granularity
 	if g <= 0 {

@@ -65,6 +65,23 @@ type Allocator struct {
 	// own synchronize_and_free_events completed (empty_cache or a malloc's
 	// release path) after FreeRequested: its handle is then dead.
 	OnComplete func(h strategies.Handle)
+	// AddrHook, if set, is asked for the device address of every new
+	// segment and expandable reservation; returning 0 keeps the device
+	// model's address. The validator gives the recorded addresses, so
+	// that best-fit ties between segments break as they did on the real
+	// device; nothing else sees addresses.
+	AddrHook func(size int64) int64
+}
+
+// place returns the address of a new device range of size bytes: the
+// hook's choice, or addr (the device model's).
+func (a *Allocator) place(size, addr int64) int64 {
+	if a.AddrHook != nil {
+		if h := a.AddrHook(size); h != 0 {
+			return h
+		}
+	}
+	return addr
 }
 
 // New builds an allocator on mem.
@@ -301,6 +318,7 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 	if !ok {
 		return false
 	}
+	addr = a.place(size, addr)
 	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, mapped: true})
 	a.stats.Segment.increase(p.pool.small, 1)
 	a.stats.ReservedBytes.increase(p.pool.small, size)
@@ -618,6 +636,7 @@ func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) 
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s.", formatSize(orig))
 		return -1, false
 	}
+	addr = a.place(orig, addr)
 	small := orig <= SmallSize
 	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, mapped: true, allocated: true})
 	a.noCacheBytes += orig

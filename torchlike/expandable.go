@@ -56,7 +56,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
 	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
-	es.base = a.mem.Address(es.size)
+	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))

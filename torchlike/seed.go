@@ -253,12 +253,13 @@ func (a *Allocator) IsPending(h strategies.Handle) bool {
 }
 
 // Clone returns an independent copy of the allocator drawing from mem
-// (itself a copy of the original's memory); OnTrace is not copied. The
+// (itself a copy of the original's memory); the hooks (OnTrace, OnComplete,
+// AddrHook) are not copied. The
 // validator replays competing readings of a recording on clones.
 func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c := *a
 	c.mem = mem
-	c.OnTrace, c.OnComplete = nil, nil
+	c.OnTrace, c.OnComplete, c.AddrHook = nil, nil, nil
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)

@@ -254,8 +254,8 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 	}
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
-	mem.SetNextAddr((maxAddr>>30 + 1<<14) << 30)
-	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{}}
+	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{},
+		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}}
 	v.attach(torchlike.New(cfg, mem), mem)
 	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
@@ -342,6 +342,7 @@ type replayer struct {
 	a            *torchlike.Allocator
 	mem          *strategies.Memory
 	live         map[int64]strategies.Handle
+	fallback     bump // addresses where the recording gives none
 	sim, rec     []SegEvent
 	checked      int
 	hasCompleted bool
@@ -359,7 +360,7 @@ type deferredFree struct {
 	h    strategies.Handle
 }
 
-// attach wires the allocator's trace and the device's address hook to
+// attach wires the allocator's trace, completion and address hooks to
 // this replayer.
 func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 	v.a, v.mem = a, mem
@@ -382,10 +383,10 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 	// While the simulation agrees, a new segment takes the address the
 	// recording gives it, so best-fit ties between segments break as
 	// they did on the real device.
-	mem.AddrHook = func(size int64) int64 {
+	a.AddrHook = func(size int64) int64 {
 		i := len(v.sim)
 		if i >= len(v.rec) || v.rep.Diverged {
-			return 0
+			return v.fallback.take(size)
 		}
 		switch r := v.rec[i]; r.Action {
 		case torchlike.ActionSegmentAlloc:
@@ -399,7 +400,7 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 				return r.Addr
 			}
 		}
-		return 0
+		return v.fallback.take(size)
 	}
 }
 
@@ -802,4 +803,16 @@ func countsString(c map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// bump hands out device addresses where the recording gives none: aligned
+// to the CUDA allocation granularity (2 MiB), never reused, and started
+// clear of every recorded address so that the two cannot collide.
+type bump struct{ next int64 }
+
+func (b *bump) take(size int64) int64 {
+	const g = 2 << 20
+	a := b.next
+	b.next += (size + g - 1) / g * g
+	return a
 }

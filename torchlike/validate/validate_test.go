@@ -42,8 +42,9 @@ func newRecorder(t testing.TB, spec string, capacity int64, dev int) *recorder {
 func newRecorderCfg(cfg torchlike.Config, capacity int64, dev int) *recorder {
 	d := strategies.Device{Name: "rec", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
 	mem := strategies.NewMemory(&d)
-	mem.SetNextAddr(int64(dev+1) << 44) // devices have disjoint address ranges, as real ones do
 	r := &recorder{a: torchlike.New(cfg, mem), live: map[int]strategies.Handle{}, dev: dev}
+	addrs := bump{next: int64(dev+1) << 44} // devices have disjoint address ranges, as real ones do
+	r.a.AddrHook = addrs.take
 	r.a.OnTrace = func(act string, addr, size, stream int64) {
 		e := snapshot.TraceEntry{Action: act, Addr: addr, Size: size, Stream: stream}
 		if act == torchlike.ActionOOM {
