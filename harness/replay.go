@@ -80,7 +80,8 @@ type liveEntry struct {
 // Replay streams the events of r through the strategy spec on device dev.
 // Input errors (from the reader or the checker: unknown ids, double frees,
 // bad sizes) stop the replay and come back as *traces.PosError naming the
-// file and event; out-of-memory is an outcome, not an error.
+// file and line of r's Pos and the event's index in the replay;
+// out-of-memory is an outcome, not an error.
 func Replay(name string, r traces.Reader, spec string, dev strategies.Device, opts Options) (*Result, error) {
 	mem := strategies.NewMemory(&dev)
 	a, sp, err := NewAllocator(spec, mem)
@@ -102,15 +103,14 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	// that failed stays live with handle -1 so that its free is accepted
 	// and ignored. The Tracker also reports the trace's id errors.
 	var ids traces.Tracker[liveEntry]
+	// fail places err at event i, on the reader's file and line (name when
+	// the reader has none).
 	fail := func(i int64, err error) error {
-		pe := &traces.PosError{File: name, Event: int(i), Err: err}
-		if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
-			pe.File = n.Name()
+		p := r.Pos()
+		if p.File == "" {
+			p.File = name
 		}
-		if l, ok := r.(interface{ Line() int }); ok {
-			pe.Line = l.Line()
-		}
-		return pe
+		return &traces.PosError{File: p.File, Line: p.Line, Event: int(i), Err: err}
 	}
 	var liveBytes int64
 	var i int64
@@ -175,7 +175,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		tl.add(i, ev.Time, liveBytes, reserved)
 		if opts.Check {
 			if err := a.Check(); err != nil {
-				return res, &traces.PosError{File: name, Event: int(i), Err: fmt.Errorf("invariant broken after %v: %w", ev.Op, err)}
+				return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
 			}
 		}
 	}

@@ -47,10 +47,9 @@ const (
 // in its buffer and allocates nothing per event except the string of a
 // mark label not seen before.
 type binaryReader struct {
+	input
 	name   string
 	src    io.Reader // the (decompressed) content
-	gz     *gzip.Reader
-	closer io.Closer
 	buf    []byte
 	r, w   int   // buf[r:w] is read but not decoded
 	off    int64 // offset in the content of buf[0]
@@ -80,7 +79,7 @@ func NewBinaryReader(name string, r io.Reader) (Reader, error) {
 }
 
 func newBinaryReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) (*binaryReader, error) {
-	r := &binaryReader{name: name, src: br, gz: gz, closer: closer, buf: make([]byte, bufSize)}
+	r := &binaryReader{input: input{gz, closer}, name: name, src: br, buf: make([]byte, bufSize)}
 	if err := r.readHeader(); err != nil {
 		r.Close()
 		return nil, err
@@ -244,23 +243,9 @@ func (r *binaryReader) readHeader() error {
 
 func (r *binaryReader) Meta() Meta { return r.meta }
 
-// Name returns the name the reader was given (the file name for Open).
-func (r *binaryReader) Name() string { return r.name }
-
-func (r *binaryReader) Close() error {
-	var err error
-	if r.gz != nil {
-		err = r.gz.Close()
-		r.gz = nil
-	}
-	if r.closer != nil {
-		if cerr := r.closer.Close(); err == nil {
-			err = cerr
-		}
-		r.closer = nil
-	}
-	return err
-}
+// Pos has the name and the index of the last event returned; a binary
+// trace has no lines (its errors give the byte offset instead).
+func (r *binaryReader) Pos() Pos { return Pos{File: r.name, Event: r.n - 1} }
 
 // Next decodes one record. Varints are decoded inline, one byte at a
 // time while the high bit is set (most fields fit one or two bytes); any

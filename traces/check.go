@@ -9,9 +9,9 @@ import (
 // alloc of an id that is live fails with ErrLiveID, a free of an id never
 // allocated with ErrUnknownID, a free of an id already freed with
 // ErrDoubleFree, and an alloc size outside 1..MaxSize with ErrBadSize. Each
-// is a *PosError with the event index and, when r reports them (the text
-// readers of this package do), the file name and the line. After an error,
-// Next keeps returning it. An id may be allocated again once freed.
+// is a *PosError with the event index and the file name and line of r's Pos
+// (a format without lines gives no line). After an error, Next keeps
+// returning it. An id may be allocated again once freed.
 //
 // The checks are Tracker's, shared with the replay loop, which uses a
 // Tracker directly to keep its handles.
@@ -31,21 +31,9 @@ type checker struct {
 func (c *checker) Meta() Meta   { return c.r.Meta() }
 func (c *checker) Close() error { return c.r.Close() }
 
-// Name and Line pass the wrapped reader's position on, so that Check of
-// Check, or a replay using them, still reports lines.
-func (c *checker) Name() string {
-	if n, ok := c.r.(interface{ Name() string }); ok {
-		return n.Name()
-	}
-	return ""
-}
-
-func (c *checker) Line() int {
-	if l, ok := c.r.(interface{ Line() int }); ok {
-		return l.Line()
-	}
-	return 0
-}
+// Pos passes the wrapped reader's position on, so that Check of Check, or
+// a replay using it, still reports lines.
+func (c *checker) Pos() Pos { return c.r.Pos() }
 
 func (c *checker) Next() (Event, error) {
 	if c.err != nil {
@@ -75,8 +63,11 @@ func (c *checker) Next() (Event, error) {
 	return ev, nil
 }
 
+// fail latches err at the event just read: the wrapped reader's file and
+// line, and the index of the event among those the checker has seen.
 func (c *checker) fail(err error) error {
-	c.err = &PosError{File: c.Name(), Line: c.Line(), Event: c.n, Err: err}
+	p := c.r.Pos()
+	c.err = &PosError{File: p.File, Line: p.Line, Event: c.n, Err: err}
 	return c.err
 }
 

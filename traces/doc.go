@@ -7,6 +7,39 @@
 // the events of one trace and describes it with Meta; every input error is a
 // *PosError that names the file and the line or event where it was found.
 //
+// # The Reader contract
+//
+// A Reader has four methods. Next returns the next event, io.EOF after the
+// last, or an error; after an error it keeps returning that same error, so
+// that a consumer that checks only now and then (a wrapper, a loop that
+// stops at the first error) cannot read past a broken record. Meta is the
+// trace's description, complete once the Reader exists. Pos is where the
+// last event Next returned came from: the reader's name, the line of its
+// record (formats without lines: 0) and its index among the events the
+// reader has returned (-1 before the first). Close releases the input.
+//
+// Pos is part of the contract, rather than an optional method found by a
+// type assertion, because the errors that matter most are found after a
+// reader has returned an event: the replay and Check see a free of an
+// unknown id or an alloc of a live one, and must say where in the file that
+// record is. With Pos on every Reader, they, and every wrapper (Check's
+// checker, the closing wrapper of Open), pass a position on without knowing
+// which reader is underneath, and a wrapper that forgot to pass it on would
+// not compile. Readers without lines (binary, snapshots, pprof profiles,
+// generators, SliceReader) report the name and the index, and their own
+// errors carry what locates a record in them instead (a byte offset, a
+// trace entry, a sample).
+//
+// The text readers (native, memtrace CSV, STAlloc logs, and the lifetime
+// tables, which are read whole when opened) embed one line reader, which
+// holds the buffered and possibly gzip-decompressed input, hands out lines
+// in place, counts lines and returned events for Pos, and builds and
+// latches every error in one place. They share it so that a line number,
+// an event index, a read error or a truncated gzip stream is reported the
+// same way by all of them, and so that every one of them repeats its
+// error: no reader keeps bookkeeping of its own that could drift from the
+// others'.
+//
 // Open reads any accepted format, detected from the content (see Detect):
 //
 //   - the native text format below (NewNativeReader, written by Writer);
@@ -320,9 +353,9 @@
 // Check(r) wraps any Reader with the id checks a replay makes: an alloc of
 // a live id (ErrLiveID), a free of an id never allocated (ErrUnknownID), a
 // free of an id already freed (ErrDoubleFree), each a *PosError with the
-// event index, and the file and line when the wrapped reader knows them (it
-// has methods Name() string and Line() int, as the readers of this package
-// do). To tell a double free from an unknown id cheaply it keeps two bits
+// event index and the file and line of the wrapped reader's Pos (no line
+// for a format without lines); the checker's own Pos is the wrapped
+// reader's, so Check of Check still names lines. To tell a double free from an unknown id cheaply it keeps two bits
 // for every id ever allocated, "allocated once" and "live", in a paged
 // bitset: pages of 512 ids (128 bytes), allocated when an id of their range
 // first appears, so the sequential ids importers produce cost two bits per

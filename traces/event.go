@@ -56,14 +56,30 @@ type Event struct {
 const MaxSize int64 = 1 << 50
 
 // Reader streams the events of one trace. Next returns io.EOF after the last
-// event; any other error is a *PosError naming the file and position.
+// event; any other error is a *PosError naming the file and position. After
+// an error, Next keeps returning it.
 type Reader interface {
 	Next() (Event, error)
 	// Meta describes the trace: where it came from, its licence, what an
 	// importer inferred. It is complete once the header is read, which
 	// happens when the Reader is created.
 	Meta() Meta
+	// Pos is where the last event Next returned came from, so that a
+	// consumer that finds something wrong with an event (the replay, Check)
+	// can name its file and line.
+	Pos() Pos
 	Close() error
+}
+
+// Pos is a position in a trace: the reader's name (the file name for Open;
+// "" if it has none), the line of the last event returned (0 for formats
+// without lines, and before the first event) and that event's index
+// (0-based, counting every event the reader has returned; -1 before the
+// first).
+type Pos struct {
+	File  string
+	Line  int
+	Event int
 }
 
 // Meta is a trace's description as ordered key/value pairs (ordered so that
@@ -159,6 +175,9 @@ func (s *SliceReader) Next() (Event, error) {
 }
 func (s *SliceReader) Meta() Meta   { return s.M }
 func (s *SliceReader) Close() error { return nil }
+
+// Pos has the index of the last event returned; a slice has no name or lines.
+func (s *SliceReader) Pos() Pos { return Pos{Event: s.i - 1} }
 
 // OpenOptions selects what an importer reads from a file that holds more
 // than one trace.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // bufSize is the read buffer of every text reader. A line longer than the
@@ -44,74 +45,130 @@ func openInput(name string, r io.Reader) (br *bufio.Reader, gz *gzip.Reader, err
 
 var errTruncatedGzip = errors.New("truncated gzip stream")
 
-// lineSource hands out the lines of a text trace without copying them: a
-// line is a slice of the read buffer, valid until the next call.
-type lineSource struct {
-	name   string
-	br     *bufio.Reader
-	gz     *gzip.Reader // non-nil when the input is compressed
-	closer io.Closer    // the file Open opened; nil for a caller's reader
-	line   int          // number (1-based) of the last line returned
-	long   []byte       // gathers a line longer than the read buffer
+// input is what a reader owns under the content it decodes: the gzip
+// stream, when the content was compressed, and the file Open opened (nil
+// for a caller's io.Reader, which the caller closes).
+type input struct {
+	gz     *gzip.Reader
+	closer io.Closer
+}
+
+// Close closes the gzip stream, then the file, once. A file closed already
+// (by a reader that owned it) is not an error.
+func (in *input) Close() error {
+	var err error
+	if in.gz != nil {
+		err = in.gz.Close()
+		in.gz = nil
+	}
+	if in.closer != nil {
+		if cerr := in.closer.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
+			err = cerr
+		}
+		in.closer = nil
+	}
+	return err
+}
+
+// lineReader is the part every text reader embeds: it hands out the lines
+// of the input, counts the events the reader returns and remembers the line
+// of the last one (Pos), and latches the first error (failAt), so that the
+// readers of the line formats position and repeat their errors alike.
+//
+// A line is a slice of the read buffer, valid until the next call of next.
+type lineReader struct {
+	input
+	name string
+	br   *bufio.Reader
+	line int    // number (1-based) of the last line read
+	long []byte // gathers a line longer than the read buffer
+
+	header bool  // reading a header or a whole table: errors name no event
+	n      int   // events returned so far
+	evLine int   // line of the last event returned
+	err    error // the first error (io.EOF at the end); Next returns it again
+}
+
+func newLineReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) lineReader {
+	return lineReader{input: input{gz, closer}, name: name, br: br}
+}
+
+// Pos returns the name, and the line and index of the last event returned.
+func (l *lineReader) Pos() Pos { return Pos{File: l.name, Line: l.evLine, Event: l.n - 1} }
+
+// returned records that Next returns an event read from line.
+func (l *lineReader) returned(line int) {
+	l.evLine = line
+	l.n++
+}
+
+// event is the index an error names: the event being read, or -1 while
+// reading a header.
+func (l *lineReader) event() int {
+	if l.header {
+		return -1
+	}
+	return l.n
+}
+
+// fail latches an error at the current line; failErr takes it formatted.
+func (l *lineReader) fail(format string, args ...any) error {
+	return l.failErr(fmt.Errorf(format, args...))
+}
+
+func (l *lineReader) failErr(err error) error {
+	return l.failAt(l.line, err)
+}
+
+// failAt latches err as a *PosError at line and the event being read, and
+// returns it; Next returns it from then on.
+func (l *lineReader) failAt(line int, err error) error {
+	l.err = &PosError{File: l.name, Line: line, Event: l.event(), Err: err}
+	return l.err
 }
 
 // next returns the next line without its '\n' (a final line without one is
-// returned as is), io.EOF at the end, or a read error as a *PosError.
-func (s *lineSource) next(event int) ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
+// returned as is), io.EOF at the end, or a read error as a *PosError. The
+// error is latched like fail's.
+func (l *lineReader) next() ([]byte, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	line, err := l.br.ReadSlice('\n')
 	if err == nil {
-		s.line++
+		l.line++
 		return line[:len(line)-1], nil
 	}
 	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
+		l.long = append(l.long[:0], line...)
 		for err == bufio.ErrBufferFull {
-			line, err = s.br.ReadSlice('\n')
-			s.long = append(s.long, line...)
-			if len(s.long) > maxLineLen {
-				return nil, &PosError{File: s.name, Line: s.line + 1, Event: event,
-					Err: fmt.Errorf("line longer than %d bytes (is this a binary file?)", maxLineLen)}
+			line, err = l.br.ReadSlice('\n')
+			l.long = append(l.long, line...)
+			if len(l.long) > maxLineLen {
+				return nil, l.failAt(l.line+1, fmt.Errorf("line longer than %d bytes (is this a binary file?)", maxLineLen))
 			}
 		}
 		if err == nil {
-			s.line++
-			return s.long[:len(s.long)-1], nil
+			l.line++
+			return l.long[:len(l.long)-1], nil
 		}
-		line = s.long
+		line = l.long
 	}
 	if err == io.EOF {
 		if len(line) == 0 {
+			l.err = io.EOF
 			return nil, io.EOF
 		}
-		s.line++
+		l.line++
 		return line, nil
 	}
-	return nil, s.readError(err, event)
-}
-
-func (s *lineSource) readError(err error, event int) error {
 	switch {
-	case err == io.ErrUnexpectedEOF && s.gz != nil:
+	case err == io.ErrUnexpectedEOF && l.gz != nil:
 		err = errTruncatedGzip
-	case s.gz != nil:
+	case l.gz != nil:
 		err = fmt.Errorf("gzip: %w", err)
 	}
-	return &PosError{File: s.name, Line: s.line + 1, Event: event, Err: err}
-}
-
-func (s *lineSource) close() error {
-	var err error
-	if s.gz != nil {
-		err = s.gz.Close()
-		s.gz = nil
-	}
-	if s.closer != nil {
-		if cerr := s.closer.Close(); err == nil {
-			err = cerr
-		}
-		s.closer = nil
-	}
-	return err
+	return nil, l.failAt(l.line+1, err)
 }
 
 // isBlank reports whether b is a field separator of the text formats.

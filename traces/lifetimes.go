@@ -36,14 +36,17 @@ type lifetimeRow struct {
 // lifetimeReader serves a lifetime table as events: an alloc at each
 // buffer's lower instant, a free at its upper instant, frees before allocs
 // at the same instant, ties in file order.
+//
+// The table is read whole by the embedded lineReader, whose errors name no
+// event (the order of the events is known only once every row is read);
+// afterwards it keeps the position: Pos's line is the row of the last event.
 type lifetimeReader struct {
-	name   string
+	lineReader
 	meta   Meta
 	rows   []lifetimeRow
 	allocs []uint32 // row indices in alloc order
 	frees  []uint32 // row indices in free order
 	ai, fi int
-	line   int // line of the row of the last event returned
 }
 
 // NewLifetimesCSVReader imports a MiniMalloc/idealloc lifetime CSV (header
@@ -73,22 +76,23 @@ func NewAllocatorSimReader(name string, r io.Reader) (Reader, error) {
 }
 
 func newLifetimeReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer, format string) (*lifetimeReader, error) {
-	src := lineSource{name: name, br: br, gz: gz, closer: closer}
-	defer src.close() // the table is read whole: nothing is read after this
-	r := &lifetimeReader{name: name}
+	r := &lifetimeReader{lineReader: newLineReader(name, br, gz, closer)}
+	r.header = true
+	defer r.Close() // the table is read whole: nothing is read after this
 	var err error
 	if format == FormatLifetimesCSV {
-		err = r.readCSV(&src)
+		err = r.readCSV()
 	} else {
-		err = r.readSim(&src)
+		err = r.readSim()
 	}
 	if err != nil {
 		return nil, err
 	}
 	r.order()
-	if err := src.close(); err != nil {
+	if err := r.Close(); err != nil {
 		return nil, &PosError{File: name, Event: -1, Err: err}
 	}
+	r.header, r.err = false, nil
 	peak := r.peak()
 	if format == FormatLifetimesCSV {
 		r.meta = Meta{
@@ -111,19 +115,11 @@ func newLifetimeReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io
 	return r, nil
 }
 
-func lifetimeErr(name string, line int, err error) error {
-	return &PosError{File: name, Line: line, Event: -1, Err: err}
-}
-
-func lifetimeErrf(name string, line int, format string, args ...any) error {
-	return lifetimeErr(name, line, fmt.Errorf(format, args...))
-}
-
-// nextRow returns the next non-blank line of src with trailing blanks
-// removed, or io.EOF.
-func nextRow(src *lineSource) ([]byte, error) {
+// nextRow returns the next non-blank line with trailing blanks removed, or
+// io.EOF.
+func (r *lifetimeReader) nextRow() ([]byte, error) {
 	for {
-		line, err := src.next(-1)
+		line, err := r.next()
 		if err != nil {
 			return nil, err
 		}
@@ -138,22 +134,22 @@ func nextRow(src *lineSource) ([]byte, error) {
 	}
 }
 
-// addRow checks a parsed row and appends it.
-func (r *lifetimeReader) addRow(line int, lower, upper, size int64) error {
+// addRow checks the row just read and appends it.
+func (r *lifetimeReader) addRow(lower, upper, size int64) error {
 	if upper <= lower {
-		return lifetimeErrf(r.name, line, "empty lifetime: upper %d <= lower %d (a buffer is live on [lower, upper))", upper, lower)
+		return r.fail("empty lifetime: upper %d <= lower %d (a buffer is live on [lower, upper))", upper, lower)
 	}
 	if len(r.rows) >= maxLifetimeRows {
-		return lifetimeErrf(r.name, line, "more than %d rows: too large for a lifetime table", maxLifetimeRows)
+		return r.fail("more than %d rows: too large for a lifetime table", maxLifetimeRows)
 	}
-	r.rows = append(r.rows, lifetimeRow{lower: lower, upper: upper, size: size, line: uint32(line)})
+	r.rows = append(r.rows, lifetimeRow{lower: lower, upper: upper, size: size, line: uint32(r.line)})
 	return nil
 }
 
-func (r *lifetimeReader) readCSV(src *lineSource) error {
-	line, err := src.next(-1)
+func (r *lifetimeReader) readCSV() error {
+	line, err := r.next()
 	if err == io.EOF {
-		return lifetimeErrf(r.name, 1, "empty input: missing header %q", LifetimesCSVHeader)
+		return r.failAt(1, fmt.Errorf("empty input: missing header %q", LifetimesCSVHeader))
 	}
 	if err != nil {
 		return err
@@ -164,19 +160,18 @@ func (r *lifetimeReader) readCSV(src *lineSource) error {
 	case LifetimesCSVSolutionHeader:
 		cols = 5
 	default:
-		return lifetimeErrf(r.name, 1, "missing header %q (or %q)", LifetimesCSVHeader, LifetimesCSVSolutionHeader)
+		return r.fail("missing header %q (or %q)", LifetimesCSVHeader, LifetimesCSVSolutionHeader)
 	}
 	seen := make(map[uint64]uint32)
 	var f [5][]byte
 	for {
-		line, err := nextRow(src)
+		line, err := r.nextRow()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		n := src.line
 		k := 0
 		for rest := line; ; k++ {
 			c := bytes.IndexByte(rest, ',')
@@ -193,41 +188,40 @@ func (r *lifetimeReader) readCSV(src *lineSource) error {
 			rest = rest[c+1:]
 		}
 		if k+1 != cols {
-			return lifetimeErrf(r.name, n, "row has %d columns, want %d (%s)", k+1, cols, LifetimesCSVHeader)
+			return r.fail("row has %d columns, want %d (%s)", k+1, cols, LifetimesCSVHeader)
 		}
 		id, err := lifetimeUint(f[0], "id")
 		if err != nil {
-			return lifetimeErr(r.name, n, err)
+			return r.failErr(err)
 		}
 		lower, upper, size, err := lifetimeNums(f[1], f[2], f[3], "lower", "upper")
 		if err != nil {
-			return lifetimeErr(r.name, n, err)
+			return r.failErr(err)
 		}
 		if cols == 5 {
 			if _, err := lifetimeUint(f[4], "offset"); err != nil {
-				return lifetimeErr(r.name, n, err)
+				return r.failErr(err)
 			}
 		}
 		if first, dup := seen[id]; dup {
-			return lifetimeErrf(r.name, n, "duplicate id %d (first on line %d)", id, first)
+			return r.fail("duplicate id %d (first on line %d)", id, first)
 		}
-		seen[id] = uint32(n)
-		if err := r.addRow(n, lower, upper, size); err != nil {
+		seen[id] = uint32(r.line)
+		if err := r.addRow(lower, upper, size); err != nil {
 			return err
 		}
 	}
 }
 
-func (r *lifetimeReader) readSim(src *lineSource) error {
+func (r *lifetimeReader) readSim() error {
 	for {
-		line, err := nextRow(src)
+		line, err := r.nextRow()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		n := src.line
 		var f [3][]byte
 		k, i := 0, 0
 		for {
@@ -241,13 +235,13 @@ func (r *lifetimeReader) readSim(src *lineSource) error {
 			k, i = k+1, j
 		}
 		if k != 3 {
-			return lifetimeErrf(r.name, n, "line has %d fields, want 3 (alloc_op free_op size)", k)
+			return r.fail("line has %d fields, want 3 (alloc_op free_op size)", k)
 		}
 		lower, upper, size, err := lifetimeNums(f[0], f[1], f[2], "alloc_op", "free_op")
 		if err != nil {
-			return lifetimeErr(r.name, n, err)
+			return r.failErr(err)
 		}
-		if err := r.addRow(n, lower, upper, size); err != nil {
+		if err := r.addRow(lower, upper, size); err != nil {
 			return err
 		}
 	}
@@ -359,24 +353,17 @@ func (r *lifetimeReader) Next() (Event, error) {
 	case r.fi < len(r.frees) && (r.ai == len(r.allocs) || r.rows[r.frees[r.fi]].upper <= r.rows[r.allocs[r.ai]].lower):
 		row := &r.rows[r.frees[r.fi]]
 		r.fi++
-		r.line = int(row.line)
+		r.returned(int(row.line))
 		return Event{Op: OpFree, ID: uint64(row.id), Time: row.upper}, nil
 	case r.ai < len(r.allocs):
 		row := &r.rows[r.allocs[r.ai]]
 		r.ai++
-		r.line = int(row.line)
+		r.returned(int(row.line))
 		return Event{Op: OpAlloc, ID: uint64(row.id), Size: row.size, Time: row.lower}, nil
 	}
 	return Event{}, io.EOF
 }
 
-func (r *lifetimeReader) Meta() Meta   { return r.meta }
-func (r *lifetimeReader) Close() error { return nil }
-
-// Name returns the name the reader was given (the file name for Open).
-func (r *lifetimeReader) Name() string { return r.name }
-
-// Line returns the line of the table row behind the last event returned.
-func (r *lifetimeReader) Line() int { return r.line }
+func (r *lifetimeReader) Meta() Meta { return r.meta }
 
 var _ Reader = (*lifetimeReader)(nil)

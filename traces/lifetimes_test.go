@@ -117,7 +117,7 @@ func TestLifetimeOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, ev)
-		lines = append(lines, r.(*lifetimeReader).Line())
+		lines = append(lines, r.Pos().Line)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("events\n  %+v\nwant\n  %+v", got, want)

@@ -18,16 +18,13 @@ const MemtraceHeader = "t_ns,op,addr,size,name"
 // (shared/traces/recorder/memtrace.c). Recorded addresses become fresh
 // sequential ids, one per alloc, because the C library reuses addresses.
 type memtraceReader struct {
-	src     lineSource
+	lineReader
 	meta    Meta
-	n       int // events returned so far
-	evLine  int
 	live    map[uint64]uint64 // address → id of the live allocation there
 	nextID  uint64
 	t0      int64 // t_ns of the first row: Time is relative to it
 	pending []byte
 	hasPend bool
-	err     error
 	labels  interner
 }
 
@@ -44,26 +41,27 @@ func NewMemtraceReader(name string, r io.Reader) (Reader, error) {
 
 func newMemtraceReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) (*memtraceReader, error) {
 	r := &memtraceReader{
-		src:    lineSource{name: name, br: br, gz: gz, closer: closer},
-		live:   make(map[uint64]uint64),
-		nextID: 1,
+		lineReader: newLineReader(name, br, gz, closer),
+		live:       make(map[uint64]uint64),
+		nextID:     1,
 	}
 	if err := r.readHeader(); err != nil {
-		r.src.close()
+		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
 func (r *memtraceReader) readHeader() error {
-	line, err := r.src.next(-1)
+	r.header = true
+	line, err := r.next()
 	if err != nil && err != io.EOF {
 		return err
 	}
 	if string(trimCR(line)) != MemtraceHeader {
-		return &PosError{File: r.src.name, Line: 1, Event: -1,
-			Err: fmt.Errorf("missing memtrace CSV header %q", MemtraceHeader)}
+		return r.failAt(1, fmt.Errorf("missing memtrace CSV header %q", MemtraceHeader))
 	}
+	r.header = false
 	r.meta = Meta{
 		{"format", FormatMemtraceCSV},
 		{"recorder", "memtrace LD_PRELOAD shim: PyTorch CPU allocator requests (posix_memalign, 64-byte alignment) and their frees"},
@@ -71,7 +69,7 @@ func (r *memtraceReader) readHeader() error {
 	}
 	// The first row fixes the time origin; keep it for Next.
 	for {
-		line, err := r.src.next(0)
+		line, err := r.next()
 		if err == io.EOF {
 			return nil
 		}
@@ -104,22 +102,7 @@ func trimCR(b []byte) []byte {
 	return b
 }
 
-func (r *memtraceReader) Meta() Meta   { return r.meta }
-func (r *memtraceReader) Close() error { return r.src.close() }
-
-// Name returns the name the reader was given (the file name for Open).
-func (r *memtraceReader) Name() string { return r.src.name }
-
-// Line returns the line number of the last event Next returned.
-func (r *memtraceReader) Line() int { return r.evLine }
-
-func (r *memtraceReader) fail(format string, args ...any) error {
-	return r.failErr(fmt.Errorf(format, args...))
-}
-
-func (r *memtraceReader) failErr(err error) error {
-	return &PosError{File: r.src.name, Line: r.src.line, Event: r.n, Err: err}
-}
+func (r *memtraceReader) Meta() Meta { return r.meta }
 
 func (r *memtraceReader) Next() (Event, error) {
 	if r.err != nil {
@@ -131,8 +114,7 @@ func (r *memtraceReader) Next() (Event, error) {
 			line, r.pending, r.hasPend = r.pending, nil, false
 		} else {
 			var err error
-			if line, err = r.src.next(r.n); err != nil {
-				r.err = err
+			if line, err = r.next(); err != nil {
 				return Event{}, err
 			}
 			line = trimCR(line)
@@ -142,11 +124,9 @@ func (r *memtraceReader) Next() (Event, error) {
 		}
 		ev, err := r.parse(line)
 		if err != nil {
-			r.err = err
 			return Event{}, err
 		}
-		r.evLine = r.src.line
-		r.n++
+		r.returned(r.line)
 		return ev, nil
 	}
 }

@@ -107,6 +107,7 @@ func (m *monotonic) Next() (Event, error) {
 	return ev, nil
 }
 func (m *monotonic) Meta() Meta   { return m.r.Meta() }
+func (m *monotonic) Pos() Pos     { return m.r.Pos() }
 func (m *monotonic) Close() error { return m.r.Close() }
 
 func TestMemtraceSmall(t *testing.T) {

@@ -22,13 +22,10 @@ const NativeVersion = 1
 // nativeReader streams a native text trace. Per event it allocates nothing
 // except the string of a mark label not seen before.
 type nativeReader struct {
-	src     lineSource
+	lineReader
 	meta    Meta
-	n       int    // events returned so far
-	evLine  int    // line of the last event returned
 	pending []byte // first event line, read while collecting the meta
 	hasPend bool
-	err     error // sticky: once Next fails it keeps failing
 	labels  interner
 	noFast  bool // tests: parse every line with parse, not fastParse
 }
@@ -46,24 +43,22 @@ func NewNativeReader(name string, r io.Reader) (Reader, error) {
 }
 
 func newNativeReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) (*nativeReader, error) {
-	r := &nativeReader{src: lineSource{name: name, br: br, gz: gz, closer: closer}}
+	r := &nativeReader{lineReader: newLineReader(name, br, gz, closer)}
 	if err := r.readHeader(); err != nil {
-		r.src.close()
+		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *nativeReader) errorf(line, event int, format string, args ...any) error {
-	return &PosError{File: r.src.name, Line: line, Event: event, Err: fmt.Errorf(format, args...)}
-}
-
 // readHeader reads the version line, then comments, blank lines and meta
 // lines up to the first event line, which it keeps for Next.
 func (r *nativeReader) readHeader() error {
-	line, err := r.src.next(-1)
+	r.header = true
+	defer func() { r.header = false }()
+	line, err := r.next()
 	if err == io.EOF {
-		return r.errorf(1, -1, "empty input: missing header %q", fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
+		return r.failAt(1, fmt.Errorf("empty input: missing header %q", fmt.Sprintf("%s %d", NativeMagic, NativeVersion)))
 	}
 	if err != nil {
 		return err
@@ -71,25 +66,25 @@ func (r *nativeReader) readHeader() error {
 	line = trimRight(line)
 	magic, i := field(line, 0)
 	if i != len(magic) || string(magic) != NativeMagic {
-		return r.errorf(1, -1, "missing header: a native trace starts with the line %q",
+		return r.fail("missing header: a native trace starts with the line %q",
 			fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
 	}
 	ver, i := field(line, i)
 	if len(ver) == 0 {
-		return r.errorf(1, -1, "header: missing format version (want %q)", fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
+		return r.fail("header: missing format version (want %q)", fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
 	}
 	v, ok := parseUint(ver)
 	if !ok {
-		return r.errorf(1, -1, "header: bad format version %q", ver)
+		return r.fail("header: bad format version %q", ver)
 	}
 	if v != NativeVersion {
-		return r.errorf(1, -1, "unsupported format version %d (this reader reads version %d)", v, NativeVersion)
+		return r.fail("unsupported format version %d (this reader reads version %d)", v, NativeVersion)
 	}
 	if extra, _ := field(line, i); len(extra) > 0 {
-		return r.errorf(1, -1, "header: unexpected %q after the version", extra)
+		return r.fail("header: unexpected %q after the version", extra)
 	}
 	for {
-		line, err := r.src.next(-1)
+		line, err := r.next()
 		if err == io.EOF {
 			return nil
 		}
@@ -107,10 +102,10 @@ func (r *nativeReader) readHeader() error {
 		}
 		key, i := field(line, i)
 		if len(key) == 0 {
-			return r.errorf(r.src.line, -1, "meta: missing key")
+			return r.fail("meta: missing key")
 		}
 		if !validMetaKey(string(key)) {
-			return r.errorf(r.src.line, -1, "meta: bad key %q (want printable characters without spaces)", key)
+			return r.fail("meta: bad key %q (want printable characters without spaces)", key)
 		}
 		for i < len(line) && isBlank(line[i]) {
 			i++
@@ -135,14 +130,6 @@ func validMetaKey(k string) bool {
 
 func (r *nativeReader) Meta() Meta { return r.meta }
 
-// Name returns the name the reader was given (the file name for Open).
-func (r *nativeReader) Name() string { return r.src.name }
-
-// Line returns the line number of the last event Next returned.
-func (r *nativeReader) Line() int { return r.evLine }
-
-func (r *nativeReader) Close() error { return r.src.close() }
-
 func (r *nativeReader) Next() (Event, error) {
 	if r.err != nil {
 		return Event{}, r.err
@@ -153,17 +140,14 @@ func (r *nativeReader) Next() (Event, error) {
 			line, r.pending, r.hasPend = r.pending, nil, false
 		} else {
 			var err error
-			line, err = r.src.next(r.n)
-			if err != nil {
-				r.err = err
+			if line, err = r.next(); err != nil {
 				return Event{}, err
 			}
 			line = trimRight(line)
 		}
 		if !r.noFast {
 			if ev, ok := fastParse(line); ok {
-				r.evLine = r.src.line
-				r.n++
+				r.returned(r.line)
 				return ev, nil
 			}
 		}
@@ -177,11 +161,9 @@ func (r *nativeReader) Next() (Event, error) {
 		}
 		ev, err := r.parse(line, i)
 		if err != nil {
-			r.err = err
 			return Event{}, err
 		}
-		r.evLine = r.src.line
-		r.n++
+		r.returned(r.line)
 		return ev, nil
 	}
 }
@@ -371,14 +353,6 @@ func (r *nativeReader) finish(ev Event, line, tok []byte, i int) (Event, error) 
 		return ev, r.fail("%s: unexpected field %q", ev.Op, tok)
 	}
 	return ev, nil
-}
-
-func (r *nativeReader) fail(format string, args ...any) error {
-	return r.failErr(fmt.Errorf(format, args...))
-}
-
-func (r *nativeReader) failErr(err error) error {
-	return &PosError{File: r.src.name, Line: r.src.line, Event: r.n, Err: err}
 }
 
 // quotedEnd returns the index just past the closing quote of the Go

@@ -341,23 +341,24 @@ type closingReader struct {
 	closer io.Closer
 }
 
-func (c *closingReader) Name() string { return c.name }
+// Pos is the wrapped reader's, named after the file if it has no name.
+func (c *closingReader) Pos() Pos {
+	p := c.Reader.Pos()
+	if p.File == "" {
+		p.File = c.name
+	}
+	return p
+}
 
+// Close closes the wrapped reader, then the gzip stream and the file (which
+// the snapshot reader may have closed already if it was an io.Closer; that
+// is not an error).
 func (c *closingReader) Close() error {
 	err := c.Reader.Close()
-	if c.gz != nil {
-		if gerr := c.gz.Close(); err == nil {
-			err = gerr
-		}
-		c.gz = nil
-	}
-	if c.closer != nil {
-		// The snapshot reader may have closed it already if it was an
-		// io.Closer; that is not an error.
-		if cerr := c.closer.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
-			err = cerr
-		}
-		c.closer = nil
+	in := input{c.gz, c.closer}
+	c.gz, c.closer = nil, nil
+	if ierr := in.Close(); err == nil {
+		err = ierr
 	}
 	return err
 }

@@ -186,8 +186,8 @@ func TestClosingReader(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if c.Name() != "f" {
-		t.Errorf("Name = %q", c.Name())
+	if c.Pos().File != "f" {
+		t.Errorf("Name = %q", c.Pos().File)
 	}
 }
 

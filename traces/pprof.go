@@ -299,8 +299,9 @@ func (r *pprofReader) Next() (Event, error) {
 func (r *pprofReader) Meta() Meta   { return r.meta }
 func (r *pprofReader) Close() error { return nil }
 
-// Name returns the name the reader was given (the file name for Open).
-func (r *pprofReader) Name() string { return r.name }
+// Pos has the name and the index of the last event returned (ids count
+// the events from 1); a profile has no lines.
+func (r *pprofReader) Pos() Pos { return Pos{File: r.name, Event: int(r.nextID) - 2} }
 
 var _ Reader = (*pprofReader)(nil)
 

@@ -14,13 +14,10 @@ import (
 // integration: "1 ptr size stream" per malloc, "0 ptr" or "0 ptr size
 // stream" per free. Addresses become fresh sequential ids, one per malloc.
 type stallocReader struct {
-	src    lineSource
+	lineReader
 	meta   Meta
-	n      int // events returned so far
-	evLine int
 	live   map[uint64]uint64 // address → id of the live allocation there
 	nextID uint64
-	err    error
 }
 
 // NewSTAllocReader imports an STAlloc/Megatron allocator log from r,
@@ -36,9 +33,9 @@ func NewSTAllocReader(name string, r io.Reader) (Reader, error) {
 
 func newSTAllocReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) *stallocReader {
 	return &stallocReader{
-		src:    lineSource{name: name, br: br, gz: gz, closer: closer},
-		live:   make(map[uint64]uint64),
-		nextID: 1,
+		lineReader: newLineReader(name, br, gz, closer),
+		live:       make(map[uint64]uint64),
+		nextID:     1,
 		meta: Meta{
 			{"format", FormatSTAlloc},
 			{"source", "STAlloc/Megatron allocator log: \"1 ptr size stream\" per malloc, \"0 ptr [size stream]\" per free"},
@@ -48,32 +45,15 @@ func newSTAllocReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.
 	}
 }
 
-func (r *stallocReader) Meta() Meta   { return r.meta }
-func (r *stallocReader) Close() error { return r.src.close() }
-
-// Name returns the name the reader was given (the file name for Open).
-func (r *stallocReader) Name() string { return r.src.name }
-
-// Line returns the line number of the last event Next returned.
-func (r *stallocReader) Line() int { return r.evLine }
-
-func (r *stallocReader) fail(format string, args ...any) error {
-	return r.failErr(fmt.Errorf(format, args...))
-}
-
-func (r *stallocReader) failErr(err error) error {
-	r.err = &PosError{File: r.src.name, Line: r.src.line, Event: r.n, Err: err}
-	return r.err
-}
+func (r *stallocReader) Meta() Meta { return r.meta }
 
 func (r *stallocReader) Next() (Event, error) {
 	if r.err != nil {
 		return Event{}, r.err
 	}
 	for {
-		line, err := r.src.next(r.n)
+		line, err := r.next()
 		if err != nil {
-			r.err = err
 			return Event{}, err
 		}
 		line = trimRight(line)
@@ -96,8 +76,7 @@ func (r *stallocReader) Next() (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		r.evLine = r.src.line
-		r.n++
+		r.returned(r.line)
 		return ev, nil
 	}
 }

@@ -51,7 +51,7 @@ func TestSTAlloc(t *testing.T) {
 		if r.Meta().Get("format") != FormatSTAlloc {
 			t.Errorf("meta %q", r.Meta())
 		}
-		if l := r.(*stallocReader).Line(); l != 9 {
+		if l := r.Pos().Line; l != 9 {
 			t.Errorf("Line() = %d after the last event, want 9", l)
 		}
 		r.Close()

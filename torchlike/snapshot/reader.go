@@ -265,13 +265,24 @@ type snapshotReader struct {
 	nextID uint64
 	t0     int64 // time_us origin, or NoTime
 	err    error // sticky
+	n      int   // events returned so far
 }
 
 func (r *snapshotReader) Meta() traces.Meta { return r.meta }
 func (r *snapshotReader) Close() error      { return nil }
 
-// Name returns the name the reader was given (the file name for Open).
-func (r *snapshotReader) Name() string { return r.name }
+// Pos has the name and the index of the last event returned; a snapshot
+// has no lines (its errors give the trace entry instead).
+func (r *snapshotReader) Pos() traces.Pos { return traces.Pos{File: r.name, Event: r.n - 1} }
+
+// Next counts the events that read returns, for Pos.
+func (r *snapshotReader) Next() (traces.Event, error) {
+	ev, err := r.read()
+	if err == nil {
+		r.n++
+	}
+	return ev, err
+}
 
 func (r *snapshotReader) time(us int64) int64 {
 	if r.t0 == traces.NoTime {
@@ -287,7 +298,7 @@ func (r *snapshotReader) time(us int64) int64 {
 	return int64(d) * 1000
 }
 
-func (r *snapshotReader) Next() (traces.Event, error) {
+func (r *snapshotReader) read() (traces.Event, error) {
 	if r.err != nil {
 		return traces.Event{}, r.err
 	}

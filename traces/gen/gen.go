@@ -421,6 +421,7 @@ type reader struct {
 	stop func()
 	buf  []traces.Event
 	i    int
+	n    int // events returned so far
 	done bool
 }
 
@@ -447,9 +448,14 @@ func newReader(meta traces.Meta, body func(*emitter)) *reader {
 
 func (r *reader) Meta() traces.Meta { return r.meta }
 
+// Pos has the index of the last event returned; a generated trace has no
+// file or lines.
+func (r *reader) Pos() traces.Pos { return traces.Pos{Event: r.n - 1} }
+
 func (r *reader) Next() (traces.Event, error) {
 	if r.i < len(r.buf) {
 		r.i++
+		r.n++
 		return r.buf[r.i-1], nil
 	}
 	if r.done {
@@ -464,6 +470,7 @@ func (r *reader) Next() (traces.Event, error) {
 		return traces.Event{}, io.EOF
 	}
 	r.buf, r.i = b, 1
+	r.n++
 	return b[0], nil
 }
 
