@@ -1,4 +1,4 @@
-package harness
+package benchtab
 
 // Compare builds benchstat's comparison tables in process.
 //

@@ -1,4 +1,4 @@
-package harness
+package benchtab
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 
 // The golden files under testdata/compare/golden are rewritten by
 //
-//	go test ./harness -run Compare -update
+//	go test ./internal/benchtab -run Compare -update
 //
 // The flag is registered only if no other test file of the package has
 // registered one of that name.
@@ -34,7 +34,7 @@ func compareUpdate() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-const compareDir = "testdata/compare"
+const compareDir = "testdata"
 
 // compareCases are benchstat command lines run in testdata/compare; each
 // is also a golden test of the three formats. The inputs are described in
@@ -182,10 +182,10 @@ func compareGolden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil && !(os.IsNotExist(err) && got == "") {
-		t.Fatalf("%v (run go test ./harness -run Compare -update)", err)
+		t.Fatalf("%v (run go test ./internal/benchtab -run Compare -update)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test ./harness -run Compare -update rewrites it):\n%s", name, compareFirstDiff(string(want), got))
+		t.Errorf("%s differs from the golden file (go test ./internal/benchtab -run Compare -update rewrites it):\n%s", name, compareFirstDiff(string(want), got))
 	}
 }
 
