@@ -8,6 +8,7 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"membench/harness"
+	"membench/internal/units"
 	"membench/strategies"
 )
 
@@ -148,7 +149,7 @@ func deviceTables(rep *Report) []deviceTable {
 			if b == 0 {
 				return "–"
 			}
-			return benchunit.Scale(b, benchunit.Decimal) + "B/s"
+			return units.Bytes(b, units.Auto) + "/s"
 		}
 		cc := "–"
 		if d.ComputeMajor > 0 {
@@ -158,11 +159,11 @@ func deviceTables(rep *Report) []deviceTable {
 			Name: d.Label(),
 			Figures: [][2]string{
 				{"kind", d.Kind.String()},
-				{"total memory", fmtBytes(float64(d.Total))},
-				{"capacity (visible to the framework)", fmtBytes(float64(d.Capacity))},
-				{"free at start", fmtBytes(float64(d.Free))},
+				{"total memory", units.Bytes(float64(d.Total), units.Auto)},
+				{"capacity (visible to the framework)", units.Bytes(float64(d.Capacity), units.Auto)},
+				{"free at start", units.Bytes(float64(d.Free), units.Auto)},
 				{"compute capability", cc},
-				{"granularity", fmtBytes(float64(d.Granularity))},
+				{"granularity", units.Bytes(float64(d.Granularity), units.Auto)},
 				{"device malloc / free", secs(d.MallocSec) + " / " + secs(d.FreeSec)},
 				{"map / unmap a page", secs(d.MapSec) + " / " + secs(d.UnmapSec)},
 				{"cache hit", secs(d.HitSec)},
@@ -206,7 +207,7 @@ func runRows(rep *Report) []runRow {
 			}
 		}
 		if res.DefragEvents > 0 {
-			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, fmtBytes(float64(res.DefragMoved)))})
+			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, units.Bytes(float64(res.DefragMoved), units.Auto))})
 		}
 		if r.Device.Kind == strategies.TPU && (strings.HasPrefix(res.Strategy, "jax") || strings.HasPrefix(res.Strategy, "tf")) {
 			row.Notes = append(row.Notes, note{Text: "the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)", Assumption: true})
