@@ -213,6 +213,8 @@ func sortedKeys(m map[benchproc.Key]bool) []benchproc.Key {
 	return keys
 }
 
+// keyFields lists k's fields and values in projection order, leaving out
+// skip (the unit, which a table carries apart).
 func keyFields(k benchproc.Key, skip *benchproc.Field) []Field {
 	var fs []Field
 	for _, f := range k.Projection().FlattenedFields() {
@@ -248,6 +250,7 @@ func (b *Builder) table(tk benchproc.Key, pooled map[string]bool) *Table {
 	return t
 }
 
+// keySet is the set of m's keys, for sortedKeys.
 func keySet[V any](m map[benchproc.Key]V) map[benchproc.Key]bool {
 	s := make(map[benchproc.Key]bool, len(m))
 	for k := range m {
@@ -256,6 +259,9 @@ func keySet[V any](m map[benchproc.Key]V) map[benchproc.Key]bool {
 	return s
 }
 
+// fillRows summarises every cell of acc under assume and compares it with
+// its row's cell in the first column; files whose results share a cell
+// are added to pooled.
 func (b *Builder) fillRows(t *Table, acc *tableAcc, assume benchmath.Assumption, pooled map[string]bool) {
 	rows := sortedKeys(acc.rows)
 	samples := make(map[cellKey]*benchmath.Sample, len(acc.cells))
@@ -315,6 +321,7 @@ func (b *Builder) fillRows(t *Table, acc *tableAcc, assume benchmath.Assumption,
 	}
 }
 
+// errorStrings turns benchmath's warnings into notes.
 func errorStrings(errs []error) []string {
 	var s []string
 	for _, e := range errs {
