@@ -7,6 +7,7 @@ import (
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"membench/internal/units"
 	"membench/strategies"
 )
 
@@ -102,16 +103,16 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 				continue
 			}
 			data[i], have = v, true
-			row := capacityRow{Trace: cats[i], Strategy: s, MinCapacity: fmtBytes(v), PeakLive: "–", Ratio: "–", Smallest: "none"}
+			row := capacityRow{Trace: cats[i], Strategy: s, MinCapacity: units.Bytes(v, units.Auto), PeakLive: "–", Ratio: "–", Smallest: "none"}
 			if pl, ok := rep.peakLive(g); ok && pl > 0 {
-				row.PeakLive = fmtBytes(pl)
+				row.PeakLive = units.Bytes(pl, units.Auto)
 				row.Ratio = "× " + strings.TrimRight(strings.TrimRight(fmtFixed(v/pl, 2), "0"), ".")
 			}
 			var fits []string
 			for _, l := range lines {
 				if float64(l.capacity) >= v {
 					if row.Smallest == "none" {
-						row.Smallest = strings.Join(l.names, ", ") + " (" + fmtBytes(float64(l.capacity)) + ")"
+						row.Smallest = strings.Join(l.names, ", ") + " (" + units.Bytes(float64(l.capacity), units.Auto) + ")"
 					}
 					fits = append(fits, l.names...)
 				}
@@ -144,7 +145,7 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 					}
 				}
 				last[pi] = l.capacity
-				ml = append(ml, map[string]any{"yAxis": l.capacity, "name": strings.Join(l.names, ", ") + " " + fmtBytes(float64(l.capacity)), "label": map[string]any{"position": places[pi]}})
+				ml = append(ml, map[string]any{"yAxis": l.capacity, "name": strings.Join(l.names, ", ") + " " + units.Bytes(float64(l.capacity), units.Auto), "label": map[string]any{"position": places[pi]}})
 			}
 			so = append(so, gecharts.WithSeriesOpts(func(ss *gecharts.SingleSeries) {
 				ss.MarkLines = &opts.MarkLines{Data: ml, MarkLineStyle: opts.MarkLineStyle{

@@ -16,9 +16,11 @@
 //   - capacity.go: the smallest capacity each strategy fits in, from
 //     `membench capacity` results, against peak live and the device
 //     presets;
-//   - tables.go: a benchstat-style comparison table (strategies as
-//     columns, deltas against the first) and every run's configuration
-//     with the assumptions labelled.
+//   - tables.go: the comparison tables (strategies as columns, deltas
+//     against the first), built by internal/benchtab, the implementation
+//     behind `membench compare`, so that the page and the command print
+//     the same figures; and every run's configuration with the
+//     assumptions labelled.
 //
 // Charts are built with go-echarts, but the page is assembled here
 // (page.go): each chart's option is plain JSON in a
@@ -31,6 +33,10 @@
 //
 // ECharts 5.4.3 (the version go-echarts targets) is vendored in echarts/
 // with its licence and inlined into every page.
+//
+// Imports: harness (Results, metrics), strategies (devices, specs),
+// internal/benchtab (comparisons) and internal/units (byte counts); no
+// framework package and nothing that replays.
 //
 // Determinism: the same Report gives a byte-identical page. Chart ids are
 // derived from positions in the report, series follow the order of the

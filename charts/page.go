@@ -99,7 +99,9 @@ func build(rep *Report) (*page, error) {
 		p.Capacity = &section{Heading: "Minimal capacity per strategy", Chart: cc}
 		p.CapRows = rows
 	}
-	p.Comparison = compTables(rep)
+	if p.Comparison, err = compTables(rep); err != nil {
+		return nil, err
+	}
 	p.DeviceTabs = deviceTables(rep)
 	p.Runs = runRows(rep)
 	p.TraceRows = traceRows(rep)
@@ -254,7 +256,7 @@ footer { color: #777; font-size: 12px; margin-top: 40px; }
 {{end}}
 <h2 id="tables">5. Tables</h2>
 <h3>Comparison</h3>
-<p class="lead">As benchstat shows it: a row per metric, a column per strategy, and each strategy's change against the first. Every metric is deterministic (<code>assume=exact</code>) and lower is better; <code>~</code> means equal.</p>
+<p class="lead">As benchstat shows it: a row per metric, a column per strategy, and each strategy's change against the first. Every metric is deterministic (<code>assume=exact</code>) and lower is better, so every change shows: <code>0.00%</code> means equal, <code>?</code> a change from zero.</p>
 {{range .Comparison}}{{$t := .}}<table>
 <tr><th>{{.Title}}</th>{{range $i, $s := .Strategies}}<th>{{$s}}</th>{{if $i}}<th>vs {{index $t.Strategies 0}}</th>{{end}}{{end}}</tr>
 {{range .Rows}}<tr><td>{{.Unit}}</td>{{range $i, $c := .Cells}}<td class="num">{{$c.Value}}</td>{{if $i}}<td class="num {{$c.Class}}">{{$c.Delta}}</td>{{end}}{{end}}</tr>

@@ -6,6 +6,7 @@ import (
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"membench/internal/units"
 	"membench/strategies"
 )
 
@@ -150,7 +151,7 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 		pos += max(s.Addr+s.Size-cursor, 0)
 		*segs = append(*segs, segItem{
 			Value: [3]float64{pct(segStart), pct(pos), float64(row)},
-			Name:  fmt.Sprintf("segment 0x%x · %s · pool %s · stream %d · %d blocks", s.Addr, fmtBytes(float64(s.Size)), s.Pool, s.Stream, len(s.Blocks)),
+			Name:  fmt.Sprintf("segment 0x%x · %s · pool %s · stream %d · %d blocks", s.Addr, units.Bytes(float64(s.Size), units.Auto), s.Pool, s.Stream, len(s.Blocks)),
 		})
 	}
 	return shortened
@@ -159,9 +160,9 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 // rowLabel names a row: strategy, moment, bytes held.
 func rowLabel(strategy, moment string, l []strategies.Segment) string {
 	m, u := layoutBytes(l)
-	s := fmt.Sprintf("%s\n%s\n%s held", strategy, moment, fmtBytes(float64(m)))
+	s := fmt.Sprintf("%s\n%s\n%s held", strategy, moment, units.Bytes(float64(m), units.Auto))
 	if u > 0 {
-		s += " + " + fmtBytes(float64(u)) + " unmapped"
+		s += " + " + units.Bytes(float64(u), units.Auto) + " unmapped"
 	}
 	return s
 }

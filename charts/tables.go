@@ -5,17 +5,23 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchunit"
 
 	"membench/harness"
+	"membench/internal/benchtab"
+	"membench/internal/units"
 	"membench/strategies"
 )
 
 // compTable is a benchstat-style table for one trace (and device): a
 // row per metric, a column per strategy, each column after the first
-// with its delta against the first. Every membench metric is exact
-// (assume=exact) and lower is better, so a delta is a plain ratio and "~"
-// means equal.
+// with its delta against the first. The figures are internal/benchtab's,
+// the tables `membench compare -col /strategy` prints: every membench
+// metric is exact (assume=exact) and lower is better, so every change
+// shows as a delta ("0.00%" when equal, "?" from a zero baseline), and a
+// row's values share one prefix. The page only turns benchstat's table
+// per unit into one table per trace.
 type compTable struct {
 	Title      string
 	Strategies []string
@@ -69,48 +75,97 @@ func (g *group) units() []string {
 	return append(us, extra...)
 }
 
-func compTables(rep *Report) []compTable {
+func compTables(rep *Report) ([]compTable, error) {
 	many := rep.manyDevices()
 	var ts []compTable
 	for _, g := range rep.groups() {
 		t := compTable{Title: g.title(many), Strategies: g.strategies()}
+		byUnit, err := g.comparison()
+		if err != nil {
+			return nil, fmt.Errorf("comparison table of %s: %w", t.Title, err)
+		}
 		for _, u := range g.units() {
-			row := compRow{Unit: u}
-			cls := benchunit.ClassOf(u)
-			base, baseOK := g.metric(t.Strategies[0], u)
-			for i, s := range t.Strategies {
-				v, ok := g.metric(s, u)
-				if !ok {
-					row.Cells = append(row.Cells, compCell{Value: "–"})
-					continue
-				}
-				c := compCell{Value: benchunit.Scale(v, cls)}
-				if i > 0 && baseOK {
-					c.Delta, c.Class = delta(base, v)
-				}
-				row.Cells = append(row.Cells, c)
-			}
-			t.Rows = append(t.Rows, row)
+			t.Rows = append(t.Rows, compRowOf(u, t.Strategies, byUnit[u]))
 		}
 		ts = append(ts, t)
 	}
-	return ts
+	return ts, nil
 }
 
-// delta compares v with the baseline b, lower being better.
-func delta(b, v float64) (string, string) {
-	switch {
-	case v == b:
-		return "~", ""
-	case b == 0:
-		return "+∞", "worse"
+// comparison compares the group's strategies with benchtab: one table per
+// unit (as benchstat splits them), one row, a column per strategy that
+// has the metric, in the group's order.
+func (g *group) comparison() (map[string]*benchtab.Table, error) {
+	opts := benchtab.DefaultOptions
+	opts.Table, opts.Row, opts.Col = "", ".name", "strategy"
+	b, err := benchtab.NewBuilder(opts)
+	if err != nil {
+		return nil, err
 	}
-	d := 100 * (v - b) / b
-	s := fmt.Sprintf("%+.2f%%", d)
-	if v < b {
-		return s, "better"
+	us := g.units()
+	for _, u := range us {
+		for _, kv := range [][2]string{{"assume", "exact"}, {"better", "lower"}} {
+			m := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: kv[0]}, OrigUnit: u, Value: kv[1]}
+			if err := b.AddUnit(m); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return s, "worse"
+	for _, s := range g.strategies() {
+		res := &benchfmt.Result{Name: benchfmt.Name("Replay"), Iters: 1}
+		res.SetConfig("strategy", s)
+		for _, u := range us {
+			if v, ok := g.metric(s, u); ok {
+				res.Values = append(res.Values, benchfmt.Value{Value: v, Unit: u})
+			}
+		}
+		b.Add(res)
+	}
+	tabs, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	byUnit := make(map[string]*benchtab.Table, len(tabs.Tables))
+	for _, t := range tabs.Tables {
+		byUnit[t.Unit] = t
+	}
+	return byUnit, nil
+}
+
+// compRowOf lays out the unit's table t (nil if no strategy has the
+// metric) as a row of the page: a cell per strategy, "–" where it lacks
+// the metric, and deltas only against the group's first strategy.
+func compRowOf(unit string, strategies []string, t *benchtab.Table) compRow {
+	row := compRow{Unit: unit}
+	col := map[string]int{}
+	var cells []*benchtab.Cell
+	var centers []string
+	if t != nil {
+		for j, c := range t.Cols {
+			col[c.Label] = j
+		}
+		cells, centers = t.Rows[0].Cells, t.Centers(&t.Rows[0])
+	}
+	withBase := t != nil && t.Cols[0].Label == strategies[0]
+	for _, s := range strategies {
+		j, ok := col[s]
+		if !ok {
+			row.Cells = append(row.Cells, compCell{Value: "–"})
+			continue
+		}
+		c := compCell{Value: centers[j]}
+		if d := cells[j].Delta; d != nil && withBase {
+			c.Delta = d.Text
+			switch t.Change(cells[j]) {
+			case 1:
+				c.Class = "better"
+			case -1:
+				c.Class = "worse"
+			}
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	return row
 }
 
 // deviceTable is one device's figures and the notes saying where each
@@ -148,7 +203,7 @@ func deviceTables(rep *Report) []deviceTable {
 			if b == 0 {
 				return "–"
 			}
-			return benchunit.Scale(b, benchunit.Decimal) + "B/s"
+			return units.Bytes(b, units.Auto) + "/s"
 		}
 		cc := "–"
 		if d.ComputeMajor > 0 {
@@ -158,11 +213,11 @@ func deviceTables(rep *Report) []deviceTable {
 			Name: d.Label(),
 			Figures: [][2]string{
 				{"kind", d.Kind.String()},
-				{"total memory", fmtBytes(float64(d.Total))},
-				{"capacity (visible to the framework)", fmtBytes(float64(d.Capacity))},
-				{"free at start", fmtBytes(float64(d.Free))},
+				{"total memory", units.Bytes(float64(d.Total), units.Auto)},
+				{"capacity (visible to the framework)", units.Bytes(float64(d.Capacity), units.Auto)},
+				{"free at start", units.Bytes(float64(d.Free), units.Auto)},
 				{"compute capability", cc},
-				{"granularity", fmtBytes(float64(d.Granularity))},
+				{"granularity", units.Bytes(float64(d.Granularity), units.Auto)},
 				{"device malloc / free", secs(d.MallocSec) + " / " + secs(d.FreeSec)},
 				{"map / unmap a page", secs(d.MapSec) + " / " + secs(d.UnmapSec)},
 				{"cache hit", secs(d.HitSec)},
@@ -206,7 +261,7 @@ func runRows(rep *Report) []runRow {
 			}
 		}
 		if res.DefragEvents > 0 {
-			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, fmtBytes(float64(res.DefragMoved)))})
+			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, units.Bytes(float64(res.DefragMoved), units.Auto))})
 		}
 		if r.Device.Kind == strategies.TPU && (strings.HasPrefix(res.Strategy, "jax") || strings.HasPrefix(res.Strategy, "tf")) {
 			row.Notes = append(row.Notes, note{Text: "the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)", Assumption: true})

@@ -15,9 +15,11 @@
 // lists run in parallel in a fixed output order (Jobs, RunJobs, Shard), the
 // capacity search (MinCapacity, whose guard against non-monotone fitting
 // is documented there), the output formats (benchfmt with assume=exact
-// units, tables, CSV, JSON), benchstat's comparisons computed in process
-// (Compare), and Validate, which replays a PyTorch memory snapshot through
-// torchlike and compares the allocator's decisions with the recorded ones.
+// units, tables, CSV, JSON), and Validate, which replays a PyTorch memory
+// snapshot through torchlike and compares the allocator's decisions with
+// the recorded ones. Comparing results is not the harness's job: benchstat's
+// tables are built by internal/benchtab, for `membench compare` and the
+// report alike.
 //
 // Validate's design: the recording drives the model — alloc, free and oom
 // entries are requests, segment entries are the answers to compare. Three

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"membench/internal/units"
 )
 
 // Formats `run`, `sweep` and `capacity` can print.
@@ -146,16 +148,7 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 func human(v float64, unit string) string {
 	switch {
 	case strings.HasSuffix(unit, "-B"):
-		units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-		i := 0
-		for v >= 1024 && i < len(units)-1 {
-			v /= 1024
-			i++
-		}
-		if i == 0 {
-			return fmt.Sprintf("%.0f B", v)
-		}
-		return fmt.Sprintf("%.2f %s", v, units[i])
+		return units.Bytes(v, 2)
 	case strings.HasSuffix(unit, "-sec"):
 		switch {
 		case v == 0:

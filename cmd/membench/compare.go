@@ -5,15 +5,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"membench/harness"
+	"membench/internal/benchtab"
 )
 
 // compareCommand is benchstat in process: the same tables, statistics,
-// unit scaling and deltas (see harness/compare.go), printed as text, CSV
+// unit scaling and deltas (see internal/benchtab), printed as text, CSV
 // or JSON. Unlike benchstat it fails on a missing file or a malformed
 // line, naming the file and line.
 func compareCommand() *cli.Command {
-	d := harness.DefaultCompareOptions
+	d := benchtab.DefaultOptions
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "compare benchfmt results as benchstat does (medians, confidence intervals, deltas, p-values)",
@@ -55,7 +55,7 @@ Flags must come before the files.`,
 			if c.Args().Len() == 0 {
 				return fmt.Errorf("compare: no input files (usage: membench compare [flags] [label=]FILE...)")
 			}
-			opts := harness.CompareOptions{
+			opts := benchtab.Options{
 				Table:      c.String("table"),
 				Row:        c.String("row"),
 				Col:        c.String("col"),
@@ -64,7 +64,7 @@ Flags must come before the files.`,
 				Alpha:      c.Float64("alpha"),
 				Confidence: c.Float64("confidence"),
 			}
-			cmp, err := harness.CompareFiles(c.Args().Slice(), c.App.Reader, opts)
+			cmp, err := benchtab.ReadFiles(c.Args().Slice(), c.App.Reader, opts)
 			if err != nil {
 				return fmt.Errorf("compare: %w", err)
 			}

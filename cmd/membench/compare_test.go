@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// compareData holds the inputs and golden outputs of harness's compare
-// tests (see harness/testdata/compare/README.md).
-const compareData = "../../harness/testdata/compare"
+// compareData holds the inputs and golden outputs of benchtab
+// tests (see internal/benchtab/testdata/README.md).
+const compareData = "../../internal/benchtab/testdata"
 
 func compareGoldenFile(t *testing.T, name string) string {
 	t.Helper()

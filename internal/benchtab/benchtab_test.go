@@ -1,4 +1,4 @@
-package harness
+package benchtab
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// The golden files under testdata/compare/golden are rewritten by
+// The golden files under testdata/golden are rewritten by
 //
-//	go test ./harness -run Compare -update
+//	go test ./internal/benchtab -run Compare -update
 //
 // The flag is registered only if no other test file of the package has
 // registered one of that name.
@@ -34,11 +34,11 @@ func compareUpdate() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-const compareDir = "testdata/compare"
+const compareDir = "testdata"
 
-// compareCases are benchstat command lines run in testdata/compare; each
+// compareCases are benchstat command lines run in testdata; each
 // is also a golden test of the three formats. The inputs are described in
-// testdata/compare/README.md.
+// testdata/README.md.
 var compareCases = []struct {
 	name string
 	args []string
@@ -78,9 +78,9 @@ var compareCases = []struct {
 }
 
 // compareArgs turns benchstat flags and files into options and paths.
-func compareArgs(t *testing.T, args []string) (CompareOptions, []string) {
+func compareArgs(t *testing.T, args []string) (Options, []string) {
 	t.Helper()
-	o := DefaultCompareOptions
+	o := DefaultOptions
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		if len(args) < 2 {
 			t.Fatalf("flag %s lacks a value", args[0])
@@ -118,9 +118,9 @@ func compareParseFloat(t *testing.T, s string) float64 {
 	return x
 }
 
-// compareIn runs Compare on files of testdata/compare, as benchstat
+// compareIn runs ReadFiles on files of testdata, as benchstat
 // would with args there, and returns the three formats.
-func compareIn(t *testing.T, args []string) (text, csv, csvWarn, js string, c *Comparison) {
+func compareIn(t *testing.T, args []string) (text, csv, csvWarn, js string, c *Tables) {
 	t.Helper()
 	opts, files := compareArgs(t, args)
 	wd, err := os.Getwd()
@@ -130,7 +130,7 @@ func compareIn(t *testing.T, args []string) (text, csv, csvWarn, js string, c *C
 	if err := os.Chdir(compareDir); err != nil {
 		t.Fatal(err)
 	}
-	c, err = CompareFiles(files, nil, opts)
+	c, err = ReadFiles(files, nil, opts)
 	os.Chdir(wd)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func compareIn(t *testing.T, args []string) (text, csv, csvWarn, js string, c *C
 }
 
 // TestCompareGolden checks the text and CSV (with its warnings) outputs
-// of every case, and the JSON of some, against testdata/compare/golden.
+// of every case, and the JSON of some, against testdata/golden.
 func TestCompareGolden(t *testing.T) {
 	for _, tc := range compareCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,10 +182,10 @@ func compareGolden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil && !(os.IsNotExist(err) && got == "") {
-		t.Fatalf("%v (run go test ./harness -run Compare -update)", err)
+		t.Fatalf("%v (run go test ./internal/benchtab -run Compare -update)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test ./harness -run Compare -update rewrites it):\n%s", name, compareFirstDiff(string(want), got))
+		t.Errorf("%s differs from the golden file (go test ./internal/benchtab -run Compare -update rewrites it):\n%s", name, compareFirstDiff(string(want), got))
 	}
 }
 
@@ -373,7 +373,7 @@ func TestCompareErrors(t *testing.T) {
 	empty := write("empty.txt", "goos: linux\n")
 
 	// Syntax errors name the file and line, every one of them.
-	_, err := CompareFiles([]string{good, bad}, nil, DefaultCompareOptions)
+	_, err := ReadFiles([]string{good, bad}, nil, DefaultOptions)
 	var se *benchfmt.SyntaxError
 	if !errors.As(err, &se) || se.FileName != bad || se.Line != 3 {
 		t.Errorf("syntax error: %v", err)
@@ -384,26 +384,26 @@ func TestCompareErrors(t *testing.T) {
 
 	for _, c := range []struct {
 		files []string
-		opts  func(*CompareOptions)
+		opts  func(*Options)
 		want  string
 	}{
 		{[]string{good, filepath.Join(dir, "missing.txt")}, nil, "missing.txt: no such file"},
 		{[]string{assume}, nil, assume + ":1: unit x-B: assume=gaussian"},
 		{[]string{empty}, nil, "no benchmark results"},
-		{[]string{good}, func(o *CompareOptions) { o.Filter = ".name:Nope" }, `no result matches -filter ".name:Nope"`},
-		{[]string{good}, func(o *CompareOptions) { o.Filter = "(" }, "parsing -filter"},
-		{[]string{good}, func(o *CompareOptions) { o.Col = "/x@bogus" }, "parsing -col"},
-		{[]string{good}, func(o *CompareOptions) { o.Row = ".unit" }, "parsing -row"},
-		{[]string{good}, func(o *CompareOptions) { o.Alpha = 2 }, "-alpha"},
-		{[]string{good}, func(o *CompareOptions) { o.Confidence = -1 }, "-confidence"},
+		{[]string{good}, func(o *Options) { o.Filter = ".name:Nope" }, `no result matches -filter ".name:Nope"`},
+		{[]string{good}, func(o *Options) { o.Filter = "(" }, "parsing -filter"},
+		{[]string{good}, func(o *Options) { o.Col = "/x@bogus" }, "parsing -col"},
+		{[]string{good}, func(o *Options) { o.Row = ".unit" }, "parsing -row"},
+		{[]string{good}, func(o *Options) { o.Alpha = 2 }, "-alpha"},
+		{[]string{good}, func(o *Options) { o.Confidence = -1 }, "-confidence"},
 		{nil, nil, "no input files"},
 		{[]string{"-"}, nil, "no standard input"},
 	} {
-		o := DefaultCompareOptions
+		o := DefaultOptions
 		if c.opts != nil {
 			c.opts(&o)
 		}
-		_, err := CompareFiles(c.files, nil, o)
+		_, err := ReadFiles(c.files, nil, o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.files, err, c.want)
 		}
@@ -419,7 +419,7 @@ func TestCompareInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdin := strings.NewReader("BenchmarkX 1 20 ns/op\n")
-	c, err := CompareFiles([]string{p, p, "base=" + p, "-"}, stdin, DefaultCompareOptions)
+	c, err := ReadFiles([]string{p, p, "base=" + p, "-"}, stdin, DefaultOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestCompareInputs(t *testing.T) {
 }
 
 // TestComparePooledWarning: benchstat pools two files' samples silently
-// when no projection keeps .file; Compare says so.
+// when no projection keeps .file; the Tables say so.
 func TestComparePooledWarning(t *testing.T) {
 	_, _, _, _, c := compareIn(t, []string{"-ignore", "commit", "-col", "/strategy", "old.txt", "new.txt"})
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "new.txt, old.txt") {
@@ -451,17 +451,17 @@ func TestComparePooledWarning(t *testing.T) {
 
 func TestCompareHelpers(t *testing.T) {
 	for i, want := range map[int]string{0: "A", 1: "B", 25: "Z", 26: "AA", 27: "AB", 51: "AZ", 52: "BA", 701: "ZZ", 702: "AAA"} {
-		if got := cmpSpreadsheetCol(i); got != want {
-			t.Errorf("cmpSpreadsheetCol(%d) = %q, want %q", i, got, want)
+		if got := spreadsheetCol(i); got != want {
+			t.Errorf("spreadsheetCol(%d) = %q, want %q", i, got, want)
 		}
 	}
-	if got := cmpSuperscript(10) + cmpSuperscript(7); got != "¹⁰⁷" {
+	if got := superscript(10) + superscript(7); got != "¹⁰⁷" {
 		t.Errorf("superscripts %q", got)
 	}
-	if g := cmpGeomean([]float64{2, 8}); math.Abs(g-4) > 1e-12 {
+	if g := geomean([]float64{2, 8}); math.Abs(g-4) > 1e-12 {
 		t.Errorf("geomean(2, 8) = %v", g)
 	}
-	if g := cmpGeomean([]float64{2, 0}); !math.IsNaN(g) {
+	if g := geomean([]float64{2, 0}); !math.IsNaN(g) {
 		t.Errorf("geomean(2, 0) = %v, want NaN", g)
 	}
 }

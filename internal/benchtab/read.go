@@ -1,0 +1,103 @@
+package benchtab
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Input is one benchfmt input of Read.
+type Input struct {
+	// Label is the input's .file value (the column label by default).
+	Label string
+	// Name names the input in error messages (its path).
+	Name string
+	R    io.Reader
+}
+
+// ReadFiles reads the benchfmt files args as benchstat does and
+// compares them: an argument label=path sets the file's .file label, a
+// path given twice is told apart as path#0, path#1, and "-" reads stdin.
+// Every file is opened before any is read, so a missing file is an error
+// up front.
+func ReadFiles(args []string, stdin io.Reader, opts Options) (*Tables, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no input files")
+	}
+	type arg struct{ path, label string }
+	var as []arg
+	count := make(map[string]int)
+	labelled := make([]bool, len(args))
+	for i, a := range args {
+		path, label := a, a
+		if j := strings.IndexByte(a, '='); j >= 0 {
+			label, path = a[:j], a[j+1:]
+			labelled[i] = true
+		} else {
+			count[path]++
+		}
+		as = append(as, arg{path, label})
+	}
+	seen := make(map[string]int)
+	for i := range as {
+		if !labelled[i] && count[as[i].path] > 1 {
+			as[i].label = fmt.Sprintf("%s#%d", as[i].path, seen[as[i].path])
+			seen[as[i].path]++
+		}
+	}
+	var inputs []Input
+	for _, a := range as {
+		if a.path == "-" {
+			if stdin == nil {
+				return nil, errors.New("-: no standard input")
+			}
+			inputs = append(inputs, Input{a.label, "<stdin>", stdin})
+			continue
+		}
+		f, err := os.Open(a.path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		inputs = append(inputs, Input{a.label, a.path, f})
+	}
+	return Read(inputs, opts)
+}
+
+// Read reads the inputs in order and builds benchstat's tables.
+// Syntax errors (*benchfmt.SyntaxError, which name the file and line)
+// are returned joined, after the whole input has been read.
+func Read(inputs []Input, opts Options) (*Tables, error) {
+	b, err := NewBuilder(opts)
+	if err != nil {
+		return nil, err
+	}
+	var rd benchfmt.Reader
+	var bad []error
+	for _, in := range inputs {
+		rd.Reset(in.R, in.Name, ".file", in.Label)
+		for rd.Scan() {
+			switch rec := rd.Result().(type) {
+			case *benchfmt.SyntaxError:
+				bad = append(bad, rec)
+			case *benchfmt.UnitMetadata:
+				if err := b.AddUnit(rec); err != nil {
+					bad = append(bad, err)
+				}
+			case *benchfmt.Result:
+				b.Add(rec)
+			}
+		}
+		if err := rd.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(bad) > 0 {
+		return nil, errors.Join(bad...)
+	}
+	return b.Build()
+}

@@ -1,0 +1,41 @@
+package units
+
+import (
+	"strconv"
+)
+
+// Auto, as the decimals of Bytes, keeps three significant digits: two
+// decimals below 10, one below 100, none above.
+const Auto = -1
+
+// binaryPrefixes are the units Bytes scales to, each 1024 times the last.
+var binaryPrefixes = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+
+// Bytes formats n bytes with the largest binary prefix that leaves at
+// least 1 before the point (up to PiB), a space and the unit: "512 B",
+// "1.50 KiB". A count below 1 KiB is a whole number of bytes; a scaled one
+// has decimals digits after the point, or three significant digits if
+// decimals is Auto. A negative n is formatted as -n with a minus sign.
+func Bytes(n float64, decimals int) string {
+	sign := ""
+	if n < 0 {
+		sign, n = "-", -n
+	}
+	i := 0
+	for n >= 1024 && i < len(binaryPrefixes)-1 {
+		n /= 1024
+		i++
+	}
+	switch {
+	case i == 0:
+		decimals = 0
+	case decimals != Auto:
+	case n >= 100:
+		decimals = 0
+	case n >= 10:
+		decimals = 1
+	default:
+		decimals = 2
+	}
+	return sign + strconv.FormatFloat(n, 'f', decimals, 64) + " " + binaryPrefixes[i]
+}
