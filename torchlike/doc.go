@@ -52,7 +52,19 @@
 // seed.go installs a layout reconstructed from a snapshot (warm starts),
 // answers WouldRelease (would the next malloc take its release path?),
 // and clones the whole state so that competing readings of a recording can
-// be replayed side by side (harness/validate.go). OnTrace reports the
+// be replayed side by side (torchlike/validate). OnTrace reports the
 // allocator's own decisions — segment_alloc, segment_free, segment_map,
-// segment_unmap, oom — in the order upstream records them.
+// segment_unmap, oom — in the order upstream records them, with the
+// snapshot's action names (the Action constants); AddrHook lets the
+// validator give new segments their recorded addresses.
+//
+// # The torch house
+//
+// Everything membench knows of PyTorch lives here and below: this package
+// (the allocator, its configuration and the PYTORCH_CUDA_ALLOC_CONF
+// grammar, and the upstream constants and round_size, exported once for
+// the others), torchlike/snapshot (the memory snapshot format and the
+// reconstruction of a warm start) and torchlike/validate (the comparison
+// with real recordings). This package imports only strategies and
+// internal/freeset; the two below it import this one, never the reverse.
 package torchlike

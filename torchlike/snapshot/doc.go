@@ -1,11 +1,29 @@
-// Package torchsnap reads PyTorch CUDA memory snapshots (the dict written
-// by torch.cuda.memory._dump_snapshot, allocator-spec.md §1.12) and
-// reconstructs the allocator's layout at the start of their traces.
+// Package snapshot is PyTorch's memory snapshot format, kept in the torch
+// house: it reads the dict torch.cuda.memory._dump_snapshot writes
+// (allocator-spec.md §1.12), reconstructs the allocator's layout at the
+// start of its trace, and serves the trace as membench events.
+//
+// It may import torchlike (the allocator's constants and round_size, which
+// the reconstruction applies exactly as the model does: one copy of each
+// rule), internal/pickle and traces; nothing of ours imports it but the
+// validator, the harness and tests. traces detects a snapshot from its
+// content (a pickle's first opcode, or a JSON object) and this package's
+// init registers the reader (traces.RegisterFormat), so a program that
+// links the harness opens snapshots like every other trace.
+//
+// # Events
+//
+// The reader serves one device's trace (OpenOptions.Device, or the lowest
+// device with trace entries): first one alloc for every block the
+// reconstruction finds live before the first entry (a warm start), then
+// alloc entries as allocs and the entry that returns a block's memory as
+// its free (see Role); oom and snapshot entries become marks. Every alloc
+// gets a fresh id, since recorded addresses are reused.
 //
 // # Decoding
 //
 // Decode accepts the pickle that PyTorch writes (decoded by the safe
-// unpickler in membench/traces/pickle, which never executes anything) and
+// unpickler in membench/internal/pickle, which never executes anything) and
 // the JSON dump of the same dict. Stack frames are skipped, so a Snapshot
 // holds only the segments, the per-device traces and the allocator
 // settings. Fields that older PyTorch releases do not write get defaults

@@ -20,10 +20,10 @@ func DecodeJSON(r io.Reader) (*Snapshot, error) {
 	dec.UseNumber()
 	v, err := jsonValue(dec, 0)
 	if err != nil {
-		return nil, fmt.Errorf("torchsnap: json: %w", err)
+		return nil, fmt.Errorf("snapshot: json: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("torchsnap: json: unexpected data after the top-level value (offset %d)", dec.InputOffset())
+		return nil, fmt.Errorf("snapshot: json: unexpected data after the top-level value (offset %d)", dec.InputOffset())
 	}
 	return FromValue(v)
 }

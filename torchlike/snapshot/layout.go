@@ -142,7 +142,7 @@ type EntryError struct {
 }
 
 func (e *EntryError) Error() string {
-	return fmt.Sprintf("torchsnap: device %d, entry %d (%s at %#x): %s: %v", e.Device, e.Entry, e.Action, e.Addr, e.Msg, e.Err)
+	return fmt.Sprintf("snapshot: device %d, entry %d (%s at %#x): %s: %v", e.Device, e.Entry, e.Action, e.Addr, e.Msg, e.Err)
 }
 
 func (e *EntryError) Unwrap() error { return e.Err }
@@ -280,7 +280,7 @@ type LayoutOptions struct {
 // Reconstruct is InitialState with the readings of opts.
 func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) {
 	if !slices.Contains(s.Devices(), device) {
-		return nil, fmt.Errorf("torchsnap: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
+		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
 	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock), legacy: opts.LegacyRoundup}
 	if st := s.Settings; st != nil {
@@ -331,7 +331,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 		if sg.Device != r.device {
 			continue
 		}
-		where := fmt.Sprintf("torchsnap: segments[%d] (device %d, address %#x)", si, sg.Device, sg.Address)
+		where := fmt.Sprintf("snapshot: segments[%d] (device %d, address %#x)", si, sg.Device, sg.Address)
 		if sg.Address < 0 || sg.Address >= maxAddr || sg.TotalSize <= 0 || sg.TotalSize > maxBytes {
 			return fmt.Errorf("%s: address or total_size %d out of range: %w", where, sg.TotalSize, ErrInconsistent)
 		}
@@ -364,7 +364,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 	slices.SortFunc(r.segs, func(a, b *rseg) int { return cmp.Compare(a.addr, b.addr) })
 	for k := 1; k < len(r.segs); k++ {
 		if prev := r.segs[k-1]; prev.end() > r.segs[k].addr {
-			return fmt.Errorf("torchsnap: device %d: segments %#x and %#x overlap: %w", r.device, prev.addr, r.segs[k].addr, ErrInconsistent)
+			return fmt.Errorf("snapshot: device %d: segments %#x and %#x overlap: %w", r.device, prev.addr, r.segs[k].addr, ErrInconsistent)
 		}
 	}
 	return nil

@@ -88,9 +88,9 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		b, err := br.Peek(1)
 		if err != nil {
 			if err == io.EOF {
-				return nil, errors.New("torchsnap: empty input")
+				return nil, errors.New("snapshot: empty input")
 			}
-			return nil, fmt.Errorf("torchsnap: %w", err)
+			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 		switch b[0] {
 		case ' ', '\t', '\r', '\n':
@@ -109,7 +109,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 func DecodePickle(r io.Reader) (*Snapshot, error) {
 	v, err := pickle.Decode(r)
 	if err != nil {
-		return nil, fmt.Errorf("torchsnap: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return FromValue(v)
 }
@@ -127,40 +127,40 @@ func FromValue(v any) (*Snapshot, error) {
 		traces, okT = v.Get("device_traces")
 		settings, _ = v.Get("allocator_settings")
 		if !okS && !okT {
-			return nil, errors.New("torchsnap: not a memory snapshot: the dict has neither segments nor device_traces")
+			return nil, errors.New("snapshot: not a memory snapshot: the dict has neither segments nor device_traces")
 		}
 	case *pickle.List, pickle.Tuple:
 		segs = v
 	default:
-		return nil, fmt.Errorf("torchsnap: not a memory snapshot: top level is %s, want dict", pickle.TypeName(v))
+		return nil, fmt.Errorf("snapshot: not a memory snapshot: top level is %s, want dict", pickle.TypeName(v))
 	}
 	if segs != nil {
 		items, err := seq(segs)
 		if err != nil {
-			return nil, fmt.Errorf("torchsnap: segments: %w", err)
+			return nil, fmt.Errorf("snapshot: segments: %w", err)
 		}
 		s.Segments = make([]Segment, len(items))
 		for i, x := range items {
 			if err := decodeSegment(&s.Segments[i], x); err != nil {
-				return nil, fmt.Errorf("torchsnap: segments[%d]%w", i, err)
+				return nil, fmt.Errorf("snapshot: segments[%d]%w", i, err)
 			}
 		}
 	}
 	if traces != nil {
 		devs, err := seq(traces)
 		if err != nil {
-			return nil, fmt.Errorf("torchsnap: device_traces: %w", err)
+			return nil, fmt.Errorf("snapshot: device_traces: %w", err)
 		}
 		s.DeviceTraces = make([][]TraceEntry, len(devs))
 		for d, x := range devs {
 			entries, err := seq(x)
 			if err != nil {
-				return nil, fmt.Errorf("torchsnap: device_traces[%d]: %w", d, err)
+				return nil, fmt.Errorf("snapshot: device_traces[%d]: %w", d, err)
 			}
 			tr := make([]TraceEntry, len(entries))
 			for i, e := range entries {
 				if err := decodeEntry(&tr[i], e); err != nil {
-					return nil, fmt.Errorf("torchsnap: device_traces[%d][%d]%w", d, i, err)
+					return nil, fmt.Errorf("snapshot: device_traces[%d][%d]%w", d, i, err)
 				}
 			}
 			s.DeviceTraces[d] = tr
@@ -169,7 +169,7 @@ func FromValue(v any) (*Snapshot, error) {
 	if settings != nil {
 		st, err := decodeSettings(settings)
 		if err != nil {
-			return nil, fmt.Errorf("torchsnap: allocator_settings%w", err)
+			return nil, fmt.Errorf("snapshot: allocator_settings%w", err)
 		}
 		s.Settings = st
 	}

@@ -80,7 +80,7 @@ func (r *DeviceReport) Agree() bool { return !r.Diverged }
 //
 // Three things a snapshot does not say are inferred, and each is reported:
 // the layout when recording began (undone backwards from the final
-// segments by torchsnap), the device's capacity (from a recorded OOM:
+// segments by torchlike/snapshot), the device's capacity (from a recorded OOM:
 // reserved bytes plus the device's free bytes at that moment), and calls
 // to torch.cuda.empty_cache() (a burst of segment frees that the next
 // allocation does not explain). While the simulation agrees, new segments

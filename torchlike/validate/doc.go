@@ -1,0 +1,39 @@
+// Package validate replays a real PyTorch memory snapshot's requests
+// through the torch model and compares the model's decisions with the
+// recorded ones: segment_alloc, segment_free, segment_map, segment_unmap and
+// oom, in order, with sizes and (while they agree) addresses. It is what
+// `membench validate` runs, and it is how the project knows the model is
+// exact: every shared snapshot agrees entry for entry.
+//
+// It may import torchlike, torchlike/snapshot and strategies. Nothing in
+// the harness depends on it; the validator owns the hooks it needs on the
+// model (torchlike.Allocator's OnTrace, OnComplete and AddrHook), so the
+// shared strategies.Memory carries none.
+//
+// # What a snapshot does not say
+//
+// A recording is not a complete program: the validator infers what it
+// lacks and reports each inference.
+//
+//   - Configuration: the allocator_settings the snapshot records (and the
+//     PYTORCH_CUDA_ALLOC_CONF string newer releases add, for knobs the
+//     structured fields lack).
+//   - The layout when recording began, for a snapshot taken after the model
+//     was loaded: torchlike/snapshot reconstructs it from the final segments
+//     and it is seeded into the model (torchlike's Seed functions).
+//   - The device's capacity, from a recorded OOM's free bytes; or --capacity.
+//   - Releases no allocation explains: a burst of segment frees is replayed
+//     under competing readings (the next malloc's own release path, an
+//     explicit torch.cuda.empty_cache(), a device malloc failure that nothing
+//     recorded) on clones of the model, and the reading that reproduces the
+//     recording is kept and named in the report.
+//   - The PyTorch version's rounding: when the current round_size disagrees
+//     and a division count is 1, the recording is replayed again with the
+//     rule of PyTorch before 2.4 (torchlike.RoundSize's legacy reading), the
+//     starting layout reconstructed with the same rule.
+//
+// Addresses: while the simulation agrees, a new segment takes the address
+// the recording gives it, so best-fit ties between segments break as they
+// did on the real device; elsewhere the validator hands out addresses of
+// its own, clear of every recorded one.
+package validate
