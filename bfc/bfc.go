@@ -112,9 +112,6 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 // Options returns the allocator's options.
 func (a *Allocator) Options() Options { return a.opts }
 
-// Stats returns the allocator's statistics.
-func (a *Allocator) Stats() *Stats { return &a.stats }
-
 // Memory implements strategies.Allocator.
 func (a *Allocator) Memory() *strategies.Memory { return a.mem }
 
