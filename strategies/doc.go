@@ -9,6 +9,6 @@
 // `torch:expandable_segments=true`.
 //
 // It imports no other package of membench, so that torchlike, bfc,
-// tflike, jaxlike and platform depend only on it, and the harness reaches
-// every model through these declarations alone.
+// tflike, jaxlike and platform depend only on it, and the harness uses a
+// model, once built, through these declarations alone.
 package strategies
