@@ -41,6 +41,9 @@ type Options struct {
 	DefragViaHost bool
 	// Name appears in OOM messages, as GPU_0_bfc does.
 	Name string
+	// Notes are the assumptions this configuration rests on, reported
+	// by the allocator's Notes (strategies.Noter); NewTPU sets them.
+	Notes []string
 }
 
 // Stats are AllocatorStats as BFC fills them (§2.7), plus the
@@ -108,9 +111,6 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 
 // Options returns the allocator's options.
 func (a *Allocator) Options() Options { return a.opts }
-
-// Stats returns the allocator's statistics.
-func (a *Allocator) Stats() *Stats { return &a.stats }
 
 // Memory implements strategies.Allocator.
 func (a *Allocator) Memory() *strategies.Memory { return a.mem }
@@ -485,7 +485,19 @@ func (a *Allocator) Check() error {
 	return nil
 }
 
-// DefragStats reports the defragmentation events and the bytes they moved.
+// DefragStats implements strategies.Defragmenter: the defragmentation
+// events and the bytes they moved.
 func (a *Allocator) DefragStats() (events, moved int64) {
 	return a.stats.DefragEvents, a.stats.DefragMovedBytes
 }
+
+// Notes implements strategies.Noter: the assumptions of this
+// configuration (Options.Notes), none for TSL's own BFC.
+func (a *Allocator) Notes() []string { return a.opts.Notes }
+
+var (
+	_ strategies.Allocator    = (*Allocator)(nil)
+	_ strategies.Layouter     = (*Allocator)(nil)
+	_ strategies.Defragmenter = (*Allocator)(nil)
+	_ strategies.Noter        = (*Allocator)(nil)
+)

@@ -233,6 +233,9 @@ func (h *harness) expectLayout(label, want string) {
 	}
 }
 
+// Stats returns the allocator's statistics.
+func (a *Allocator) Stats() *Stats { return &a.stats }
+
 func (h *harness) statValue(key string) (int64, bool) {
 	s := h.a.Stats()
 	switch key {

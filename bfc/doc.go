@@ -33,4 +33,11 @@
 // labelled as such wherever it is used, and costed as bytes moved × 2 over
 // the HBM bandwidth (or the host link when relocation goes through host
 // memory, as a GPU would have to).
+//
+// The TPU runtime model (NewTPU, tpu.go) is this allocator configured as
+// one defragmenting heap; it states its assumption itself through Notes
+// (strategies.Noter), so that results and the report carry it wherever
+// jaxlike or tflike build it. Beyond the Allocator contract the allocator
+// declares strategies.Layouter, Defragmenter and Noter. The package
+// imports strategies and internal/freeset only.
 package bfc

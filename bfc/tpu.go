@@ -7,8 +7,9 @@ import "membench/strategies"
 // (allocator-spec §4); what is modelled is what can be observed: the whole
 // HBM less a runtime reserve (the device's Capacity) is one heap, buffers
 // are placed best fit, and an allocation that fails although enough memory
-// is free triggers defragmentation. Assumption, labelled in results; the
-// policy is a knob (defrag, defrag_via_host).
+// is free triggers defragmentation. Assumption, labelled in results by the
+// allocator's Notes (tpuNote); the policy is a knob (defrag,
+// defrag_via_host).
 func NewTPU(mem *strategies.Memory, defrag, viaHost bool, name string) *Allocator {
 	return New(Options{
 		Limit:         mem.Dev.Capacity,
@@ -16,8 +17,13 @@ func NewTPU(mem *strategies.Memory, defrag, viaHost bool, name string) *Allocato
 		Defrag:        defrag,
 		DefragViaHost: viaHost,
 		Name:          name,
+		Notes:         []string{tpuNote},
 	}, mem)
 }
+
+// tpuNote is the TPU runtime model's assumption as results state it: what
+// NewTPU's allocator reports as its Notes, whatever its knobs.
+const tpuNote = "the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)"
 
 // Relocation holds the defragmentation knobs that jax and tf share:
 // `defrag` (the TPU model's policy, on unless set false; on a GPU the

@@ -473,3 +473,26 @@ func TestStateAggregates(t *testing.T) {
 		t.Errorf("%d segments, last ends at %v%%", len(segs), segs[len(segs)-1].Value[1])
 	}
 }
+
+// Charts returns the report's charts in page order, each with its option
+// JSON.
+func Charts(rep *Report) ([]Chart, error) {
+	p, err := build(rep)
+	if err != nil {
+		return nil, err
+	}
+	var cs []Chart
+	for _, s := range p.Timelines {
+		cs = append(cs, s.Chart)
+	}
+	for _, s := range p.Peaks {
+		cs = append(cs, s.Chart)
+	}
+	for _, s := range p.States {
+		cs = append(cs, s.Chart)
+	}
+	if p.Capacity != nil {
+		cs = append(cs, p.Capacity.Chart)
+	}
+	return cs, nil
+}

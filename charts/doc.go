@@ -46,4 +46,9 @@
 // neighbouring buckets further, keeping the maximum of each bucket so every
 // peak survives, and large layouts aggregate blocks too small to see. The
 // page for the default corpus is about 1.6 MB, of which ECharts is 1 MB.
+//
+// Assumptions: the page labels what the devices and the allocator models
+// say of themselves (Device.Notes, harness.Result.Notes) and knows no
+// framework's assumptions of its own. The package imports harness and
+// strategies, go-echarts and x/perf; nothing of ours imports it but cmd.
 package charts

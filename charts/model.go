@@ -82,8 +82,6 @@ func (r *Run) key() runKey {
 	return runKey{harness.NameValue(r.Result.Trace), harness.NameValue(r.Result.Device), harness.NameValue(r.Result.Strategy)}
 }
 
-func (m *Measurement) key() runKey { return runKey{m.Trace, m.Device, m.Strategy} }
-
 // group is a trace on a device: one timeline, one state map, one
 // comparison table.
 type group struct {

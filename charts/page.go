@@ -138,29 +138,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// Charts returns the report's charts in page order, each with its option
-// JSON: for tests and for tools that want the data without the page.
-func Charts(rep *Report) ([]Chart, error) {
-	p, err := build(rep)
-	if err != nil {
-		return nil, err
-	}
-	var cs []Chart
-	for _, s := range p.Timelines {
-		cs = append(cs, s.Chart)
-	}
-	for _, s := range p.Peaks {
-		cs = append(cs, s.Chart)
-	}
-	for _, s := range p.States {
-		cs = append(cs, s.Chart)
-	}
-	if p.Capacity != nil {
-		cs = append(cs, p.Capacity.Chart)
-	}
-	return cs, nil
-}
-
 // Write writes the report as one self-contained HTML page: ECharts and
 // every chart's data are inlined, so the page needs no network. The same
 // Report gives the same bytes.

@@ -263,9 +263,7 @@ func runRows(rep *Report) []runRow {
 		if res.DefragEvents > 0 {
 			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, units.Bytes(float64(res.DefragMoved), units.Auto))})
 		}
-		if r.Device.Kind == strategies.TPU && (strings.HasPrefix(res.Strategy, "jax") || strings.HasPrefix(res.Strategy, "tf")) {
-			row.Notes = append(row.Notes, note{Text: "the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)", Assumption: true})
-		}
+		row.Notes = append(row.Notes, notesOf(res.Notes)...)
 		rows = append(rows, row)
 	}
 	return rows

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -40,18 +39,6 @@ func NameValue(s string) string {
 
 // BenchName is the result's benchmark name per the CLI contract.
 func (r *Result) BenchName() string { return ResultRow(r).BenchName() }
-
-// WriteUnits writes the unit metadata lines of the fixed metrics (what
-// testing cannot print for go test -bench); WriteRows writes them for the
-// units it prints.
-func WriteUnits(w io.Writer) error {
-	var b strings.Builder
-	for _, m := range Metrics {
-		unitLine(&b, m.Unit)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
 
 // unitLine writes one unit's metadata: every outcome is deterministic, so
 // assume=exact lets benchstat compare single runs.

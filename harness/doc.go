@@ -1,6 +1,17 @@
 // Package harness replays traces through the allocator models and turns
 // the outcomes into results: the one package that knows every strategy.
 //
+// The registry (registry.go) maps strategy names to the framework
+// packages' constructors, and it is the only place here that names a
+// framework. Beyond the Allocator contract, the harness reaches a model
+// only through the optional capabilities package strategies declares:
+// Layouter for the layouts the report draws (Options.KeepLayout, LayoutAt),
+// Defragmenter for defrag-events and defrag-moved-B, and Noter, whose
+// notes of the model's own assumptions a Result carries (Result.Notes)
+// beside its device's (Result.DeviceNotes) for the CLI and the report to
+// print. The harness imports strategies, traces and the framework
+// packages; charts and cmd import it, and it imports neither.
+//
 // Replay streams a trace's events through one allocator on one device
 // model. Per event it does a constant amount of work besides the
 // allocator's own: the trace's id semantics (traces.Tracker: unknown ids,

@@ -43,11 +43,6 @@ var registry = map[string]Constructor{
 	},
 }
 
-// defragmenter is implemented by allocators that can relocate live buffers.
-type defragmenter interface {
-	DefragStats() (events, moved int64)
-}
-
 // DefaultStrategies is what `membench run` compares when no strategy is
 // named: the CLI contract's jax, tf and torch, less any not yet built.
 func DefaultStrategies() []string {

@@ -58,6 +58,9 @@ type Result struct {
 	Marks                   []Mark
 	PeakLayout              []strategies.Segment
 	DeviceNotes             []string
+	// Notes are the allocator's own assumptions (strategies.Noter), as
+	// the device's are DeviceNotes.
+	Notes []string
 }
 
 // Fit reports whether every allocation succeeded.
@@ -98,6 +101,10 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	}
 	mem := a.Memory()
 	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes}
+	if n, ok := a.(strategies.Noter); ok {
+		res.Notes = n.Notes()
+	}
+	layouter, _ := a.(strategies.Layouter)
 	tl := newTimeline(opts.Samples)
 	// ids: the trace's live allocations and their handles; an allocation
 	// that failed stays live with handle -1 so that its free is accepted
@@ -167,9 +174,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 		}
 		reserved := mem.Reserved()
-		if opts.KeepLayout && reserved > res.PeakReserved {
+		if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
 			res.PeakLayout = res.PeakLayout[:0]
-			a.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+			layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
 		}
 		res.PeakReserved = max(res.PeakReserved, mem.Peak())
 		tl.add(i, ev.Time, liveBytes, reserved)
@@ -181,7 +188,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	}
 	res.Events = i
 	res.DeviceMallocs, res.DeviceFrees, res.ModeledSec = mem.Mallocs(), mem.Frees(), mem.Seconds()
-	if d, ok := a.(defragmenter); ok {
+	if d, ok := a.(strategies.Defragmenter); ok {
 		res.DefragEvents, res.DefragMoved = d.DefragStats()
 	}
 	res.Timeline = tl.samples

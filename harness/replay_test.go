@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -251,4 +252,16 @@ func TestMain(m *testing.M) {
 		WriteUnits(os.Stdout)
 	}
 	os.Exit(m.Run())
+}
+
+// WriteUnits writes the unit metadata lines of the fixed metrics (what
+// testing cannot print for go test -bench); WriteRows writes them for the
+// units it prints.
+func WriteUnits(w io.Writer) error {
+	var b strings.Builder
+	for _, m := range Metrics {
+		unitLine(&b, m.Unit)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

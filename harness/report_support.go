@@ -12,23 +12,40 @@ import (
 // allocator state at a chosen moment, such as a Result's PeakLiveEvent,
 // which is the same moment for every strategy. (Options.KeepLayout gives
 // the layout at peak reserved, which for a preallocating allocator is its
-// first event.) It costs a replay of that prefix.
+// first event.) It costs a replay of that prefix. A model that does not
+// declare strategies.Layouter has no layout to give: nil.
 func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, event int64) ([]strategies.Segment, error) {
 	mem := strategies.NewMemory(&dev)
 	a, sp, err := NewAllocator(spec, mem)
 	if err != nil {
 		return nil, err
 	}
+	layouter, ok := a.(strategies.Layouter)
+	if !ok {
+		return nil, nil
+	}
 	pr := &prefixReader{Reader: r, left: event + 1}
 	if _, err := ReplayWith(name, pr, a, sp.String(), Options{Samples: 1}); err != nil {
 		return nil, err
 	}
 	var l []strategies.Segment
-	a.Layout(func(s strategies.Segment) {
+	layouter.Layout(func(s strategies.Segment) {
 		s.Blocks = append([]strategies.Block(nil), s.Blocks...)
 		l = append(l, s)
 	})
 	return l, nil
+}
+
+// LayoutAtJob is LayoutAt on a job's trace, device and strategy: what the
+// report asks of each job after ReplayJob, for the layout at the replay's
+// PeakLiveEvent.
+func LayoutAtJob(j Job, event int64) ([]strategies.Segment, error) {
+	r, err := j.Source.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return LayoutAt(j.Source.Name, r, j.Spec, j.Device, event)
 }
 
 // prefixReader ends a trace after its first left events.

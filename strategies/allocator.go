@@ -1,10 +1,3 @@
-// Package strategies is the vocabulary every other package shares and
-// nothing else: the Allocator contract the framework models implement, the
-// Device presets (each figure with its source or labelled an assumption)
-// and the Memory a replay draws from, which counts device calls and their
-// modelled cost, and the parsing of strategy specs such as
-// `torch:expandable_segments=true`. It imports no other package of
-// membench, so that torchlike, bfc, tflike and jaxlike depend only on it.
 package strategies
 
 // Handle names one live allocation inside an allocator. Allocators hand out
@@ -31,13 +24,45 @@ type Allocator interface {
 	// Allocated is the bytes held by live allocations as the allocator
 	// counts them (rounded block sizes); never below the requested bytes.
 	Allocated() int64
-	// Layout reports every segment (PyTorch) or region (BFC) with its
-	// blocks in address order, for state maps and invariant checks.
-	Layout(fn func(Segment))
 	// Check verifies the allocator's own invariants (no overlapping
 	// blocks, accounting that balances) and is called by tests after
 	// every event; it may be slow.
 	Check() error
+}
+
+// The optional capabilities below are what a model may declare beyond
+// Allocator. Each is declared once, here, with its meaning; the harness
+// finds a model's capabilities by asserting these interfaces and never by
+// a model's name or an ad-hoc method set, so that a new model gains a
+// feature by implementing the interface and nothing else changes.
+
+// Layouter is a model that can show its memory: Layout reports every
+// segment (PyTorch) or region (BFC) with its blocks in address order. The
+// harness records it for the report's state maps (the layout at peak
+// reserved, and at a chosen event); a model without it replays as well and
+// its state maps stay empty. Each Segment passed to fn, Blocks included,
+// is the caller's to keep.
+type Layouter interface {
+	Layout(fn func(Segment))
+}
+
+// Defragmenter is a model that can relocate live buffers to make room (the
+// TPU runtime model, or a GPU what-if). DefragStats returns how many
+// relocation events it ran and the bytes they moved, which the harness
+// reports as defrag-events and defrag-moved-B; a model without it reports
+// zero.
+type Defragmenter interface {
+	DefragStats() (events, moved int64)
+}
+
+// Noter is a model that rests on assumptions of its own rather than on
+// published behaviour (a closed-source runtime, an unpublished policy).
+// Notes returns them as sentences, in a fixed order, each saying
+// "assumption" where it is one; the harness copies them onto the replay's
+// Result, and the CLI and the report print them beside the results. The
+// device's own assumptions are the Device's Notes, not the model's.
+type Noter interface {
+	Notes() []string
 }
 
 // OOM describes a failed allocation the way PyTorch's OutOfMemoryError and

@@ -19,16 +19,12 @@ func capacityCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			traceFlag,
-			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy spec, repeatable (default: jax, tf, torch)"},
+			strategyFlag(""),
 			&cli.StringSliceFlag{Name: "device", Usage: "device family to search, repeatable (default: a100-80g and tpu-v4); only its granularity, costs and kind matter, the capacity is what is searched"},
 			outFlag, formatFlag, shardFlag, jobsFlag,
 		},
 		Action: func(c *cli.Context) error {
-			strats := c.StringSlice("strategy")
-			if len(strats) == 0 {
-				strats = harness.DefaultStrategies()
-			}
-			p, err := newPlan(c, strats, true, "a100-80g", "tpu-v4")
+			p, err := newPlan(c, strategySpecs(c), true, "a100-80g", "tpu-v4")
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 	"membench/traces/corpus"
 )
 
-// Flags shared by run, sweep and capacity.
+// Flags shared by run, sweep, capacity and report.
 var (
 	traceFlag  = &cli.StringSliceFlag{Name: "trace", Usage: "trace file or corpus name, repeatable (default: the embedded corpus)"}
 	deviceFlag = &cli.StringSliceFlag{Name: "device", Usage: "device preset or override, e.g. a100-40g:capacity=24GiB, repeatable (default: " + strategies.DefaultDevice + ")"}
@@ -24,6 +24,12 @@ var (
 	shardFlag  = &cli.StringFlag{Name: "shard", Usage: "run only part `K/N` of the jobs (1 <= K <= N); the parts' benchfmt outputs concatenate"}
 	jobsFlag   = &cli.IntFlag{Name: "jobs", Usage: "replays to run at once (default: one per core)"}
 )
+
+// strategyFlag is --strategy, repeatable, with the registry's defaults;
+// more is added to its usage.
+func strategyFlag(more string) *cli.StringSliceFlag {
+	return &cli.StringSliceFlag{Name: "strategy", Usage: "strategy `SPEC`, NAME or NAME:key=value,..., repeatable (default: " + strings.Join(harness.DefaultStrategies(), ", ") + ")" + more}
+}
 
 func sources(c *cli.Context) ([]*harness.Source, error) {
 	args := c.StringSlice("trace")
@@ -155,21 +161,26 @@ func progress(stderr io.Writer, total int, what string) (func(done int), func())
 	return update, clear
 }
 
-// plan is what run, sweep and capacity share: this shard's jobs (trace ×
-// device × strategy) and where and how to print them.
-type plan struct {
-	jobs   []harness.Job
-	devs   []strategies.Device
-	out    io.Writer
-	format string
-	close  func() error
+// strategySpecs is --strategy, or the registry's default strategies.
+func strategySpecs(c *cli.Context) []string {
+	if s := c.StringSlice("strategy"); len(s) > 0 {
+		return s
+	}
+	return harness.DefaultStrategies()
 }
 
-// newPlan resolves the traces, devices and strategy specs of a command
-// (checking every spec before anything runs), keeps small traces in
-// memory when cache is set (sweeps and searches replay them often), and
-// opens the output.
-func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*plan, error) {
+// matrix is what run, sweep, capacity and report replay: the traces, the
+// devices, and this shard's jobs (trace × device × strategy).
+type matrix struct {
+	srcs []*harness.Source
+	devs []strategies.Device
+	jobs []harness.Job
+}
+
+// newMatrix resolves the traces, devices and strategy specs of a command,
+// checking every spec before anything runs, and keeps small traces in
+// memory when cache is set (sweeps and searches replay them often).
+func newMatrix(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*matrix, error) {
 	if c.Args().Len() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q (flags must come first; use --trace for traces)", c.Command.Name, c.Args().First())
 	}
@@ -193,9 +204,52 @@ func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...strin
 	if err != nil {
 		return nil, err
 	}
+	return &matrix{srcs: srcs, devs: devs, jobs: jobs}, nil
+}
+
+// plan is what run, sweep and capacity share: their matrix and where and
+// how to print its results.
+type plan struct {
+	*matrix
+	out    io.Writer
+	format string
+	close  func() error
+}
+
+// newPlan is newMatrix and the opened output.
+func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*plan, error) {
+	m, err := newMatrix(c, specs, cache, defaultDevices...)
+	if err != nil {
+		return nil, err
+	}
 	out, format, closeOut, err := output(c)
 	if err != nil {
 		return nil, err
 	}
-	return &plan{jobs: jobs, devs: devs, out: out, format: format, close: closeOut}, nil
+	return &plan{matrix: m, out: out, format: format, close: closeOut}, nil
+}
+
+// writeNotes says, on stderr so that the results stay pure benchfmt, which
+// figures behind the results are assumptions rather than published facts:
+// for each device its assumption notes, then for each strategy on it the
+// notes its allocator gave (Result.Notes). Each line is written once, in
+// job order; results[i] is the outcome of jobs[i].
+func writeNotes(w io.Writer, jobs []harness.Job, results []*harness.Result) {
+	written := map[string]bool{}
+	say := func(line string) {
+		if !written[line] {
+			written[line] = true
+			io.WriteString(w, line)
+		}
+	}
+	for i, res := range results {
+		for _, n := range res.DeviceNotes {
+			if strings.Contains(n, "assumption") {
+				say(fmt.Sprintf("note: device %s: %s\n", res.Device, n))
+			}
+		}
+		for _, n := range res.Notes {
+			say(fmt.Sprintf("note: %s on %s: %s\n", jobs[i].Spec, res.Device, n))
+		}
+	}
 }

@@ -1,16 +1,25 @@
-// Command membench replays allocation traces through models of the JAX,
-// TensorFlow and PyTorch accelerator allocators and reports peak reserved
-// memory, waste, OOMs and device calls as benchstat-compatible results.
+// Command membench replays allocation traces through the accelerator
+// allocator models that package harness registers and reports peak
+// reserved memory, waste, OOMs and device calls as benchstat-compatible
+// results.
+//
+// The command turns flags into package calls and their results into
+// output; it holds no framework knowledge and no replay loop of its own.
+// Every replaying command (run, sweep, capacity, report) builds its trace ×
+// device × strategy jobs the same way (newMatrix) and runs them through
+// harness.RunJobs, and the assumption notes it prints on stderr are those
+// the results carry (the devices' and the allocators' own). It imports
+// harness, charts, strategies and traces.
 //
 // Usage:
 //
 //	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE] [--format F] [--shard K/N]
-//	membench validate [--device-index N]... [--capacity SIZE] SNAPSHOT.pickle...
+//	membench validate [--device-index N]... [--capacity SIZE] RECORDING...
 //	membench sweep --strategy NAME [--param key=v1,v2]... [run's flags]
 //	membench capacity [run's flags]
 //	membench compare [--col KEY] [--row KEY] [--filter EXPR] [--format text|csv|json] FILE...
 //	membench traces list | show NAME|PATH | convert IN OUT | gen KIND
-//	membench report [--trace ...] [--strategy ...] [--device ...] [--results FILE]... --out report.html
+//	membench report [--trace ...] [--strategy ...] [--device ...] [--results FILE]... [--jobs N] --out report.html
 //
 // See README.md for the strategy and device specs.
 package main

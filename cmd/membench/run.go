@@ -10,7 +10,6 @@ import (
 
 	"membench/harness"
 	"membench/strategies"
-	"membench/traces"
 )
 
 // exitCode is an error that carries only an exit status (its message was
@@ -24,7 +23,7 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 func run(stdout, stderr io.Writer, args []string) error {
 	app := &cli.App{
 		Name:      "membench",
-		Usage:     "replay allocation traces through JAX, TensorFlow and PyTorch allocator models",
+		Usage:     "replay allocation traces through the allocator models of " + strings.Join(harness.Strategies(), ", "),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors go back to main, never to os.Exit inside the library.
@@ -111,16 +110,12 @@ func runCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			traceFlag,
-			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy spec, e.g. torch:expandable_segments=true, repeatable (default: jax, tf, torch)"},
+			strategyFlag(""),
 			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
 			&cli.BoolFlag{Name: "check", Usage: "run the allocators' invariant checks after every event (slow)"},
 		},
 		Action: func(c *cli.Context) error {
-			strats := c.StringSlice("strategy")
-			if len(strats) == 0 {
-				strats = harness.DefaultStrategies()
-			}
-			p, err := newPlan(c, strats, false, strategies.DefaultDevice)
+			p, err := newPlan(c, strategySpecs(c), false, strategies.DefaultDevice)
 			if err != nil {
 				return err
 			}
@@ -151,46 +146,8 @@ func runCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			writeAssumptions(c.App.ErrWriter, p.devs, strats)
+			writeNotes(c.App.ErrWriter, p.jobs, results)
 			return p.close()
 		},
 	}
-}
-
-// writeAssumptions says, on stderr so that the results stay pure benchfmt,
-// which figures behind the results are assumptions rather than published
-// facts: the devices' and, on a TPU, the runtime model's.
-func writeAssumptions(w io.Writer, devs []strategies.Device, strats []string) {
-	for _, d := range devs {
-		for _, n := range d.Notes {
-			if strings.Contains(n, "assumption") {
-				fmt.Fprintf(w, "note: device %s: %s\n", d.Label(), n)
-			}
-		}
-		if d.Kind == strategies.TPU {
-			for _, s := range strats {
-				if strings.HasPrefix(s, "jax") || strings.HasPrefix(s, "tf") {
-					fmt.Fprintf(w, "note: %s on %s: the TPU runtime's allocator is closed source; modelled as one best-fit heap of the whole HBM less the runtime reserve, defragmenting by relocation when a request fails with enough free memory (assumption; knobs defrag, defrag_via_host)\n", s, d.Label())
-				}
-			}
-		}
-	}
-}
-
-// openTrace resolves a corpus name or a file path (see
-// harness.ResolveTrace) and opens it.
-func openTrace(t string) (traces.Reader, error) {
-	src, err := harness.ResolveTrace(t)
-	if err != nil {
-		return nil, err
-	}
-	return src.Open()
-}
-
-// traceName is the trace's name in results.
-func traceName(t string) string {
-	if src, err := harness.ResolveTrace(t); err == nil {
-		return src.Name
-	}
-	return t
 }

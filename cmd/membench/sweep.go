@@ -20,7 +20,7 @@ func sweepCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			traceFlag,
-			&cli.StringFlag{Name: "strategy", Usage: "strategy `NAME` (torch, tf or jax), optionally with fixed knobs: torch:garbage_collection_threshold=0.6", Required: true},
+			&cli.StringFlag{Name: "strategy", Usage: "strategy `NAME` (" + strings.Join(harness.Strategies(), ", ") + "), optionally with fixed knobs: NAME:key=value,...", Required: true},
 			&cli.StringSliceFlag{Name: "param", Usage: "`key=v1,v2,...`: values of one knob, repeatable"},
 			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
 		},

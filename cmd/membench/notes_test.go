@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunNotes: the assumption notes on stderr come from the results
+// (devices' and allocators' own), once each whatever the number of
+// traces, device first, then its strategies in the order given; a model
+// without assumptions of its own adds none.
+func TestRunNotes(t *testing.T) {
+	_, stderr, err := runCLI(t, "run", "--trace", "gpt-train", "--trace", "alexnet-train",
+		"--device", "tpu-v4", "--device", "a100-40g",
+		"--strategy", "jax", "--strategy", "tf: allow_growth=true", "--strategy", "torch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "note: ") {
+			notes = append(notes, l)
+		}
+	}
+	var model []string
+	for _, n := range notes {
+		if strings.HasPrefix(n, "note: device ") {
+			continue
+		}
+		head, rest, _ := strings.Cut(n, " on ")
+		dev, _, _ := strings.Cut(rest, ":")
+		model = append(model, head+" on "+dev)
+	}
+	want := []string{"note: jax on tpu-v4", "note: tf: allow_growth=true on tpu-v4"}
+	if strings.Join(model, "|") != strings.Join(want, "|") {
+		t.Errorf("model notes %q, want %q\n%s", model, want, stderr)
+	}
+	first := func(prefix string) int {
+		for i, n := range notes {
+			if strings.HasPrefix(n, prefix) {
+				return i
+			}
+		}
+		return -1
+	}
+	if d, j, g := first("note: device tpu-v4:"), first("note: jax on"), first("note: device a100-40g:"); !(d >= 0 && d < j && j < g) {
+		t.Errorf("notes out of order (device tpu-v4 %d, jax %d, device a100-40g %d):\n%s", d, j, g, stderr)
+	}
+	seen := map[string]bool{}
+	for _, n := range notes {
+		if seen[n] {
+			t.Errorf("note repeated: %s", n)
+		}
+		seen[n] = true
+	}
+}
+
+// TestReportJobs: the report runs through the job runner; the number of
+// replays at once does not change the page.
+func TestReportJobs(t *testing.T) {
+	var pages [][]byte
+	for _, jobs := range []string{"1", "3"} {
+		out := filepath.Join(t.TempDir(), "report.html")
+		if _, _, err := runCLI(t, "report", "--trace", "gpt-train", "--device", "tpu-v4", "--jobs", jobs, "--out", out); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, b)
+	}
+	if !bytes.Equal(pages[0], pages[1]) {
+		t.Error("report --jobs 1 and --jobs 3 differ")
+	}
+	if !bytes.Contains(pages[0], []byte("the TPU runtime&#39;s allocator is closed source")) {
+		t.Error("report on tpu-v4 lacks the TPU runtime model's note")
+	}
+}
