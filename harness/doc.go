@@ -26,22 +26,11 @@
 // lists run in parallel in a fixed output order (Jobs, RunJobs, Shard), the
 // capacity search (MinCapacity, whose guard against non-monotone fitting
 // is documented there), the output formats (benchfmt with assume=exact
-// units, tables, CSV, JSON), and Validate, which replays a PyTorch memory
-// snapshot through torchlike and compares the allocator's decisions with
-// the recorded ones. Comparing results is not the harness's job: benchstat's
-// tables are built by internal/benchtab, for `membench compare` and the
-// report alike.
-//
-// Validate's design: the recording drives the model — alloc, free and oom
-// entries are requests, segment entries are the answers to compare. Three
-// things a snapshot does not record are inferred and each is reported: the
-// layout when recording began (torchsnap reconstructs it backwards from
-// the final segments), the device's capacity (a recorded OOM's reserved
-// plus free bytes), and why memory was released when the model did not
-// release it — the program's empty_cache(), the next malloc's own release
-// path, or a device malloc that failed without an OOM. The last question is
-// answered by replaying each reading on a clone of the model and keeping
-// the one that reproduces the recording up to the next allocation. While
-// the model agrees, new segments take the recorded addresses, so that
-// best-fit ties between segments break as they did on the real device.
+// units, tables, CSV, JSON). Validating a model against a framework's own
+// recordings is not the harness's job either: it lives in that framework's
+// house (torchlike/validate for PyTorch memory snapshots), as does the
+// decoding of the framework's formats, which traces detects and the house
+// registers (the harness links torchlike/snapshot for that). Comparing
+// results is not the harness's job: benchstat's tables are built by
+// internal/benchtab, for `membench compare` and the report alike.
 package harness

@@ -1,10 +1,10 @@
 package harness
 
 import (
-	"membench/internal/sharedtraces"
 	"testing"
 
 	"membench/bfc"
+	"membench/internal/sharedtraces"
 	"membench/tflike"
 	"membench/traces"
 	"membench/traces/corpus"

@@ -35,7 +35,7 @@ func (s *Source) Open() (traces.Reader, error) {
 }
 
 // ResolveTrace turns a --trace argument into a Source: "-" is standard
-// input, FILE#device=N one device of a multi-device PyTorch snapshot (the
+// input, FILE#device=N one device of a multi-device trace (the
 // lowest device otherwise), and a path that exists wins over a corpus name
 // of the same spelling. The trace's name in results
 // is the corpus name, or the file's base name less its extensions.

@@ -26,11 +26,11 @@ func TestAllocatorNotes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := corpus.Open("alexnet-train")
+		r, err := corpus.Open("gpt-generate")
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Replay("alexnet-train", r, c.spec, dev, DefaultOptions)
+		res, err := Replay("gpt-generate", r, c.spec, dev, DefaultOptions)
 		r.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -94,7 +94,8 @@ func ParseBytes(s string) (int64, error) {
 		return n * mult, nil
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*float64(mult) > 1<<62 {
+	if err != nil || !(f >= 0) || !(f*float64(mult) <= 1<<62) { // NaN fails both
+
 		return 0, fmt.Errorf("bad size %q (want bytes, or a number with KiB/MiB/GiB/TiB/KB/MB/GB/TB)", s)
 	}
 	return int64(f * float64(mult)), nil
@@ -121,13 +122,13 @@ var deviceKeys = map[string]func(d *Device, v string) error{
 		d.ComputeMajor = n
 		return nil
 	},
-	"malloc-sec": floatKey(func(d *Device) *float64 { return &d.MallocSec }),
-	"free-sec":   floatKey(func(d *Device) *float64 { return &d.FreeSec }),
-	"map-sec":    floatKey(func(d *Device) *float64 { return &d.MapSec }),
-	"unmap-sec":  floatKey(func(d *Device) *float64 { return &d.UnmapSec }),
-	"hit-sec":    floatKey(func(d *Device) *float64 { return &d.HitSec }),
-	"hbm-bw":     floatKey(func(d *Device) *float64 { return &d.HBMBytesPerSec }),
-	"host-bw":    floatKey(func(d *Device) *float64 { return &d.HostBytesPerSec }),
+	"malloc-sec": secKey(func(d *Device) *float64 { return &d.MallocSec }),
+	"free-sec":   secKey(func(d *Device) *float64 { return &d.FreeSec }),
+	"map-sec":    secKey(func(d *Device) *float64 { return &d.MapSec }),
+	"unmap-sec":  secKey(func(d *Device) *float64 { return &d.UnmapSec }),
+	"hit-sec":    secKey(func(d *Device) *float64 { return &d.HitSec }),
+	"hbm-bw":     bwKey(func(d *Device) *float64 { return &d.HBMBytesPerSec }),
+	"host-bw":    bwKey(func(d *Device) *float64 { return &d.HostBytesPerSec }),
 	"relocatable": func(d *Device, v string) error {
 		b, err := ParseBool(v)
 		d.Relocatable = b
@@ -143,11 +144,29 @@ func bytesKey(f func(*Device) *int64) func(*Device, string) error {
 	}
 }
 
-func floatKey(f func(*Device) *float64) func(*Device, string) error {
+// Bounds of the device figures a user may set. A latency above a second
+// per device call, or a bandwidth outside 1 MB/s–10 PB/s, is no device
+// (the presets are microseconds and 16 GB/s–4.8 TB/s); NaN and infinities
+// are refused, so the modelled time can never turn negative.
+const (
+	maxCallSec = 1.0
+	minBW      = 1e6
+	maxBW      = 1e16
+)
+
+func secKey(f func(*Device) *float64) func(*Device, string) error {
+	return floatKey(f, 0, maxCallSec, "seconds")
+}
+
+func bwKey(f func(*Device) *float64) func(*Device, string) error {
+	return floatKey(f, minBW, maxBW, "bytes per second")
+}
+
+func floatKey(f func(*Device) *float64, lo, hi float64, unit string) func(*Device, string) error {
 	return func(d *Device, v string) error {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || x < 0 {
-			return fmt.Errorf("bad number %q", v)
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(x >= lo && x <= hi) { // NaN fails
+			return fmt.Errorf("bad number %q (want %g to %g %s)", v, lo, hi, unit)
 		}
 		*f(d) = x
 		return nil

@@ -2,7 +2,8 @@
 // nothing else. It holds the Allocator contract the framework models
 // implement and the optional capabilities a model may declare beyond it
 // (Layouter for state maps, Defragmenter for relocation counters, Noter
-// for the model's own assumptions), the Device presets (each figure with
+// for the model's own assumptions), the Validator a framework's house
+// declares for its real recordings, the Device presets (each figure with
 // its source or labelled an assumption) and the Memory a replay draws
 // from, which counts device calls and their modelled cost, the statistics
 // types (OOM, Segment, Block), and the parsing of strategy specs such as

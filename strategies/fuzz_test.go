@@ -41,7 +41,7 @@ func FuzzParseDevice(f *testing.F) {
 }
 
 func FuzzParseBytes(f *testing.F) {
-	for _, s := range []string{"24GiB", "1.5GB", "4096", "-1", "9e99TB", "0.0001KiB"} {
+	for _, s := range []string{"24GiB", "1.5GB", "4096", "-1", "9e99TB", "0.0001KiB", "NaN", "nanGiB", "Inf", "-Inf", "+InfKB", "1e309", "-0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,5 +1,7 @@
 package strategies
 
+import "math"
+
 // Memory is one replay's view of a Device: the bytes the allocator holds
 // from it, the device calls it made and their modelled cost. Allocators call
 // it for every cudaMalloc/cudaFree/map/unmap; the harness reads it for
@@ -40,7 +42,34 @@ func NewMemory(d *Device) *Memory {
 
 type costs struct{ malloc, free, mapPage, unmapPage, hit int64 }
 
-func picos(sec float64) int64 { return int64(sec*1e12 + 0.5) }
+// picos converts seconds to picoseconds, saturating: device figures are
+// bounded when parsed (ParseDevice), but a relocation's bytes over a
+// bandwidth can still be large.
+func picos(sec float64) int64 {
+	ps := sec*1e12 + 0.5
+	if !(ps < math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return int64(ps)
+}
+
+// charge adds ps picoseconds to the modelled time, saturating at the
+// largest int64 (about 107 days) rather than wrapping to a negative time.
+func (m *Memory) charge(ps int64) {
+	if m.ps > math.MaxInt64-ps {
+		m.ps = math.MaxInt64
+		return
+	}
+	m.ps += ps
+}
+
+// mulSat is n·c for non-negative operands, saturating.
+func mulSat(n, c int64) int64 {
+	if c != 0 && n > math.MaxInt64/c {
+		return math.MaxInt64
+	}
+	return n * c
+}
 
 func (m *Memory) capacity() int64 {
 	if m.Limit > 0 && m.Limit < m.Dev.Capacity {
@@ -79,7 +108,7 @@ func (m *Memory) Malloc(size int64) (addr int64, ok bool) {
 	}
 	m.take(size)
 	m.mallocs++
-	m.ps += m.cost.malloc
+	m.charge(m.cost.malloc)
 	return m.Address(size), true
 }
 
@@ -91,7 +120,7 @@ func (m *Memory) Seed(size int64) { m.take(size) }
 func (m *Memory) Free(size int64) {
 	m.used -= size
 	m.frees++
-	m.ps += m.cost.free
+	m.charge(m.cost.free)
 }
 
 // Address reserves size bytes of virtual address space
@@ -116,7 +145,7 @@ func (m *Memory) Map(size int64, pages int64) bool {
 	}
 	m.take(size)
 	m.mallocs++
-	m.ps += pages * m.cost.mapPage
+	m.charge(mulSat(pages, m.cost.mapPage))
 	return true
 }
 
@@ -124,11 +153,11 @@ func (m *Memory) Map(size int64, pages int64) bool {
 func (m *Memory) Unmap(size int64, pages int64) {
 	m.used -= size
 	m.frees++
-	m.ps += pages * m.cost.unmapPage
+	m.charge(mulSat(pages, m.cost.unmapPage))
 }
 
 // Hit charges an allocation served from the allocator's cache.
-func (m *Memory) Hit() { m.ps += m.cost.hit }
+func (m *Memory) Hit() { m.charge(m.cost.hit) }
 
 // Move charges a relocation of bytes live bytes: read and write once over
 // the HBM, or out to the host and back when the device cannot copy in place.
@@ -138,6 +167,6 @@ func (m *Memory) Move(bytes int64, viaHost bool) {
 		bw = m.Dev.HostBytesPerSec
 	}
 	if bw > 0 {
-		m.ps += picos(float64(bytes) * 2 / bw)
+		m.charge(picos(float64(bytes) * 2 / bw))
 	}
 }

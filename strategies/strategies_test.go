@@ -112,3 +112,31 @@ func TestMemory(t *testing.T) {
 		t.Error("Limit not honoured")
 	}
 }
+
+// TestDeviceFiguresBounded: NaN, infinite, negative or absurd device
+// figures are refused, and the modelled time saturates instead of turning
+// negative (issue 11, defect 10).
+func TestDeviceFiguresBounded(t *testing.T) {
+	for _, spec := range []string{
+		"gpu:malloc-sec=NaN", "gpu:malloc-sec=Inf", "gpu:free-sec=-1", "gpu:map-sec=1e300",
+		"gpu:hit-sec=+Inf", "gpu:hbm-bw=0", "gpu:hbm-bw=NaN", "gpu:host-bw=1e300",
+		"gpu:capacity=NaN", "gpu:capacity=NaNGiB", "gpu:capacity=InfGiB", "gpu:total=-Inf",
+	} {
+		if _, err := ParseDevice(spec); err == nil {
+			t.Errorf("%s accepted", spec)
+		}
+	}
+	d, err := ParseDevice("gpu:malloc-sec=1,hbm-bw=1e6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory(&d)
+	for range 20_000_000 / 1000 {
+		m.charge(1e12 * 1000) // 1000 calls of a second each
+	}
+	m.Move(1<<56, false)
+	m.Move(1<<56, false)
+	if s := m.Seconds(); !(s > 0) {
+		t.Errorf("modelled time %v after saturation", s)
+	}
+}

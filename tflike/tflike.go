@@ -71,13 +71,13 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			}
 		case "gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB":
 			c.SystemMemoryMB, err = strconv.ParseInt(p.Value, 10, 64)
-			if err == nil && c.SystemMemoryMB < 0 {
-				err = fmt.Errorf("must be >= 0")
+			if err == nil && !(c.SystemMemoryMB >= 0 && c.SystemMemoryMB <= maxMB) {
+				err = fmt.Errorf("must be in [0, %d] (MiB)", maxMB)
 			}
 		case "memory_limit_mb":
 			c.MemoryLimitMB, err = strconv.ParseInt(p.Value, 10, 64)
-			if err == nil && c.MemoryLimitMB <= 0 {
-				err = fmt.Errorf("must be > 0")
+			if err == nil && !(c.MemoryLimitMB > 0 && c.MemoryLimitMB <= maxMB) {
+				err = fmt.Errorf("must be in [1, %d] (MiB)", maxMB)
 			}
 		default:
 			_, err = c.Relocation.Parse(p.Key, p.Value)
@@ -88,6 +88,12 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 	}
 	return c, nil
 }
+
+// maxMB bounds the knobs given in MiB: 2^40 MiB is an exbibyte, far beyond
+// any device, and keeps the byte counts (MiB << 20) clear of int64
+// overflow, which would otherwise wrap to a negative limit and fail every
+// allocation.
+const maxMB = 1 << 40
 
 // MinSystemMemory is the memory TensorFlow leaves to the system when it
 // sizes its default limit (gpu_device.cc, allocator-spec §2.8), for an

@@ -103,3 +103,31 @@ func TestKnobs(t *testing.T) {
 		}
 	}
 }
+
+// TestMiBKnobsBounded: a limit in MiB too large for the byte count is
+// refused, not wrapped to a negative limit (issue 11, defect 10).
+func TestMiBKnobsBounded(t *testing.T) {
+	for _, spec := range []string{
+		"tf:memory_limit_mb=8796093022208", // 2^43: << 20 overflows int64
+		"tf:memory_limit_mb=9223372036854775807",
+		"tf:gpu_system_memory_size_in_mb=8796093022208",
+		"tf:memory_limit_mb=0",
+	} {
+		sp, err := strategies.ParseSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseConfig(sp); err == nil {
+			t.Errorf("%s accepted", spec)
+		}
+	}
+	sp, _ := strategies.ParseSpec("tf:memory_limit_mb=1099511627776")
+	c, err := ParseConfig(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := strategies.ParseDevice("a100-80g")
+	if l := c.MemoryLimit(&d); l <= 0 {
+		t.Errorf("largest memory_limit_mb gives limit %d", l)
+	}
+}

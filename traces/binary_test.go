@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"membench/internal/sharedtraces"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"membench/internal/sharedtraces"
 )
 
 // toBinary encodes events and meta in the binary format.

@@ -182,8 +182,10 @@ func (s *SliceReader) Pos() Pos { return Pos{Event: s.i - 1} }
 // OpenOptions selects what an importer reads from a file that holds more
 // than one trace.
 type OpenOptions struct {
-	// Device picks one device of a multi-device PyTorch snapshot; -1 means
-	// the lowest-numbered device that has trace entries.
+	// Device picks one device of a multi-device trace (a PyTorch snapshot,
+	// a JAX device memory profile); -1 means the lowest-numbered device
+	// that has events. Asking for a device of a single-device format is an
+	// error, not ignored.
 	Device int
 }
 

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"membench/internal/sharedtraces"
 	"reflect"
 	"strings"
 	"testing"
+
+	"membench/internal/sharedtraces"
 )
 
 // The real lifetime tables are read in place from the shared collection

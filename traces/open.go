@@ -78,6 +78,9 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 	if err != nil {
 		return nil, err
 	}
+	if opts.Device >= 0 && !multiDevice(format) {
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("device %d asked for, but a %s trace holds one device's events (devices can be chosen in PyTorch snapshots and JAX device memory profiles)", opts.Device, format)}
+	}
 	switch format {
 	case FormatNative:
 		nr, err := newNativeReader(name, br, gz, closer)
@@ -126,6 +129,16 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 		return nil, err
 	}
 	return &closingReader{Reader: sr, name: name, gz: gz, closer: closer}, nil
+}
+
+// multiDevice reports whether a format can hold several devices' events,
+// so that OpenOptions.Device means something for it.
+func multiDevice(format string) bool {
+	switch format {
+	case FormatSnapshotPickle, FormatSnapshotJSON, FormatJAXPprof:
+		return true
+	}
+	return false
 }
 
 // An Opener reads a trace whose format traces detects but does not itself

@@ -197,3 +197,14 @@ type fileClosingReader struct {
 }
 
 func (r *fileClosingReader) Close() error { return r.f.Close() }
+
+// TestDeviceOfSingleDeviceFormat: FILE#device=N on a format that holds one
+// device's events is an error naming the file, not silently ignored.
+func TestDeviceOfSingleDeviceFormat(t *testing.T) {
+	for _, in := range []string{"membench-trace 1\na 1 8\n", MemtraceHeader + "\n5,a,0x10,8,\n", "0 5 8\n"} {
+		_, err := OpenReader("f", strings.NewReader(in), OpenOptions{Device: 1})
+		if err == nil || !strings.Contains(err.Error(), "f: ") || !strings.Contains(err.Error(), "device 1") {
+			t.Errorf("%q with device 1: %v", in, err)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // traces, device first, then its strategies in the order given; a model
 // without assumptions of its own adds none.
 func TestRunNotes(t *testing.T) {
-	_, stderr, err := runCLI(t, "run", "--trace", "gpt-train", "--trace", "alexnet-train",
+	_, stderr, err := runCLI(t, "run", "--trace", "gpt-train", "--trace", "gpt-generate",
 		"--device", "tpu-v4", "--device", "a100-40g",
 		"--strategy", "jax", "--strategy", "tf: allow_growth=true", "--strategy", "torch")
 	if err != nil {

@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
-	"membench/internal/sharedtraces"
 	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+
+	"membench/internal/sharedtraces"
 )
 
 // TestSweep is the check: a sweep over torch's max_split_size_mb ×

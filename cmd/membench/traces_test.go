@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
-	"membench/internal/sharedtraces"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"membench/internal/sharedtraces"
 )
 
 func TestTracesShowJSON(t *testing.T) {
@@ -117,5 +119,42 @@ func TestValidateBadSize(t *testing.T) {
 	_, _, err := runCLI(t, "validate", path)
 	if err == nil || !strings.Contains(err.Error(), "entry 1") || !strings.Contains(err.Error(), "bad size") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestValidateInputs: validate reads gzipped recordings as run does, and
+// refuses a capacity that is not a positive size instead of taking it as
+// unlimited (issue 11, defects 10 and 11).
+func TestValidateInputs(t *testing.T) {
+	src := sharedtraces.Path(t, "pytorch-snapshots/cs336-lm-peak-probe.pickle")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gzPath := filepath.Join(t.TempDir(), "snap.pickle.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(data)
+	zw.Close()
+	if err := os.WriteFile(gzPath, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := runCLI(t, "validate", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, _, err := runCLI(t, "validate", gzPath)
+	if err != nil || strings.ReplaceAll(gz, gzPath, src) != plain {
+		t.Errorf("gzipped recording: %v\n%s", err, gz)
+	}
+	for _, c := range []string{"NaN", "0", "-1GiB", "InfGiB"} {
+		if _, _, err := runCLI(t, "validate", src, "--capacity", c); err == nil || !strings.Contains(err.Error(), "--capacity") {
+			t.Errorf("--capacity %s: %v", c, err)
+		}
+	}
+	other := filepath.Join(t.TempDir(), "x.csv")
+	os.WriteFile(other, []byte("t_ns,op,addr,size,name\n"), 0o644)
+	if _, _, err := runCLI(t, "validate", other); err == nil || !strings.Contains(err.Error(), "not a recording membench can validate") {
+		t.Errorf("a memtrace CSV: %v", err)
 	}
 }

@@ -1,63 +1,66 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"membench/strategies"
-	"membench/torchlike/snapshot"
 	"membench/torchlike/validate"
 )
 
+// validators are the recordings `membench validate` reads, each declared
+// by its framework's house; the first whose Match accepts a file's content
+// validates it.
+var validators = []strategies.Validator{validate.Snapshots}
+
 func validateCommand() *cli.Command {
+	var kinds []string
+	for _, v := range validators {
+		kinds = append(kinds, "  "+v.Name)
+	}
 	return &cli.Command{
 		Name:      "validate",
-		Usage:     "replay a PyTorch memory snapshot through torchlike and compare its segment events with the recorded ones",
-		ArgsUsage: "SNAPSHOT.pickle...",
-		Description: "Exit status 0 only when, for every device validated, the simulated segment_alloc, segment_free,\n" +
-			"segment_map, segment_unmap and oom sequence agrees exactly (action, size, order) with the recorded one.",
+		Usage:     "replay a real allocator's recording through the matching model and compare the model's decisions with the recorded ones",
+		ArgsUsage: "RECORDING...",
+		Description: "Exit status 0 only when, for every device validated, every decision the recording determines agrees\n" +
+			"exactly with the model's. The recording's kind is detected from its content (gzip is transparent):\n" +
+			strings.Join(kinds, "\n"),
 		Flags: []cli.Flag{
 			&cli.IntSliceFlag{Name: "device-index", Usage: "validate only device `N` (repeatable; default: every device)"},
-			&cli.StringFlag{Name: "capacity", Usage: "device memory the allocator could obtain, e.g. 40GiB, when no oom is recorded (default: unlimited)"},
+			&cli.StringFlag{Name: "capacity", Usage: "device memory the allocator could obtain, e.g. 40GiB, when the recording holds no out-of-memory event (default: unlimited)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() == 0 {
-				return fmt.Errorf("validate: name at least one snapshot file")
+				return fmt.Errorf("validate: name at least one recording")
 			}
-			var opts validate.Options
+			var opts strategies.ValidateOptions
 			if c.IsSet("device-index") {
 				opts.Devices = c.IntSlice("device-index")
 			}
-			if s := c.String("capacity"); s != "" {
-				n, err := strategies.ParseBytes(s)
+			if c.IsSet("capacity") {
+				n, err := strategies.ParseBytes(c.String("capacity"))
+				if err == nil && n <= 0 {
+					err = fmt.Errorf("must be more than 0 bytes (leave it out for unlimited)")
+				}
 				if err != nil {
-					return fmt.Errorf("--capacity: %w", err)
+					return fmt.Errorf("--capacity %q: %w", c.String("capacity"), err)
 				}
 				opts.Capacity = n
 			}
 			failed := 0
 			for _, path := range c.Args().Slice() {
-				f, err := os.Open(path)
+				n, err := validateFile(path, opts, c.App.Writer)
 				if err != nil {
 					return err
 				}
-				snap, err := snapshot.Decode(f)
-				f.Close()
-				if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				reps, err := validate.Validate(snap, opts)
-				if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				for _, r := range reps {
-					r.WriteReport(c.App.Writer, path)
-					if !r.Agree() {
-						failed++
-					}
-				}
+				failed += n
 			}
 			if failed > 0 {
 				fmt.Fprintf(c.App.ErrWriter, "membench validate: %d device(s) disagree\n", failed)
@@ -66,4 +69,43 @@ func validateCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// validateFile opens path (gzip or plain), picks the validator its content
+// matches and runs it; it returns how many devices disagree.
+func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		defer gz.Close()
+		br = bufio.NewReaderSize(gz, 64<<10)
+		r = br
+	}
+	head, err := br.Peek(512)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, v := range validators {
+		if v.Match(head) {
+			n, err := v.Validate(path, r, opts, w)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", path, err)
+			}
+			return n, nil
+		}
+	}
+	var kinds []string
+	for _, v := range validators {
+		kinds = append(kinds, v.Name)
+	}
+	return 0, fmt.Errorf("%s: not a recording membench can validate (it reads: %s)", path, strings.Join(kinds, "; "))
 }

@@ -7,12 +7,13 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"membench/internal/sharedtraces"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"membench/internal/sharedtraces"
 )
 
 // equal compares decoded values structurally. Containers are compared by

@@ -2,10 +2,11 @@ package pickle
 
 import (
 	"bytes"
-	"membench/internal/sharedtraces"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"membench/internal/sharedtraces"
 )
 
 // FuzzDecode asserts that no input makes Decode panic or hang, whatever it

@@ -1,9 +1,9 @@
 package validate
 
 import (
-	"membench/internal/sharedtraces"
 	"testing"
 
+	"membench/internal/sharedtraces"
 	"membench/torchlike/snapshot"
 )
 

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"membench/internal/sharedtraces"
 	"os"
 	"strings"
 	"testing"
 
+	"membench/internal/sharedtraces"
 	"membench/strategies"
 	"membench/torchlike"
 	"membench/torchlike/snapshot"

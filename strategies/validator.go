@@ -1,0 +1,35 @@
+package strategies
+
+import "io"
+
+// A Validator checks a framework's model against a real allocator's
+// recording: it replays the recorded requests through the model,
+// configured from the recording's own settings, and compares the model's
+// decisions with the recorded ones. Each framework's house declares its
+// own (torchlike/validate for PyTorch memory snapshots); `membench
+// validate` picks the one whose Match accepts a file's content, so the
+// command itself knows no format and no framework.
+type Validator struct {
+	// Name says what the validator reads, for messages and help text.
+	Name string
+	// Match reports whether content, the start of a file (after gzip
+	// decompression; at most 512 bytes), is a recording this validator
+	// reads.
+	Match func(content []byte) bool
+	// Validate reads the recording from r (name is for messages), writes
+	// a report for each device to w, and returns how many devices
+	// disagree with the recording. An error means nothing could be
+	// compared: unreadable, damaged or contradictory input.
+	Validate func(name string, r io.Reader, opts ValidateOptions, w io.Writer) (disagree int, err error)
+}
+
+// ValidateOptions are what a user may tell a validator that a recording
+// does not say itself.
+type ValidateOptions struct {
+	// Devices to validate; nil means every device in the recording.
+	Devices []int
+	// Capacity is the device memory the allocator could obtain, used when
+	// the recording holds no out-of-memory event to infer it from; 0 means
+	// unlimited.
+	Capacity int64
+}
