@@ -28,7 +28,7 @@ func capacityCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer p.close()
+			defer p.abort()
 			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "capacity searches")
 			results, err := harness.RunJobs(p.jobs, workers(c), func(j harness.Job) (*harness.CapacityResult, error) {
 				return harness.MinCapacity(j.Source, j.Spec, j.Device)
@@ -51,7 +51,7 @@ func capacityCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			return p.close()
+			return p.commit()
 		},
 	}
 }

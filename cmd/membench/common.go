@@ -75,18 +75,20 @@ func checkSpecs(specs []string, dev strategies.Device) error {
 }
 
 // output opens --out (or stdout) and picks --format: a human table when
-// the results go to a terminal, benchfmt otherwise.
-func output(c *cli.Context) (io.Writer, string, func() error, error) {
-	w, closeFn := c.App.Writer, func() error { return nil }
+// the results go to a terminal, benchfmt otherwise. commit moves the file
+// into place and must be called on success; abort (safe after commit)
+// discards it; an --out naming one of the --trace files is refused.
+func output(c *cli.Context) (w io.Writer, format string, commit func() error, abort func(), err error) {
+	w, commit, abort = c.App.Writer, func() error { return nil }, func() {}
 	toTerminal := isTerminal(w)
 	if p := c.String("out"); p != "" {
-		f, err := os.Create(p)
+		f, err := createOutput(p, traceInputs(c.StringSlice("trace")))
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, nil, err
 		}
-		w, closeFn, toTerminal = f, f.Close, false
+		w, commit, abort, toTerminal = f, f.Commit, f.Abort, false
 	}
-	format := c.String("format")
+	format = c.String("format")
 	if format == "" {
 		format = harness.FormatBenchfmt
 		if toTerminal {
@@ -96,10 +98,10 @@ func output(c *cli.Context) (io.Writer, string, func() error, error) {
 	switch format {
 	case harness.FormatBenchfmt, harness.FormatTable, harness.FormatCSV, harness.FormatJSON:
 	default:
-		closeFn()
-		return nil, "", nil, fmt.Errorf("--format %q: want benchfmt, table, csv or json", format)
+		abort()
+		return nil, "", nil, nil, fmt.Errorf("--format %q: want benchfmt, table, csv or json", format)
 	}
-	return w, format, closeFn, nil
+	return w, format, commit, abort, nil
 }
 
 func shard(c *cli.Context, jobs []harness.Job) ([]harness.Job, error) {
@@ -213,7 +215,10 @@ type plan struct {
 	*matrix
 	out    io.Writer
 	format string
-	close  func() error
+	// commit puts the output in place (call it on success); abort
+	// discards it (defer it: after commit it does nothing).
+	commit func() error
+	abort  func()
 }
 
 // newPlan is newMatrix and the opened output.
@@ -222,11 +227,11 @@ func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...strin
 	if err != nil {
 		return nil, err
 	}
-	out, format, closeOut, err := output(c)
+	out, format, commit, abort, err := output(c)
 	if err != nil {
 		return nil, err
 	}
-	return &plan{matrix: m, out: out, format: format, close: closeOut}, nil
+	return &plan{matrix: m, out: out, format: format, commit: commit, abort: abort}, nil
 }
 
 // writeNotes says, on stderr so that the results stay pure benchfmt, which

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -50,11 +49,12 @@ func genCommand() *cli.Command {
 			}
 			defer r.Close()
 			var w io.Writer = c.App.Writer
-			var f *os.File
+			var f *outFile
 			if p := c.String("out"); p != "" {
-				if f, err = os.Create(p); err != nil {
+				if f, err = createOutput(p, nil); err != nil {
 					return err
 				}
+				defer f.Abort()
 				w = f
 			}
 			opts := traces.WriterOptions{Gzip: c.Bool("gzip")}
@@ -66,10 +66,8 @@ func genCommand() *cli.Command {
 			default:
 				err = fmt.Errorf("traces gen: --format %q: want text or binary", format)
 			}
-			if f != nil {
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
+			if f != nil && err == nil {
+				err = f.Commit()
 			}
 			return err
 		},

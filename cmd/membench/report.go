@@ -34,6 +34,14 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// The output is checked (not an input) and opened before any
+			// replay; it replaces the destination only when all succeeded.
+			out := c.String("out")
+			f, err := createOutput(out, append(traceInputs(c.StringSlice("trace")), c.StringSlice("results")...))
+			if err != nil {
+				return err
+			}
+			defer f.Abort()
 			rep := &charts.Report{Command: reportCommandLine(c)}
 			// Results files first: a bad file should fail before minutes
 			// of replay.
@@ -64,8 +72,10 @@ func reportCommand() *cli.Command {
 			if err := charts.Write(&page, rep); err != nil {
 				return err
 			}
-			out := c.String("out")
-			if err := os.WriteFile(out, page.Bytes(), 0o644); err != nil {
+			if _, err := f.Write(page.Bytes()); err != nil {
+				return err
+			}
+			if err := f.Commit(); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d traces × %d devices × %d strategies\n", out, page.Len(), len(m.srcs), len(m.devs), len(strats))

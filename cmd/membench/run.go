@@ -119,7 +119,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer p.close()
+			defer p.abort()
 			opts := harness.DefaultOptions
 			opts.Check = c.Bool("check")
 			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "replays")
@@ -136,7 +136,7 @@ func runCommand() *cli.Command {
 				rows[i] = harness.ResultRow(res)
 				if devs := res.Meta.Get("devices"); strings.Contains(devs, ",") && !noted[res.Trace] {
 					noted[res.Trace] = true
-					fmt.Fprintf(c.App.ErrWriter, "note: %s: the snapshot holds devices %s; replayed device %s (select one with --trace FILE#device=N)\n", res.Trace, devs, res.Meta.Get("device"))
+					fmt.Fprintf(c.App.ErrWriter, "note: %s: the trace holds devices %s; replayed device %s (select one with --trace FILE#device=N)\n", res.Trace, devs, res.Meta.Get("device"))
 				}
 				if res.OOMCount > 0 {
 					o := res.OOMs[0]
@@ -147,7 +147,7 @@ func runCommand() *cli.Command {
 				return err
 			}
 			writeNotes(c.App.ErrWriter, p.jobs, results)
-			return p.close()
+			return p.commit()
 		},
 	}
 }

@@ -33,7 +33,7 @@ func sweepCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			defer p.close()
+			defer p.abort()
 			tick, clear := progress(c.App.ErrWriter, len(p.jobs), "replays")
 			results, err := harness.RunJobs(p.jobs, workers(c), func(j harness.Job) (*harness.Result, error) {
 				return harness.ReplayJob(j, harness.Options{Samples: 1})
@@ -49,7 +49,7 @@ func sweepCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			return p.close()
+			return p.commit()
 		},
 	}
 }

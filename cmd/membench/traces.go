@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -97,10 +96,11 @@ func tracesCommand() *cli.Command {
 						return err
 					}
 					defer r.Close()
-					f, err := os.Create(out)
+					f, err := createOutput(out, []string{in})
 					if err != nil {
 						return err
 					}
+					defer f.Abort()
 					opts := traces.WriterOptions{Gzip: c.Bool("gzip")}
 					switch c.String("format") {
 					case "text":
@@ -110,11 +110,8 @@ func tracesCommand() *cli.Command {
 					default:
 						err = fmt.Errorf("traces convert: --format %q: want text or binary", c.String("format"))
 					}
-					if cerr := f.Close(); err == nil {
-						err = cerr
-					}
-					if err != nil {
-						os.Remove(out)
+					if err == nil {
+						err = f.Commit()
 					}
 					return err
 				},

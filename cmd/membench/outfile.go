@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// outFile is an output file written safely: into a temporary file in the
+// destination's directory, renamed over the destination only when the
+// command succeeds (Commit), and removed when it fails (Abort), so that a
+// failed command leaves no partial output and never truncates an existing
+// file first. createOutput also refuses a destination that is one of the
+// command's inputs: no command may overwrite what it reads.
+type outFile struct {
+	*os.File
+	path string
+	done bool
+}
+
+// createOutput opens a temporary file for path, after checking that path
+// is none of inputs (the same file by identity, so a link or another
+// spelling of an input is caught too).
+func createOutput(path string, inputs []string) (*outFile, error) {
+	if err := notAnInput(path, inputs); err != nil {
+		return nil, err
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", path, err)
+	}
+	return &outFile{File: f, path: path}, nil
+}
+
+// notAnInput fails when path names the same file as one of inputs.
+func notAnInput(path string, inputs []string) error {
+	out, err := os.Stat(path)
+	if err != nil {
+		return nil // a new file cannot be an input
+	}
+	for _, in := range inputs {
+		in, _, _ = strings.Cut(in, "#device=")
+		if st, err := os.Stat(in); err == nil && os.SameFile(st, out) {
+			return fmt.Errorf("output %s is the input %s: refusing to overwrite an input", path, in)
+		}
+	}
+	return nil
+}
+
+// Commit closes the file and moves it into place.
+func (o *outFile) Commit() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	err := o.File.Close()
+	if err == nil {
+		err = os.Rename(o.File.Name(), o.path)
+	}
+	if err != nil {
+		os.Remove(o.File.Name())
+		return fmt.Errorf("output %s: %w", o.path, err)
+	}
+	return nil
+}
+
+// Abort discards the output; after Commit it does nothing.
+func (o *outFile) Abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.File.Close()
+	os.Remove(o.File.Name())
+}
+
+// traceInputs lists the files a command reads through --trace.
+func traceInputs(traces []string) []string {
+	var out []string
+	for _, t := range traces {
+		if t != "-" {
+			out = append(out, t)
+		}
+	}
+	return out
+}

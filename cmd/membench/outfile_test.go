@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoCommandOverwritesItsInput: every command that writes a file
+// refuses a destination that is one of its inputs (by identity, so a
+// symbolic link to the input is refused too) and leaves the input intact;
+// a failed command leaves no partial output (issue 11, defect 5).
+func TestNoCommandOverwritesItsInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	if _, _, err := runCLI(t, "traces", "convert", "gpt-train", in); err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := os.ReadFile(in)
+	if len(orig) < 64<<10 {
+		t.Fatalf("input only %d bytes; the defect showed above 64 KiB", len(orig))
+	}
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "r.txt")
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-generate", "--strategy", "torch", "--out", results); err != nil {
+		t.Fatal(err)
+	}
+	origResults, _ := os.ReadFile(results)
+	for _, args := range [][]string{
+		{"traces", "convert", in, in},
+		{"traces", "convert", "--format", "binary", in, link},
+		{"run", "--trace", in, "--strategy", "torch", "--out", in},
+		{"run", "--trace", in + "#device=0", "--strategy", "torch", "--out", link},
+		{"sweep", "--trace", in, "--strategy", "torch", "--param", "expandable_segments=false,true", "--out", in},
+		{"capacity", "--trace", in, "--strategy", "torch", "--out", in},
+		{"report", "--trace", in, "--strategy", "torch", "--out", in},
+		{"report", "--trace", "gpt-generate", "--strategy", "torch", "--results", results, "--out", results},
+	} {
+		_, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "refusing to overwrite an input") {
+			t.Errorf("%v: %v", args, err)
+		}
+		if now, _ := os.ReadFile(in); !bytes.Equal(now, orig) {
+			t.Fatalf("%v changed its input", args)
+		}
+		if now, _ := os.ReadFile(results); !bytes.Equal(now, origResults) {
+			t.Fatalf("%v changed its results input", args)
+		}
+	}
+	// A failure after the output was opened leaves the old file whole and
+	// no temporary behind.
+	out := filepath.Join(dir, "out.txt")
+	os.WriteFile(out, []byte("keep me\n"), 0o644)
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-generate", "--strategy", "torch", "--format", "xml", "--out", out); err == nil {
+		t.Error("--format xml accepted")
+	}
+	if _, _, err := runCLI(t, "traces", "convert", "--format", "xml", in, out); err == nil {
+		t.Error("convert --format xml accepted")
+	}
+	if b, _ := os.ReadFile(out); string(b) != "keep me\n" {
+		t.Errorf("failed commands changed %s: %q", out, b)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
