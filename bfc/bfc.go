@@ -464,6 +464,15 @@ func (a *Allocator) Check() error {
 				nFree++
 			} else {
 				inUse += c.size
+				if c.size < c.req {
+					return fmt.Errorf("chunk at %#x holds %d B, less than its request of %d B", c.ptr, c.size, c.req)
+				}
+			}
+			if c.size%MinAllocationSize != 0 || (c.ptr-g.ptr)%MinAllocationSize != 0 {
+				// RoundedBytes makes every chunk a multiple of
+				// kMinAllocationSize, so every boundary in a region is
+				// 256 B aligned (allocator-spec §2).
+				return fmt.Errorf("chunk at %#x (size %d B) is off the %d B alignment of its region at %#x", c.ptr, c.size, MinAllocationSize, g.ptr)
 			}
 			prevFree = !c.inUse
 			at += c.size

@@ -927,6 +927,24 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			want:    "chunks end at",
 		},
 		{
+			name:    "chunk smaller than its request",
+			corrupt: func(h *harness) { h.a.chunks[h.live["c"]].req = h.a.chunks[h.live["c"]].size + 1 },
+			want:    "less than its request",
+		},
+		{
+			name: "chunk boundary off the 256 B alignment",
+			corrupt: func(h *harness) {
+				c := &h.a.chunks[h.live["c"]]
+				n := &h.a.chunks[c.next]
+				h.a.free.Remove(h.a.key(c.next))
+				c.size += 128
+				n.ptr += 128
+				n.size -= 128
+				h.a.free.Insert(h.a.key(c.next))
+			},
+			want: "alignment",
+		},
+		{
 			name:    "device disagrees with pool_bytes",
 			corrupt: func(h *harness) { h.mem.Seed(256) },
 			want:    "disagrees with the device",

@@ -362,6 +362,26 @@ func TestCheckCatchesCorruption(t *testing.T) {
 				}
 			}
 		}},
+		{"smaller than its request", func(a *Allocator) {
+			for i := range a.arena {
+				if a.arena[i].inUse && a.arena[i].allocated {
+					a.arena[i].req = a.arena[i].size + 1
+					break
+				}
+			}
+		}},
+		{"off the 512 B alignment", func(a *Allocator) {
+			for i := range a.arena {
+				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
+					a.eraseFromBlocks(b.next)
+					a.arena[i].size += 256
+					a.arena[b.next].addr += 256
+					a.arena[b.next].size -= 256
+					a.insertIntoBlocks(b.next)
+					break
+				}
+			}
+		}},
 		{"unmerged", func(a *Allocator) {
 			for i := range a.arena {
 				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
@@ -380,8 +400,12 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.corrupt(a)
-		if err := a.Check(); err == nil {
+		err := a.Check()
+		if err == nil {
 			t.Errorf("%s: corruption not detected", c.name)
+		} else if strings.HasPrefix(c.name, "smaller") && !strings.Contains(err.Error(), "less than its request") ||
+			strings.HasPrefix(c.name, "off the") && !strings.Contains(err.Error(), "multiple of 512") {
+			t.Errorf("%s: reported as %v", c.name, err)
 		}
 	}
 }

@@ -92,6 +92,15 @@ func (a *Allocator) Check() error {
 		if b.allocated && b.pending {
 			return fmt.Errorf("block at %#x both allocated and pending", b.addr)
 		}
+		if (b.allocated || b.pending) && b.size < b.req {
+			return fmt.Errorf("block at %#x holds %d B, less than its request of %d B", b.addr, b.size, b.req)
+		}
+		if b.size <= 0 || (!a.cfg.LegacyRoundup && b.size%MinBlockSize != 0) {
+			// Every size is a multiple of kMinBlockSize (§1.2, §1.6), so
+			// every block boundary in a segment is 512 B aligned; PyTorch
+			// before 2.4 left some sizes unrounded.
+			return fmt.Errorf("block at %#x: size %d B is not a positive multiple of %d B", b.addr, b.size, MinBlockSize)
+		}
 		if b.prev != none {
 			p := &a.arena[b.prev]
 			if p.next != int32(i) || p.addr+p.size != b.addr || p.es != b.es || p.small != b.small || p.stream != b.stream {
