@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -154,13 +155,8 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 			base, _, _ := strings.Cut(p.Label, ":")
 			labels[base]++
 		}
-		var ks []string
-		for k := range labels {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
 		var parts []string
-		for _, k := range ks {
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
 			parts = append(parts, fmt.Sprintf("%s ×%d", k, labels[k]))
 		}
 		fmt.Fprintf(tw, "phases\t%s\n", strings.Join(parts, ", "))

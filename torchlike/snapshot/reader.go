@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"membench/torchlike"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -163,14 +163,9 @@ func actionCounts(tr []TraceEntry) string {
 	for _, e := range tr {
 		counts[e.Action]++
 	}
-	names := make([]string, 0, len(counts))
-	for a := range counts {
-		names = append(names, a)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, a := range names {
-		parts[i] = fmt.Sprintf("%s %d", a, counts[a])
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", a, counts[a]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -3,6 +3,8 @@ package validate
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -793,13 +795,8 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 }
 
 func countsString(c map[string]int) string {
-	var ks []string
-	for k := range c {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
 	}
 	return strings.Join(parts, ", ")
