@@ -3,6 +3,9 @@
 // device's total memory by default, growing on demand with
 // preallocate=false, or the platform allocator; on TPU, the TPU runtime
 // model that bfc.NewTPU describes.
+//
+// It imports strategies, bfc and platform; the harness's registry is its
+// only importer.
 package jaxlike
 
 import (

@@ -3,6 +3,8 @@
 // XLA_PYTHON_CLIENT_ALLOCATOR=platform (the only JAX mode that returns
 // memory to the driver, allocator-spec §3) and TensorFlow's
 // TF_GPU_ALLOCATOR=cuda_malloc (§2.8).
+//
+// It imports only strategies; jaxlike and tflike use it.
 package platform
 
 import (

@@ -9,7 +9,9 @@
 // device × strategy jobs the same way (newMatrix) and runs them through
 // harness.RunJobs, and the assumption notes it prints on stderr are those
 // the results carry (the devices' and the allocators' own). It imports
-// harness, charts, strategies and traces.
+// harness, charts, strategies and traces; for `validate` it lists the
+// validators the frameworks' houses declare (strategies.Validator; today
+// torchlike/validate's), which the architecture allows cmd to import.
 //
 // Usage:
 //

@@ -50,6 +50,8 @@
 // master copy under mixed precision), BatchNorm running statistics and the
 // optimizer state. The meta records them as persistent-buffers and
 // persistent-bytes.
+//
+// It imports only traces (and the standard library).
 package gen
 
 import (
