@@ -88,6 +88,9 @@ type Allocator struct {
 	maxFrag int64
 	stats   Stats
 	lastOOM strategies.OOM
+	// highWater is the highest chunk end in use, from its region's start,
+	// ever (PeakFootprint).
+	highWater int64
 }
 
 // New builds a BFC allocator drawing from mem.
@@ -201,6 +204,7 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 	}
 	c.inUse = true
 	c.req = n
+	a.highWater = max(a.highWater, c.ptr+c.size-a.regions[c.region].ptr)
 	a.stats.NumAllocs++
 	a.stats.BytesInUse += c.size
 	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.stats.BytesInUse)
@@ -492,6 +496,20 @@ func (a *Allocator) Check() error {
 		return fmt.Errorf("pool_bytes %d disagrees with the device's %d", pool, a.mem.Reserved())
 	}
 	return nil
+}
+
+// PeakFootprint implements strategies.Footprinter. Preallocated (no
+// growth, as JAX by default, TensorFlow without allow_growth and the TPU
+// model's one heap), the region is the framework's reservation policy and
+// the footprint is the highest point placement ever carved out of it:
+// chunks are best fit with ties to the lowest address, so everything above
+// it was never needed. Growing on demand, the regions were each extended
+// because a request did not fit, and the footprint is what was reserved.
+func (a *Allocator) PeakFootprint() int64 {
+	if a.opts.AllowGrowth {
+		return a.stats.PeakPoolBytes
+	}
+	return a.highWater
 }
 
 // DefragStats implements strategies.Defragmenter: the defragmentation

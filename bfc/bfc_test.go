@@ -1003,3 +1003,22 @@ func checkNoOverlap(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// TestPeakFootprint: preallocated, the footprint is the highest point
+// placement ever carved out of the region, not the region; growing, it is
+// what was reserved.
+func TestPeakFootprint(t *testing.T) {
+	h := newHarness(t, Options{Limit: 1 * mib}, "")
+	h.run("alloc a 1K; alloc b 1K; alloc c 1K; free b; free c; alloc d 512")
+	if got := h.a.PeakFootprint(); got != 3*1024 {
+		t.Errorf("preallocated: PeakFootprint = %d, want 3072 (c's end; d reuses b's hole)", got)
+	}
+	if h.mem.Peak() != 1*mib {
+		t.Errorf("preallocated region %d", h.mem.Peak())
+	}
+	g := newHarness(t, Options{Limit: 8 * mib, AllowGrowth: true}, "")
+	g.run("alloc a 1K; alloc b 3M")
+	if got, want := g.a.PeakFootprint(), g.a.stats.PeakPoolBytes; got != want || got == 0 {
+		t.Errorf("growing: PeakFootprint = %d, want the peak pool %d", got, want)
+	}
+}

@@ -10,19 +10,34 @@ import (
 type Metric struct {
 	Unit  string
 	Value func(*Result) float64
+	// Better is benchstat's better= for the unit: -1 lower, +1 higher, 0
+	// neither (first-oom-event: -1 means it fit, so neither direction of
+	// the number ranks runs).
+	Better int
 }
 
-// Metrics in output order.
+// Metrics in output order: whether the run fit and what the allocator's
+// placement needed lead, since a run that did not fit answers nothing
+// about waste, and a reservation policy is not waste.
 var Metrics = []Metric{
-	{"peak-live-B", func(r *Result) float64 { return float64(r.PeakLive) }},
-	{"peak-reserved-B", func(r *Result) float64 { return float64(r.PeakReserved) }},
-	{"frag-%", func(r *Result) float64 { return r.FragPct() }},
-	{"oom-events", func(r *Result) float64 { return float64(r.OOMCount) }},
-	{"device-mallocs", func(r *Result) float64 { return float64(r.DeviceMallocs) }},
-	{"device-frees", func(r *Result) float64 { return float64(r.DeviceFrees) }},
-	{"modeled-alloc-sec", func(r *Result) float64 { return r.ModeledSec }},
-	{"defrag-events", func(r *Result) float64 { return float64(r.DefragEvents) }},
-	{"defrag-moved-B", func(r *Result) float64 { return float64(r.DefragMoved) }},
+	{"fit", func(r *Result) float64 {
+		if r.Fit() {
+			return 1
+		}
+		return 0
+	}, +1},
+	{"first-oom-event", func(r *Result) float64 { return float64(r.FirstOOMEvent()) }, 0},
+	{"peak-footprint-B", func(r *Result) float64 { return float64(r.PeakFootprint) }, -1},
+	{"placement-frag-%", func(r *Result) float64 { return r.PlacementFragPct() }, -1},
+	{"peak-live-B", func(r *Result) float64 { return float64(r.PeakLive) }, -1},
+	{"peak-reserved-B", func(r *Result) float64 { return float64(r.PeakReserved) }, -1},
+	{"frag-%", func(r *Result) float64 { return r.FragPct() }, -1},
+	{"oom-events", func(r *Result) float64 { return float64(r.OOMCount) }, -1},
+	{"device-mallocs", func(r *Result) float64 { return float64(r.DeviceMallocs) }, -1},
+	{"device-frees", func(r *Result) float64 { return float64(r.DeviceFrees) }, -1},
+	{"modeled-alloc-sec", func(r *Result) float64 { return r.ModeledSec }, -1},
+	{"defrag-events", func(r *Result) float64 { return float64(r.DefragEvents) }, -1},
+	{"defrag-moved-B", func(r *Result) float64 { return float64(r.DefragMoved) }, -1},
 }
 
 // NameValue makes s safe as a benchmark-name value: '/' would start a new
@@ -41,7 +56,19 @@ func NameValue(s string) string {
 func (r *Result) BenchName() string { return ResultRow(r).BenchName() }
 
 // unitLine writes one unit's metadata: every outcome is deterministic, so
-// assume=exact lets benchstat compare single runs.
+// assume=exact lets benchstat compare single runs; better= follows the
+// metric's Better (lower for the capacity search's units).
 func unitLine(b *strings.Builder, unit string) {
-	fmt.Fprintf(b, "Unit %s assume=exact better=lower\n", unit)
+	better := " better=lower"
+	for _, m := range Metrics {
+		if m.Unit == unit {
+			switch m.Better {
+			case +1:
+				better = " better=higher"
+			case 0:
+				better = ""
+			}
+		}
+	}
+	fmt.Fprintf(b, "Unit %s assume=exact%s\n", unit, better)
 }

@@ -46,18 +46,22 @@ type Result struct {
 	PeakLive                int64 // max requested bytes live
 	PeakLiveEvent           int64
 	PeakReserved            int64
-	PeakAllocated           int64 // max bytes in live blocks as the allocator rounds them
-	DeviceMallocs           int64
-	DeviceFrees             int64
-	ModeledSec              float64
-	DefragEvents            int64 // relocations of live buffers (TPU runtime model, defrag=true)
-	DefragMoved             int64 // bytes those relocations moved
-	OOMs                    []OOMRecord
-	OOMCount                int64
-	Timeline                []Sample
-	Marks                   []Mark
-	PeakLayout              []strategies.Segment
-	DeviceNotes             []string
+	// PeakFootprint is what the allocator's own placement needed at most
+	// (strategies.Footprinter), PeakReserved for a model without a
+	// reservation policy of its own.
+	PeakFootprint int64
+	PeakAllocated int64 // max bytes in live blocks as the allocator rounds them
+	DeviceMallocs int64
+	DeviceFrees   int64
+	ModeledSec    float64
+	DefragEvents  int64 // relocations of live buffers (TPU runtime model, defrag=true)
+	DefragMoved   int64 // bytes those relocations moved
+	OOMs          []OOMRecord
+	OOMCount      int64
+	Timeline      []Sample
+	Marks         []Mark
+	PeakLayout    []strategies.Segment
+	DeviceNotes   []string
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
@@ -65,6 +69,25 @@ type Result struct {
 
 // Fit reports whether every allocation succeeded.
 func (r *Result) Fit() bool { return r.OOMCount == 0 }
+
+// FirstOOMEvent is the event index of the first allocation that failed,
+// or -1 when the trace fit.
+func (r *Result) FirstOOMEvent() int64 {
+	if len(r.OOMs) == 0 {
+		return -1
+	}
+	return r.OOMs[0].Event
+}
+
+// PlacementFragPct is placement-frag-%: 100 × (1 − peak live / peak
+// footprint), the waste of the allocator's placement alone, apart from the
+// framework's reservation policy that frag-% includes.
+func (r *Result) PlacementFragPct() float64 {
+	if r.PeakFootprint == 0 {
+		return 0
+	}
+	return 100 * (1 - float64(r.PeakLive)/float64(r.PeakFootprint))
+}
 
 // FragPct is frag-%: 100 × (1 − peak live / peak reserved), GMLake's
 // definition (architecture doc).
@@ -190,6 +213,10 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	res.DeviceMallocs, res.DeviceFrees, res.ModeledSec = mem.Mallocs(), mem.Frees(), mem.Seconds()
 	if d, ok := a.(strategies.Defragmenter); ok {
 		res.DefragEvents, res.DefragMoved = d.DefragStats()
+	}
+	res.PeakFootprint = res.PeakReserved
+	if f, ok := a.(strategies.Footprinter); ok {
+		res.PeakFootprint = f.PeakFootprint()
 	}
 	res.Timeline = tl.samples
 	return res, nil

@@ -55,6 +55,18 @@ type Defragmenter interface {
 	DefragStats() (events, moved int64)
 }
 
+// Footprinter is a model whose reservation is a policy rather than a need:
+// a BFC allocator that preallocates its whole limit as one region. Its
+// PeakFootprint is the most memory its own placement ever needed: the
+// highest point carved out of the region (end of the highest chunk in use,
+// from the region's start), over the whole replay. The harness reports it
+// as peak-footprint-B, so that a framework's preallocation is not read as
+// fragmentation; a model without it needed what it reserved, and its peak
+// footprint is its peak reserved bytes.
+type Footprinter interface {
+	PeakFootprint() int64
+}
+
 // Noter is a model that rests on assumptions of its own rather than on
 // published behaviour (a closed-source runtime, an unpublished policy).
 // Notes returns them as sentences, in a fixed order, each saying

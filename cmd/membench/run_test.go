@@ -34,7 +34,7 @@ func TestRunDefault(t *testing.T) {
 		switch rec := r.Result().(type) {
 		case *benchfmt.Result:
 			n++
-			for _, m := range []string{"peak-live-B", "peak-reserved-B", "frag-%", "oom-events", "device-mallocs", "device-frees", "modeled-alloc-sec"} {
+			for _, m := range []string{"fit", "first-oom-event", "peak-footprint-B", "placement-frag-%", "peak-live-B", "peak-reserved-B", "frag-%", "oom-events", "device-mallocs", "device-frees", "modeled-alloc-sec"} {
 				if _, ok := rec.Value(m); !ok {
 					t.Errorf("%s lacks %s", rec.Name.Full(), m)
 				}
@@ -45,7 +45,14 @@ func TestRunDefault(t *testing.T) {
 			t.Errorf("syntax error: %v", rec)
 		}
 	}
-	if n == 0 || units != 2*len(harness.Metrics) { // assume= and better= for each unit
+	want := 0
+	for _, m := range harness.Metrics {
+		want += 1 // assume=
+		if m.Better != 0 {
+			want++ // better=
+		}
+	}
+	if n == 0 || units != want {
 		t.Errorf("%d results, %d unit lines", n, units)
 	}
 	// Deterministic: a second run prints the same bytes.
