@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"membench/internal/fuzzbound"
 )
 
 // The real lifetime tables are read in place from the shared collection
@@ -274,8 +276,10 @@ func FuzzLifetimesCSV(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewLifetimesCSVReader("fuzz.csv", bytes.NewReader(data))
-		fuzzLifetimes(t, r, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewLifetimesCSVReader("fuzz.csv", bytes.NewReader(data))
+			fuzzLifetimes(t, r, err)
+		})
 	})
 }
 
@@ -290,7 +294,9 @@ func FuzzAllocatorSim(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewAllocatorSimReader("fuzz.log", bytes.NewReader(data))
-		fuzzLifetimes(t, r, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewAllocatorSimReader("fuzz.log", bytes.NewReader(data))
+			fuzzLifetimes(t, r, err)
+		})
 	})
 }

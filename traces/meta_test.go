@@ -1,0 +1,118 @@
+package traces
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"membench/internal/fuzzbound"
+)
+
+// metaText is a native trace with n meta lines key<i % keys> and values
+// of vlen bytes, then one event.
+func metaText(n, keys, vlen int) []byte {
+	var b bytes.Buffer
+	b.WriteString("membench-trace 1\n")
+	v := strings.Repeat("v", vlen)
+	for i := range n {
+		fmt.Fprintf(&b, "meta k%d %s\n", i%keys, v)
+	}
+	b.WriteString("a 1 1\n")
+	return b.Bytes()
+}
+
+// TestMetaBounds: meta lines cost linear time and are bounded in number
+// and bytes (issue 11, item 6: 200,000 keys took 48 s).
+func TestMetaBounds(t *testing.T) {
+	repro := metaText(200_000, 200_000, 1)
+	fuzzbound.Check(t, func() {
+		_, err := NewNativeReader("meta.txt", bytes.NewReader(repro))
+		want := fmt.Sprintf("meta.txt:%d: meta: more than %d meta entries (the limit of a trace's meta)", maxMetaEntries+2, maxMetaEntries)
+		if err == nil || err.Error() != want {
+			t.Fatalf("200k meta lines: err = %v\nwant %s", err, want)
+		}
+	})
+	// At the bound, with repeated keys: the value is replaced in place.
+	fuzzbound.Check(t, func() {
+		r, err := NewNativeReader("meta.txt", bytes.NewReader(metaText(maxMetaEntries, 1000, 200)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := r.Meta(); len(m) != 1000 || m[0].Key != "k0" || m[999].Key != "k999" {
+			t.Fatalf("meta of %d keys, first %v", len(m), m[0])
+		}
+	})
+	// Bytes: a 1 MiB line is fine alone, not after another.
+	big := metaText(2, 2, maxLineLen-16)
+	_, err := NewNativeReader("big.txt", bytes.NewReader(big))
+	if err == nil || err.Error() != fmt.Sprintf("big.txt:3: meta: more than %d bytes of meta keys and values (the limit of a trace's meta)", maxMetaBytes) {
+		t.Fatalf("2 MiB of meta: err = %v", err)
+	}
+	if _, err := NewNativeReader("big.txt", bytes.NewReader(metaText(1, 1, maxLineLen-16))); err != nil {
+		t.Fatal(err)
+	}
+
+	// Writers refuse what readers would refuse.
+	many := make(Meta, maxMetaEntries+1)
+	for i := range many {
+		many[i] = KV{fmt.Sprint("k", i), "v"}
+	}
+	heavy := Meta{{"a", strings.Repeat("x", 100<<10)}}
+	for range 10 {
+		heavy = append(heavy, heavy[0])
+	}
+	for _, m := range []Meta{many, heavy} {
+		if _, err := NewWriter(&bytes.Buffer{}, m, WriterOptions{}); err == nil || !strings.Contains(err.Error(), "(at most") {
+			t.Errorf("NewWriter with %d entries: err = %v", len(m), err)
+		}
+		if _, err := NewBinaryWriter(&bytes.Buffer{}, m, WriterOptions{}); err == nil || !strings.Contains(err.Error(), "(at most") {
+			t.Errorf("NewBinaryWriter with %d entries: err = %v", len(m), err)
+		}
+	}
+	if _, err := NewWriter(&bytes.Buffer{}, many[:maxMetaEntries], WriterOptions{}); err != nil {
+		t.Errorf("NewWriter at the bound: %v", err)
+	}
+}
+
+// TestBinaryMetaBounds: the binary meta section has the same bounds,
+// found before it is read.
+func TestBinaryMetaBounds(t *testing.T) {
+	head := func(count int) []byte {
+		b := append([]byte(BinaryMagic), BinaryVersion)
+		return binary.AppendUvarint(b, uint64(count))
+	}
+	entry := func(b []byte, k, v string) []byte {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		return append(b, v...)
+	}
+	_, err := NewBinaryReader("m.bin", bytes.NewReader(head(65536)))
+	if err == nil || err.Error() != fmt.Sprintf("m.bin: at byte 19: corrupt binary trace: 65536 meta entries (at most %d)", maxMetaEntries) {
+		t.Fatalf("65536 entries: err = %v", err)
+	}
+	b := head(9)
+	v := strings.Repeat("v", maxBinaryString)
+	for i := range 9 {
+		b = entry(b, fmt.Sprint("k", i), v)
+	}
+	fuzzbound.Check(t, func() {
+		_, err := NewBinaryReader("m.bin", bytes.NewReader(b))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("corrupt binary trace: more than %d bytes of meta keys and values", maxMetaBytes)) {
+			t.Fatalf("1.1 MiB of meta: err = %v", err)
+		}
+	})
+	// Repeated keys replace in place, as in text.
+	b = head(3)
+	b = entry(entry(entry(b, "a", "1"), "b", "2"), "a", "3")
+	b = append(b, binKindEnd, 0)
+	r, err := NewBinaryReader("m.bin", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.Meta(); len(m) != 2 || m[0] != (KV{"a", "3"}) || m[1] != (KV{"b", "2"}) {
+		t.Fatalf("meta %q", m)
+	}
+}
