@@ -39,6 +39,7 @@ const (
 const (
 	maxBinaryString = 128 << 10 // a mark label, a meta key or a meta value
 	maxBinaryLabels = 4096      // labels in the table of repeated labels
+	maxTableLabel   = 1024      // bytes of a label that joins the table (and that a text reader interns)
 	binMaxRecord    = 1 + 10 + 10 + 10 + 10
 )
 
@@ -410,7 +411,7 @@ func (r *binaryReader) mark(ev *Event, b []byte) ([]byte, int, error) {
 		}
 	}
 	ev.Label = string(b[i : i+int(l)])
-	if len(r.labels) < maxBinaryLabels {
+	if len(r.labels) < maxBinaryLabels && l <= maxTableLabel {
 		r.labels = append(r.labels, ev.Label)
 	}
 	return b, i + int(l), nil
@@ -559,7 +560,7 @@ func (w *BinaryWriter) Write(ev Event) error {
 		} else {
 			b = binary.AppendUvarint(b, uint64(len(ev.Label))<<1)
 			b = append(b, ev.Label...)
-			if len(w.labels) < maxBinaryLabels {
+			if len(w.labels) < maxBinaryLabels && len(ev.Label) <= maxTableLabel {
 				w.labels[ev.Label] = uint64(len(w.labels))
 			}
 		}

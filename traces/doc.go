@@ -226,7 +226,8 @@
 //	free   zigzag(id - previous free id)
 //	mark   x: if x is odd, the label is entry x>>1 of the label table;
 //	       if x is even, x>>1 bytes of label follow, and the label joins
-//	       the table unless it already holds 4096 labels
+//	       the table unless it already holds 4096 labels or is longer
+//	       than 1024 bytes
 //	time   zigzag(time - previous time), if bit 2; the previous time is
 //	       that of the last event with a time; no bit 2 means NoTime
 //

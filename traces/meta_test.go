@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -114,5 +116,58 @@ func TestBinaryMetaBounds(t *testing.T) {
 	}
 	if m := r.Meta(); len(m) != 2 || m[0] != (KV{"a", "3"}) || m[1] != (KV{"b", "2"}) {
 		t.Fatalf("meta %q", m)
+	}
+}
+
+// TestLongLabelsNotRetained: a reader keeps repeated labels to share them
+// (the text readers' interner, the binary label table), but only short
+// ones: a file of many distinct huge labels, which gzip shrinks to almost
+// nothing, must not make a reader hold them all (before: up to 4096
+// labels of 1 MiB in text, 128 KiB in binary).
+func TestLongLabelsNotRetained(t *testing.T) {
+	const n, size = 400, 100 << 10
+	evs := make([]Event, 0, 2*n+2)
+	for i := range n {
+		evs = append(evs, Event{Op: OpMark, Label: fmt.Sprintf("%06d%s", i, strings.Repeat("x", size)), Time: NoTime})
+	}
+	evs = append(evs, Event{Op: OpMark, Label: "short", Time: NoTime}, Event{Op: OpMark, Label: "short", Time: NoTime})
+	evs = append(evs, evs[:n]...)
+	var text, bin bytes.Buffer
+	if _, err := WriteNative(&text, &SliceReader{Events: evs}, WriterOptions{Gzip: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteBinary(&bin, &SliceReader{Events: evs}, WriterOptions{Gzip: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"text", text.Bytes()}, {"binary", bin.Bytes()}} {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		r, err := OpenReader(f.name, bytes.NewReader(f.data), DefaultOpenOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Label != evs[i].Label {
+				t.Fatalf("%s: event %d: label of %d bytes, want %d", f.name, i, len(ev.Label), len(evs[i].Label))
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		if held := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); held > 8<<20 {
+			t.Errorf("%s: %d-byte file of %d distinct %d-byte labels: the reader holds %d bytes", f.name, len(f.data), n, size, held)
+		}
+		runtime.KeepAlive(r)
+		r.Close()
 	}
 }
