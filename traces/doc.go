@@ -282,7 +282,8 @@
 // file and line: a wrong number of columns, a field that is not a decimal
 // integer, a negative or overflowing value, a size of 0 or above MaxSize
 // (ErrBadSize), upper <= lower, a duplicate CSV id (naming the line of its
-// first use), and more than 50,000,000 rows. Meta: format (lifetimes-csv or
+// first use), more than 1,048,576 (2^20) rows, and a row after line
+// 4,294,967,295. Meta: format (lifetimes-csv or
 // allocatorsim-log), source, time-unit=logical, ids, buffers, and
 // peak-live-bytes, the largest sum of live sizes over the stream: the floor
 // no allocator can go below.
