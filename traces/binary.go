@@ -38,8 +38,8 @@ const (
 // quoted label takes at most 4 bytes per byte).
 const (
 	maxBinaryString = 128 << 10 // a mark label, a meta key or a meta value
-	maxBinaryMeta   = 1 << 16   // meta entries
 	maxBinaryLabels = 4096      // labels in the table of repeated labels
+	maxTableLabel   = 1024      // bytes of a label that joins the table (and that a text reader interns)
 	binMaxRecord    = 1 + 10 + 10 + 10 + 10
 )
 
@@ -214,10 +214,10 @@ func (r *binaryReader) readHeader() error {
 	if err != nil {
 		return err
 	}
-	if count > maxBinaryMeta {
-		return r.corrupt(at, "%d meta entries (at most %d)", count, maxBinaryMeta)
+	if count > maxMetaEntries {
+		return r.corrupt(at, "%d meta entries (at most %d)", count, maxMetaEntries)
 	}
-	meta := make(Meta, 0, min(count, 64))
+	var mb metaBuilder
 	for range count {
 		at := r.off + int64(r.r)
 		k, err := r.readString("a meta key")
@@ -235,9 +235,14 @@ func (r *binaryReader) readHeader() error {
 		if metaValue(v) != v {
 			return r.corrupt(at, "meta value %q has a newline or leading or trailing blanks", v)
 		}
-		meta.Set(k, v)
+		if err := mb.set(k, v); err != nil {
+			return r.corrupt(at, "%v", err)
+		}
 	}
-	r.meta = meta
+	r.meta = mb.meta
+	if r.meta == nil {
+		r.meta = Meta{} // non-nil: the header is read (see event)
+	}
 	return nil
 }
 
@@ -406,7 +411,7 @@ func (r *binaryReader) mark(ev *Event, b []byte) ([]byte, int, error) {
 		}
 	}
 	ev.Label = string(b[i : i+int(l)])
-	if len(r.labels) < maxBinaryLabels {
+	if len(r.labels) < maxBinaryLabels && l <= maxTableLabel {
 		r.labels = append(r.labels, ev.Label)
 	}
 	return b, i + int(l), nil
@@ -481,8 +486,8 @@ func NewBinaryWriter(w io.Writer, meta Meta, opts WriterOptions) (*BinaryWriter,
 			return nil, fmt.Errorf("traces: meta entry %q longer than %d bytes", kv.Key, maxBinaryString)
 		}
 	}
-	if len(meta) > maxBinaryMeta {
-		return nil, fmt.Errorf("traces: %d meta entries (at most %d)", len(meta), maxBinaryMeta)
+	if err := checkMetaLimits(meta); err != nil {
+		return nil, err
 	}
 	out, err := newSink(w, opts)
 	if err != nil {
@@ -555,7 +560,7 @@ func (w *BinaryWriter) Write(ev Event) error {
 		} else {
 			b = binary.AppendUvarint(b, uint64(len(ev.Label))<<1)
 			b = append(b, ev.Label...)
-			if len(w.labels) < maxBinaryLabels {
+			if len(w.labels) < maxBinaryLabels && len(ev.Label) <= maxTableLabel {
 				w.labels[ev.Label] = uint64(len(w.labels))
 			}
 		}

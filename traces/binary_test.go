@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"membench/internal/fuzzbound"
 	"membench/internal/sharedtraces"
 )
 
@@ -366,53 +367,55 @@ func FuzzBinary(f *testing.F) {
 	f.Add([]byte(BinaryMagic + "\x01\x00\x02\x04ab\x02\x03\x03\x02"))
 	f.Add([]byte("membench-trace 1\nmeta a b\na 1 2 -3 @4\nf 1 @2\nm \"x y\"\nm x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// Input that reads as text: its canonical text goes through
-		// binary and comes back byte for byte.
-		if r, err := NewNativeReader("fuzz.txt", bytes.NewReader(data)); err == nil {
-			if evs, err := ReadAll(r); err == nil {
-				var text, bin, back bytes.Buffer
-				if _, err := WriteNative(&text, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
-					t.Fatal(err)
+		fuzzbound.Check(t, func() {
+			// Input that reads as text: its canonical text goes through
+			// binary and comes back byte for byte.
+			if r, err := NewNativeReader("fuzz.txt", bytes.NewReader(data)); err == nil {
+				if evs, err := ReadAll(r); err == nil {
+					var text, bin, back bytes.Buffer
+					if _, err := WriteNative(&text, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := WriteBinary(&bin, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					br, err := NewBinaryReader("fuzz.bin", &bin)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := WriteNative(&back, br, WriterOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(back.Bytes(), text.Bytes()) {
+						t.Fatalf("text -> binary -> text:\n  %q\n  %q", text.Bytes(), back.Bytes())
+					}
 				}
-				if _, err := WriteBinary(&bin, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				br, err := NewBinaryReader("fuzz.bin", &bin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := WriteNative(&back, br, WriterOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(back.Bytes(), text.Bytes()) {
-					t.Fatalf("text -> binary -> text:\n  %q\n  %q", text.Bytes(), back.Bytes())
-				}
+				return
 			}
-			return
-		}
-		evs, meta, err := readBinary(t, data)
-		if err != nil {
-			var pe *PosError
-			if !errors.As(err, &pe) || !strings.Contains(err.Error(), "at byte ") && !strings.Contains(err.Error(), "gzip") {
-				t.Fatalf("error %T %v is not a *PosError with an offset", err, err)
+			evs, meta, err := readBinary(t, data)
+			if err != nil {
+				var pe *PosError
+				if !errors.As(err, &pe) || !strings.Contains(err.Error(), "at byte ") && !strings.Contains(err.Error(), "gzip") {
+					t.Fatalf("error %T %v is not a *PosError with an offset", err, err)
+				}
+				return
 			}
-			return
-		}
-		// Round trip: what reads writes back as a binary trace that
-		// reads as the same events and meta, and is a fixed point.
-		bin := toBinary(t, meta, evs, WriterOptions{})
-		evs2, meta2, err := readBinary(t, bin)
-		if err != nil {
-			t.Fatalf("re-reading: %v", err)
-		}
-		if len(evs) != len(evs2) || len(evs) > 0 && !reflect.DeepEqual(evs, evs2) || len(meta) != len(meta2) || len(meta) > 0 && !reflect.DeepEqual(meta, meta2) {
-			t.Fatalf("binary round trip differs:\n  %+v %q\n  %+v %q", evs, meta, evs2, meta2)
-		}
-		if again := toBinary(t, meta2, evs2, WriterOptions{}); !bytes.Equal(again, bin) {
-			t.Fatalf("binary is not a fixed point:\n  %x\n  %x", bin, again)
-		}
-		// And the same trace has a text form.
-		roundTrip(t, meta, evs)
+			// Round trip: what reads writes back as a binary trace that
+			// reads as the same events and meta, and is a fixed point.
+			bin := toBinary(t, meta, evs, WriterOptions{})
+			evs2, meta2, err := readBinary(t, bin)
+			if err != nil {
+				t.Fatalf("re-reading: %v", err)
+			}
+			if len(evs) != len(evs2) || len(evs) > 0 && !reflect.DeepEqual(evs, evs2) || len(meta) != len(meta2) || len(meta) > 0 && !reflect.DeepEqual(meta, meta2) {
+				t.Fatalf("binary round trip differs:\n  %+v %q\n  %+v %q", evs, meta, evs2, meta2)
+			}
+			if again := toBinary(t, meta2, evs2, WriterOptions{}); !bytes.Equal(again, bin) {
+				t.Fatalf("binary is not a fixed point:\n  %x\n  %x", bin, again)
+			}
+			// And the same trace has a text form.
+			roundTrip(t, meta, evs)
+		})
 	})
 }
 

@@ -94,6 +94,10 @@
 // follow the key, trailing blanks removed, and may be empty or hold spaces.
 // A later line with the same key replaces the value. Meta lines may appear
 // only before the first event; a meta line after an event is an error.
+// A trace may have at most 4096 meta lines (repeated keys included),
+// holding at most 1 MiB (1048576 bytes) of keys and values in all; more
+// is an error naming the line. The binary format and both writers have
+// the same bounds.
 //
 // Events, one per line:
 //
@@ -193,7 +197,8 @@
 // Writer takes, with the same checks, and normalises meta values as the
 // text Writer does, so both formats give the same Meta back; a mark label,
 // a meta key and a meta value may be at most 128 KiB (131072 bytes) in
-// binary, so that every binary trace also has a text form.
+// binary, so that every binary trace also has a text form. The meta
+// bounds of the text format (4096 entries, 1 MiB) hold in binary too.
 //
 // Layout. Integers are unsigned LEB128 varints (encoding/binary's
 // Uvarint: 7 bits a byte, low bits first, high bit set on every byte but
@@ -226,7 +231,8 @@
 //	free   zigzag(id - previous free id)
 //	mark   x: if x is odd, the label is entry x>>1 of the label table;
 //	       if x is even, x>>1 bytes of label follow, and the label joins
-//	       the table unless it already holds 4096 labels
+//	       the table unless it already holds 4096 labels or is longer
+//	       than 1024 bytes
 //	time   zigzag(time - previous time), if bit 2; the previous time is
 //	       that of the last event with a time; no bit 2 means NoTime
 //
@@ -281,7 +287,8 @@
 // file and line: a wrong number of columns, a field that is not a decimal
 // integer, a negative or overflowing value, a size of 0 or above MaxSize
 // (ErrBadSize), upper <= lower, a duplicate CSV id (naming the line of its
-// first use), and more than 50,000,000 rows. Meta: format (lifetimes-csv or
+// first use), more than 1,048,576 (2^20) rows, and a row after line
+// 4,294,967,295. Meta: format (lifetimes-csv or
 // allocatorsim-log), source, time-unit=logical, ids, buffers, and
 // peak-live-bytes, the largest sum of live sizes over the stream: the floor
 // no allocator can go below.
@@ -343,8 +350,19 @@
 // error ("pprof profile is not a memory profile: its sample types are
 // samples/count cpu/nanoseconds; ..."), and so are negative values, fewer
 // bytes than allocations in a sample, sizes above MaxSize, and more than
-// 50,000,000 allocations in all; errors about a sample name it and the
-// index of the first event it would have given. No real JAX profile was
+// 524,288 (2^19) allocations in all on the device; errors about a sample
+// name it, its values and the index of the first event it would have
+// given. The allocation bound exists because a sample is a count: a
+// profile of 155 bytes can stand for 50 M buffers, all live at once in a
+// replay (some 300 bytes each), so the bound keeps a replay of any
+// profile near 150 MB and a second or two. The samples are not expanded
+// in memory: the reader keeps one record per sample and streams the
+// allocations. A profile is read whole and decoded by the pprof package,
+// which takes 15 to 45 times the encoded size; so a profile may be at
+// most 64 MiB after decompression, and one whose decoding is estimated
+// (from its counts of samples, labels, values and records, before it is
+// decoded) to take more than 256 MiB is refused. Lists of devices and
+// kinds in meta and errors name the first 32. No real JAX profile was
 // available to the project: the tests build profiles with the pprof
 // package in JAX's layout.
 //

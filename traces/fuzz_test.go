@@ -7,6 +7,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"membench/internal/fuzzbound"
 )
 
 // drain reads r to its end; an error other than io.EOF must be a *PosError.
@@ -80,28 +82,30 @@ func FuzzNativeReader(f *testing.F) {
 	}
 	f.Add(gzipped(f, []byte("membench-trace 1\na 1 2\nf 1\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewNativeReader("fuzz", bytes.NewReader(data))
-		if err != nil {
-			var pe *PosError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error %T %v is not a *PosError", err, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewNativeReader("fuzz", bytes.NewReader(data))
+			if err != nil {
+				var pe *PosError
+				if !errors.As(err, &pe) {
+					t.Fatalf("error %T %v is not a *PosError", err, err)
+				}
+				return
 			}
-			return
-		}
-		evs, err := drain(t, r)
-		r.Close()
-		// The fast path and the general parser agree, on errors too.
-		slow, _ := NewNativeReader("fuzz", bytes.NewReader(data))
-		slow.(*nativeReader).noFast = true
-		evs2, err2 := ReadAll(slow)
-		if !reflect.DeepEqual(evs, evs2) || fmt.Sprint(err) != fmt.Sprint(err2) {
-			t.Fatalf("fast and slow paths differ:\n  %+v %v\n  %+v %v", evs, err, evs2, err2)
-		}
-		checkAgainstModel(t, evs)
-		if err != nil {
-			return
-		}
-		roundTrip(t, r.Meta(), evs)
+			evs, err := drain(t, r)
+			r.Close()
+			// The fast path and the general parser agree, on errors too.
+			slow, _ := NewNativeReader("fuzz", bytes.NewReader(data))
+			slow.(*nativeReader).noFast = true
+			evs2, err2 := ReadAll(slow)
+			if !reflect.DeepEqual(evs, evs2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+				t.Fatalf("fast and slow paths differ:\n  %+v %v\n  %+v %v", evs, err, evs2, err2)
+			}
+			checkAgainstModel(t, evs)
+			if err != nil {
+				return
+			}
+			roundTrip(t, r.Meta(), evs)
+		})
 	})
 }
 
@@ -118,35 +122,37 @@ func FuzzMemtraceCSV(f *testing.F) {
 	}
 	f.Add(gzipped(f, []byte("t_ns,op,addr,size,name\n5,a,0x10,8,\n7,f,0x10,,\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewMemtraceReader("fuzz.csv", bytes.NewReader(data))
-		if err != nil {
-			var pe *PosError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error %T %v is not a *PosError", err, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewMemtraceReader("fuzz.csv", bytes.NewReader(data))
+			if err != nil {
+				var pe *PosError
+				if !errors.As(err, &pe) {
+					t.Fatalf("error %T %v is not a *PosError", err, err)
+				}
+				return
 			}
-			return
-		}
-		evs, err := drain(t, r)
-		r.Close()
-		// Whatever the importer lets through has consistent ids, sizes
-		// and times.
-		c := Check(&SliceReader{Events: evs})
-		for {
-			ev, cerr := c.Next()
-			if cerr == io.EOF {
-				break
+			evs, err := drain(t, r)
+			r.Close()
+			// Whatever the importer lets through has consistent ids, sizes
+			// and times.
+			c := Check(&SliceReader{Events: evs})
+			for {
+				ev, cerr := c.Next()
+				if cerr == io.EOF {
+					break
+				}
+				if cerr != nil {
+					t.Fatalf("importer let an inconsistent event through: %v", cerr)
+				}
+				if ev.Time < 0 {
+					t.Fatalf("negative time %d", ev.Time)
+				}
 			}
-			if cerr != nil {
-				t.Fatalf("importer let an inconsistent event through: %v", cerr)
+			if err != nil {
+				return
 			}
-			if ev.Time < 0 {
-				t.Fatalf("negative time %d", ev.Time)
-			}
-		}
-		if err != nil {
-			return
-		}
-		roundTrip(t, r.Meta(), evs)
+			roundTrip(t, r.Meta(), evs)
+		})
 	})
 }
 

@@ -242,8 +242,9 @@ func parseInt(b []byte) (int64, bool) {
 }
 
 // interner shares the strings of repeated labels ("forward", "backward")
-// so that a trace's marks cost one allocation per distinct label, up to a
-// bound that keeps a trace of unique labels from growing the table.
+// so that a trace's marks cost one allocation per distinct label, up to
+// bounds that keep a trace of unique or huge labels from growing the
+// table: at most maxInterned labels of at most maxTableLabel bytes each.
 type interner map[string]string
 
 const maxInterned = 4096
@@ -256,7 +257,7 @@ func (t *interner) get(b []byte) string {
 	if *t == nil {
 		*t = make(interner)
 	}
-	if len(*t) < maxInterned {
+	if len(*t) < maxInterned && len(b) <= maxTableLabel {
 		(*t)[s] = s
 	}
 	return s

@@ -22,9 +22,16 @@ const (
 )
 
 // maxLifetimeRows bounds a lifetime table: the whole table is held in
-// memory (32 bytes a row), and nothing real comes near it. A variable so
-// that a test can lower it.
-var maxLifetimeRows = 50_000_000
+// memory and sorted (reading 2^20 rows allocates about 200 MB and takes
+// under a second), ids are implicit, so a gzipped allocatorSim log of
+// identical rows compresses a thousandfold, and every buffer may be live
+// at once in a replay. The largest real table the project has seen holds
+// 18,692 buffers. maxLifetimeLine bounds the line numbers a row records
+// (blank lines count too). Variables so that a test can lower them.
+var (
+	maxLifetimeRows       = 1 << 20
+	maxLifetimeLine int64 = 1<<32 - 1
+)
 
 // lifetimeRow is one buffer: live on [lower, upper) in logical time.
 type lifetimeRow struct {
@@ -141,6 +148,9 @@ func (r *lifetimeReader) addRow(lower, upper, size int64) error {
 	}
 	if len(r.rows) >= maxLifetimeRows {
 		return r.fail("more than %d rows: too large for a lifetime table", maxLifetimeRows)
+	}
+	if int64(r.line) > maxLifetimeLine {
+		return r.fail("a row after line %d: too long for a lifetime table", maxLifetimeLine)
 	}
 	r.rows = append(r.rows, lifetimeRow{lower: lower, upper: upper, size: size, line: uint32(r.line)})
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"membench/internal/fuzzbound"
 	"membench/internal/sharedtraces"
 )
 
@@ -211,6 +212,28 @@ func TestLifetimeRowLimit(t *testing.T) {
 	if _, err := NewAllocatorSimReader("ok", strings.NewReader("0 1 1\n0 1 1\n0 1 1\n")); err != nil {
 		t.Error(err)
 	}
+	// Line numbers are kept in 32 bits: a row past that is refused rather
+	// than given a wrong line.
+	defer func(n int64) { maxLifetimeLine = n }(maxLifetimeLine)
+	maxLifetimeLine = 4
+	_, err = NewLifetimesCSVReader("long", strings.NewReader("id,lower,upper,size\n\n\n0,1,2,1\n\n1,1,2,1\n"))
+	if err == nil || err.Error() != "long:6: a row after line 4: too long for a lifetime table" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestLifetimeBombBound: a gzipped allocatorSim log of identical rows
+// (ids are implicit) stands for as many buffers as it has lines; 50 M
+// rows were accepted before (300 MB of text, a 2.6 MB gzip file, gigabytes
+// to read). Now the table stops at maxLifetimeRows, quickly.
+func TestLifetimeBombBound(t *testing.T) {
+	gz := gzipped(t, bytes.Repeat([]byte("0 1 1\n"), maxLifetimeRows+1))
+	fuzzbound.Check(t, func() {
+		_, err := OpenReader("bomb.log.gz", bytes.NewReader(gz), DefaultOpenOptions)
+		if err == nil || err.Error() != fmt.Sprintf("bomb.log.gz:%d: more than %d rows: too large for a lifetime table", maxLifetimeRows+1, maxLifetimeRows) {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
 
 func TestLifetimeTruncatedGzip(t *testing.T) {
@@ -275,8 +298,10 @@ func FuzzLifetimesCSV(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewLifetimesCSVReader("fuzz.csv", bytes.NewReader(data))
-		fuzzLifetimes(t, r, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewLifetimesCSVReader("fuzz.csv", bytes.NewReader(data))
+			fuzzLifetimes(t, r, err)
+		})
 	})
 }
 
@@ -291,7 +316,9 @@ func FuzzAllocatorSim(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewAllocatorSimReader("fuzz.log", bytes.NewReader(data))
-		fuzzLifetimes(t, r, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewAllocatorSimReader("fuzz.log", bytes.NewReader(data))
+			fuzzLifetimes(t, r, err)
+		})
 	})
 }

@@ -83,6 +83,8 @@ func (r *nativeReader) readHeader() error {
 	if extra, _ := field(line, i); len(extra) > 0 {
 		return r.fail("header: unexpected %q after the version", extra)
 	}
+	var mb metaBuilder
+	defer func() { r.meta = mb.meta }()
 	for {
 		line, err := r.next()
 		if err == io.EOF {
@@ -110,7 +112,9 @@ func (r *nativeReader) readHeader() error {
 		for i < len(line) && isBlank(line[i]) {
 			i++
 		}
-		r.meta.Set(string(key), string(line[i:]))
+		if err := mb.set(string(key), string(line[i:])); err != nil {
+			return r.fail("meta: %v", err)
+		}
 	}
 }
 
@@ -459,6 +463,9 @@ func checkMetaKeys(meta Meta) error {
 // reader would not see them). Close flushes the output; it does not close w.
 func NewWriter(w io.Writer, meta Meta, opts WriterOptions) (*Writer, error) {
 	if err := checkMetaKeys(meta); err != nil {
+		return nil, err
+	}
+	if err := checkMetaLimits(meta); err != nil {
 		return nil, err
 	}
 	out, err := newSink(w, opts)

@@ -15,13 +15,24 @@ import (
 // The JAX device memory profile import is documented in doc.go ("JAX
 // device memory profiles").
 
-// maxPprofBytes bounds the (decompressed) size of a profile: it is read
-// whole. maxPprofAllocs bounds the allocations a profile may stand for, so
-// that a tiny file claiming 10^18 buffers fails at once.
+// Bounds on what a profile may cost (doc.go, "JAX device memory
+// profiles"). maxPprofBytes bounds the (decompressed) size of a profile:
+// it is read whole. maxPprofDecoded bounds the memory the pprof package
+// would take to decode it, estimated from the profile's counts of samples,
+// labels, values and other records before decoding (decoded, a profile
+// takes 15 to 45 times its encoded size). maxPprofAllocs bounds the
+// allocations a profile may stand for: a sample is a count, so a file of
+// 155 bytes can claim 50 M buffers, and since a live set has no frees
+// every one of them is live at once in a replay (some 300 bytes each).
 const (
-	maxPprofBytes  = 1 << 30
-	maxPprofAllocs = 50_000_000
+	maxPprofBytes   = 64 << 20
+	maxPprofDecoded = 256 << 20
+	maxPprofAllocs  = 1 << 19
 )
+
+// maxPprofListed bounds how many devices or kinds a meta value or an
+// error message lists.
+const maxPprofListed = 32
 
 // pprofAlloc is a sample of the selected device: count allocations of
 // size bytes, the first extra of them one byte larger.
@@ -67,7 +78,15 @@ func readPprof(name string, br *bufio.Reader, gzipped bool) (*profile.Profile, e
 		return nil, &PosError{File: name, Event: -1, Err: err}
 	}
 	if len(data) > maxPprofBytes {
-		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("pprof profile larger than %d bytes", maxPprofBytes)}
+		what := ""
+		if gzipped {
+			what = " (after gzip decompression)"
+		}
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("pprof profile larger than %d bytes%s", maxPprofBytes, what)}
+	}
+	if est := pprofDecodedEstimate(data); est > maxPprofDecoded {
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("pprof profile too large to decode: its %d bytes hold samples, labels and records that would take about %d MiB decoded (at most %d MiB)",
+			len(data), est>>20, maxPprofDecoded>>20)}
 	}
 	p, err := parsePprof(data)
 	if err != nil {
@@ -165,8 +184,10 @@ func pprofLiveSet(name string, p *profile.Profile, device int) (Reader, error) {
 		return fail(-1, "%v", err)
 	}
 	var devs []string
+	seen := map[string]bool{}
 	for _, s := range p.Sample {
-		if d := pprofLabel(s, "device"); !slices.Contains(devs, d) {
+		if d := pprofLabel(s, "device"); !seen[d] {
+			seen[d] = true
 			devs = append(devs, d)
 		}
 	}
@@ -211,7 +232,8 @@ func pprofLiveSet(name string, p *profile.Profile, device int) (Reader, error) {
 			return fail(int(total), "%w: sample %d: allocations of %d bytes (at most %d)", ErrBadSize, si, size+min(extra, 1), MaxSize)
 		}
 		if c > maxPprofAllocs-total {
-			return fail(int(total), "sample %d: the profile stands for more than %d allocations", si, maxPprofAllocs)
+			return fail(int(total), "sample %d (%d allocations of %d bytes): the profile stands for more than %d allocations on device %s, %d before this sample (a live set replays as that many simultaneous allocations; the limit bounds a replay's memory)",
+				si, c, b, maxPprofAllocs, strconv.Quote(dev), total)
 		}
 		total += c
 		liveBytes += b // no overflow: total <= 5e7 allocations of <= 2^50 bytes
@@ -226,6 +248,9 @@ func pprofLiveSet(name string, p *profile.Profile, device int) (Reader, error) {
 		kindList = append(kindList, k+"="+strconv.FormatInt(n, 10))
 	}
 	slices.Sort(kindList)
+	if n := len(kindList); n > maxPprofListed {
+		kindList = append(kindList[:maxPprofListed], fmt.Sprintf("(and %d more kinds)", n-maxPprofListed))
+	}
 	devName := dev
 	if devName == "" {
 		devName = "(no device label)"
@@ -270,10 +295,15 @@ func pprofValueDoc(p *profile.Profile, bytesIdx, countIdx int) string {
 		bt.Type, bt.Unit, ct.Type, ct.Unit)
 }
 
+// quoteList quotes the strings of ss, the first maxPprofListed of them,
+// and says how many more there are.
 func quoteList(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = strconv.Quote(s)
+	q := make([]string, min(len(ss), maxPprofListed))
+	for i := range q {
+		q[i] = strconv.Quote(ss[i])
+	}
+	if len(ss) > len(q) {
+		q = append(q, fmt.Sprintf("and %d more", len(ss)-len(q)))
 	}
 	return strings.Join(q, ", ")
 }
@@ -388,4 +418,112 @@ func looksLikeValueType(b []byte, partial bool) bool {
 		i += n
 	}
 	return true
+}
+
+// Estimated bytes the pprof package takes per element when it decodes a
+// profile (measured with Go 1.26 and pprof's profile package; see
+// TestPprofDecodedEstimate): a sample and its label map, a label, one
+// value or location reference, a mapping, location or function, a line of
+// a location, a string's header.
+const (
+	pprofCostSample = 240
+	pprofCostLabel  = 320
+	pprofCostLabels = 256
+	pprofCostValue  = 16
+	pprofCostRecord = 200
+	pprofCostLine   = 64
+	pprofCostString = 32
+)
+
+// pprofDecodedEstimate estimates the memory the pprof package would take
+// to decode data, an uncompressed Profile protobuf, by walking its wire
+// format once without allocating. A malformed field ends the walk (the
+// decoder then reports it).
+func pprofDecodedEstimate(data []byte) int64 {
+	var est int64
+	pbWalk(data, func(field, wire uint64, v []byte) {
+		switch {
+		case field == 2 && wire == 2: // sample
+			est += pprofCostSample
+			labels := false
+			pbWalk(v, func(field, wire uint64, v []byte) {
+				switch {
+				case (field == 1 || field == 2) && wire == 2: // packed location ids, values
+					est += pprofCostValue * pbCountVarints(v)
+				case field == 1 || field == 2:
+					est += pprofCostValue
+				case field == 3: // label
+					est += pprofCostLabel
+					if !labels {
+						est += pprofCostLabels
+						labels = true
+					}
+				}
+			})
+		case field == 4 && wire == 2: // location
+			est += pprofCostRecord
+			pbWalk(v, func(field, wire uint64, v []byte) {
+				if field == 4 {
+					est += pprofCostLine
+				}
+			})
+		case field == 6: // string table
+			est += pprofCostString + int64(len(v))
+		case field == 13 && wire == 2: // packed comments
+			est += pprofCostValue * pbCountVarints(v)
+		case field == 1 || field == 3 || field == 5 || field == 11 || field == 13:
+			est += pprofCostRecord
+		}
+	})
+	return est
+}
+
+// pbWalk calls fn for each field of the protobuf message b, in order: its
+// number, its wire type and, for a length-delimited field, its bytes. It
+// stops at the first malformed field or at a group (which pprof does not
+// use).
+func pbWalk(b []byte, fn func(field, wire uint64, v []byte)) {
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 {
+			return
+		}
+		b = b[n:]
+		field, wire := tag>>3, tag&7
+		var v []byte
+		switch wire {
+		case 0:
+			if _, n = binary.Uvarint(b); n <= 0 {
+				return
+			}
+		case 1:
+			n = 8
+		case 5:
+			n = 4
+		case 2:
+			l, m := binary.Uvarint(b)
+			if m <= 0 || l > uint64(len(b)-m) {
+				return
+			}
+			v, n = b[m:m+int(l)], m+int(l)
+		default:
+			return
+		}
+		if n > len(b) {
+			return
+		}
+		fn(field, wire, v)
+		b = b[n:]
+	}
+}
+
+// pbCountVarints is the number of varints in b, a packed repeated field.
+func pbCountVarints(b []byte) int64 {
+	var n int64
+	for _, c := range b {
+		if c < 0x80 {
+			n++
+		}
+	}
+	return n
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"membench/internal/fuzzbound"
 )
 
 // No real STAlloc/Megatron log is available to the project: these inputs
@@ -143,34 +145,36 @@ func FuzzSTAlloc(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewSTAllocReader("fuzz.log", bytes.NewReader(data))
-		if err != nil { // a bad gzip header: nothing else is read before Next
-			var pe *PosError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error %T %v is not a *PosError", err, err)
+		fuzzbound.Check(t, func() {
+			r, err := NewSTAllocReader("fuzz.log", bytes.NewReader(data))
+			if err != nil { // a bad gzip header: nothing else is read before Next
+				var pe *PosError
+				if !errors.As(err, &pe) {
+					t.Fatalf("error %T %v is not a *PosError", err, err)
+				}
+				return
 			}
-			return
-		}
-		evs, err := ReadAll(r)
-		if err != nil {
-			var pe *PosError
-			if !errors.As(err, &pe) || pe.Line == 0 {
-				t.Fatalf("error %T %v is not a *PosError with a line", err, err)
+			evs, err := ReadAll(r)
+			if err != nil {
+				var pe *PosError
+				if !errors.As(err, &pe) || pe.Line == 0 {
+					t.Fatalf("error %T %v is not a *PosError with a line", err, err)
+				}
 			}
-		}
-		// Whatever the importer lets through has consistent ids.
-		c := Check(&SliceReader{Events: evs})
-		for {
-			_, cerr := c.Next()
-			if cerr == io.EOF {
-				break
+			// Whatever the importer lets through has consistent ids.
+			c := Check(&SliceReader{Events: evs})
+			for {
+				_, cerr := c.Next()
+				if cerr == io.EOF {
+					break
+				}
+				if cerr != nil {
+					t.Fatalf("importer let an inconsistent event through: %v", cerr)
+				}
 			}
-			if cerr != nil {
-				t.Fatalf("importer let an inconsistent event through: %v", cerr)
+			if err == nil {
+				roundTrip(t, r.Meta(), evs)
 			}
-		}
-		if err == nil {
-			roundTrip(t, r.Meta(), evs)
-		}
+		})
 	})
 }

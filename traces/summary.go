@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/montanaflynn/stats"
 )
@@ -62,11 +63,26 @@ type PhaseRow struct {
 const (
 	lifetimeSample = 1 << 20
 	maxPhases      = 10000
+	maxPhaseLabel  = 256 // bytes of a label kept in a PhaseRow
 )
 
+// phaseLabel is label as a PhaseRow keeps it: a label longer than
+// maxPhaseLabel bytes is cut (at a character boundary) into a new string,
+// so that the long one is not retained, and says how long it was.
+func phaseLabel(label string) string {
+	if len(label) <= maxPhaseLabel {
+		return label
+	}
+	n := maxPhaseLabel
+	for n > 0 && !utf8.RuneStart(label[n]) {
+		n--
+	}
+	return label[:n] + fmt.Sprintf("… (%d bytes)", len(label))
+}
+
 // Summarize reads r to the end. Its memory is bounded by the live set,
-// the lifetime reservoir and the first maxPhases marks, whatever the
-// trace's length. Input errors are reported as the replay would (Check).
+// the lifetime reservoir and the first maxPhases marks (their labels cut
+// to maxPhaseLabel bytes), whatever the trace's length. Input errors are reported as the replay would (Check).
 func Summarize(name string, r Reader) (*Summary, error) {
 	s := &Summary{Name: name, Meta: r.Meta(), PeakTime: -1}
 	cr := Check(r)
@@ -124,7 +140,7 @@ func Summarize(name string, r Reader) (*Summary, error) {
 		case OpMark:
 			s.Marks++
 			if len(s.Phases) < maxPhases {
-				s.Phases = append(s.Phases, PhaseRow{i, ev.Label, liveBytes})
+				s.Phases = append(s.Phases, PhaseRow{i, phaseLabel(ev.Label), liveBytes})
 			}
 		}
 	}

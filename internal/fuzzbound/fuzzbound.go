@@ -1,0 +1,142 @@
+// Package fuzzbound runs one input of a fuzz target under a time and a
+// memory bound, so that a fuzzer finds inputs that hang a decoder or make
+// it allocate without end, not only inputs that crash it.
+//
+// Use it around the body of a fuzz function:
+//
+//	f.Fuzz(func(t *testing.T, data []byte) {
+//		fuzzbound.Check(t, func() {
+//			r, err := traces.NewNativeReader("fuzz", bytes.NewReader(data))
+//			...
+//		})
+//	})
+//
+// Check fails the test when one run of the body takes longer than
+// Bounds.Time (wall clock) or allocates more than Bounds.Alloc bytes (the
+// growth of runtime.MemStats.TotalAlloc, every byte allocated, freed or
+// not). Both measures are process-wide and noisy (the garbage collector,
+// other tests, a loaded machine), so a run over a bound is repeated, up to
+// Runs times, and the test fails only when every run exceeded a bound: a
+// hostile input is slow or hungry every time, a scheduling hiccup is not.
+// The body must therefore be safe to run more than once (fuzz bodies
+// normally are). Under the race detector the time bound is multiplied by
+// RaceTimeFactor.
+//
+// A run that goes far past the bounds would never return to be measured:
+// a watchdog panics, which ends the process (the fuzzing engine records
+// the input as a crasher), when a run takes more than HardFactor times
+// the time bound or allocates more than HardFactor times the memory bound.
+package fuzzbound
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Bounds is what one run of a fuzz body may cost.
+type Bounds struct {
+	Time  time.Duration // wall-clock time of one run
+	Alloc uint64        // bytes allocated by one run (TotalAlloc growth)
+}
+
+// Default is the bound of every fuzz target in membench: one input may
+// take at most 1 s and allocate at most 256 MiB.
+var Default = Bounds{Time: time.Second, Alloc: 256 << 20}
+
+const (
+	// Runs is how many times a body over a bound is run before Check
+	// fails.
+	Runs = 3
+	// RaceTimeFactor scales the time bound under the race detector.
+	RaceTimeFactor = 10
+	// HardFactor is how far past a bound the watchdog lets one run go
+	// before it ends the process.
+	HardFactor = 10
+)
+
+// Check runs fn under Default; see Bounds.Check.
+func Check(t testing.TB, fn func()) { Default.Check(t, fn) }
+
+// Check runs fn and fails t if every one of up to Runs runs exceeded the
+// time or the memory bound. If fn stops the test (t.Fatal), Check does
+// not measure it.
+func (b Bounds) Check(t testing.TB, fn func()) {
+	t.Helper()
+	if raceEnabled {
+		b.Time *= RaceTimeFactor
+	}
+	var worst []string
+	for range Runs {
+		d, a := b.measure(fn)
+		if d <= b.Time && a <= b.Alloc {
+			return
+		}
+		worst = append(worst, fmt.Sprintf("%v and %s", d.Round(time.Millisecond), mib(a)))
+	}
+	t.Fatalf("fuzzbound: one input exceeded the bounds (%v, %s) in each of %d runs: %v",
+		b.Time, mib(b.Alloc), Runs, worst)
+}
+
+// Measure runs fn once and returns the wall-clock time it took and the
+// bytes it allocated.
+func Measure(fn func()) (time.Duration, uint64) { return Bounds{}.measure(fn) }
+
+// measure runs fn once under the watchdog (when b has bounds).
+func (b Bounds) measure(fn func()) (time.Duration, uint64) {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	stop := b.watch(m0.TotalAlloc)
+	defer stop() // also when fn stops the test or panics
+	start := time.Now()
+	fn()
+	d := time.Since(start)
+	stop()
+	runtime.ReadMemStats(&m1)
+	return d, m1.TotalAlloc - m0.TotalAlloc
+}
+
+// watch starts the watchdog of one run that began with base bytes
+// allocated; the returned function stops it.
+func (b Bounds) watch(base uint64) (stop func()) {
+	if b.Time <= 0 && b.Alloc == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		const poll = 20 * time.Millisecond
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		start := time.Now()
+		sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if el := time.Since(start); b.Time > 0 && el > HardFactor*b.Time {
+				hardStop(fmt.Sprintf("fuzzbound: one input still running after %v (bound %v)", el.Round(time.Millisecond), b.Time))
+				return
+			}
+			if b.Alloc > 0 {
+				metrics.Read(sample)
+				if a := sample[0].Value.Uint64(); a > base && a-base > HardFactor*b.Alloc {
+					hardStop(fmt.Sprintf("fuzzbound: one input has allocated %s and is still running (bound %s)", mib(a-base), mib(b.Alloc)))
+					return
+				}
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
+}
+
+// hardStop ends the process when a run goes far past its bounds; tests
+// replace it.
+var hardStop = func(msg string) { panic(msg) }
+
+func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,5 @@
+//go:build race
+
+package fuzzbound
+
+const raceEnabled = true
