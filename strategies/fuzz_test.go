@@ -2,6 +2,8 @@ package strategies
 
 import (
 	"testing"
+
+	"membench/internal/fuzzbound"
 )
 
 // FuzzParseSpec: any input parses or errors without panicking, and a spec
@@ -12,14 +14,16 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		sp, err := ParseSpec(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseSpec(sp.String())
-		if err != nil || again.String() != sp.String() {
-			t.Errorf("%q → %q → %q (%v)", s, sp.String(), again.String(), err)
-		}
+		fuzzbound.Check(t, func() {
+			sp, err := ParseSpec(s)
+			if err != nil {
+				return
+			}
+			again, err := ParseSpec(sp.String())
+			if err != nil || again.String() != sp.String() {
+				t.Errorf("%q → %q → %q (%v)", s, sp.String(), again.String(), err)
+			}
+		})
 	})
 }
 
@@ -30,13 +34,15 @@ func FuzzParseDevice(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDevice(s)
-		if err != nil {
-			return
-		}
-		if d.Capacity <= 0 || d.Capacity > d.Total || d.Free <= 0 || d.Free > d.Total || d.Granularity <= 0 {
-			t.Errorf("%q: inconsistent device %+v", s, d)
-		}
+		fuzzbound.Check(t, func() {
+			d, err := ParseDevice(s)
+			if err != nil {
+				return
+			}
+			if d.Capacity <= 0 || d.Capacity > d.Total || d.Free <= 0 || d.Free > d.Total || d.Granularity <= 0 {
+				t.Errorf("%q: inconsistent device %+v", s, d)
+			}
+		})
 	})
 }
 
@@ -45,8 +51,10 @@ func FuzzParseBytes(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if n, err := ParseBytes(s); err == nil && n < 0 {
-			t.Errorf("%q → %d", s, n)
-		}
+		fuzzbound.Check(t, func() {
+			if n, err := ParseBytes(s); err == nil && n < 0 {
+				t.Errorf("%q → %d", s, n)
+			}
+		})
 	})
 }

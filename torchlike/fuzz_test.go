@@ -3,6 +3,7 @@ package torchlike
 import (
 	"testing"
 
+	"membench/internal/fuzzbound"
 	"membench/strategies"
 )
 
@@ -16,28 +17,30 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, conf string) {
-		sp, err := strategies.ParseSpec("torch:" + conf)
-		if err != nil {
-			return
-		}
-		cfg, err := ParseConfig(sp)
-		if err != nil {
-			return
-		}
-		d, _ := strategies.ParseDevice("gpu:capacity=256MiB")
-		a := New(cfg, strategies.NewMemory(&d))
-		var hs []strategies.Handle
-		for _, n := range []int64{1, 513, 1 << 20, 3 << 20, 25 << 20, 100 << 20} {
-			if h, ok := a.Malloc(n, 0); ok {
-				hs = append(hs, h)
+		fuzzbound.Check(t, func() {
+			sp, err := strategies.ParseSpec("torch:" + conf)
+			if err != nil {
+				return
 			}
-		}
-		for _, h := range hs {
-			a.Free(h)
-		}
-		a.EmptyCache()
-		if err := a.Check(); err != nil {
-			t.Fatalf("%q: %v", conf, err)
-		}
+			cfg, err := ParseConfig(sp)
+			if err != nil {
+				return
+			}
+			d, _ := strategies.ParseDevice("gpu:capacity=256MiB")
+			a := New(cfg, strategies.NewMemory(&d))
+			var hs []strategies.Handle
+			for _, n := range []int64{1, 513, 1 << 20, 3 << 20, 25 << 20, 100 << 20} {
+				if h, ok := a.Malloc(n, 0); ok {
+					hs = append(hs, h)
+				}
+			}
+			for _, h := range hs {
+				a.Free(h)
+			}
+			a.EmptyCache()
+			if err := a.Check(); err != nil {
+				t.Fatalf("%q: %v", conf, err)
+			}
+		})
 	})
 }
