@@ -11,6 +11,11 @@ type CapacityResult struct {
 	// no OOM, a multiple of Granularity; the replay one granule below it
 	// runs out of memory (both were replayed).
 	MinCapacity int64
+	// Overhead is what the card holds beyond the allocator's reach: the
+	// CUDA context or the TPU runtime's reserve (the device family's
+	// Total − Capacity). MinCard = MinCapacity + Overhead is a card a
+	// user can buy.
+	Overhead    int64
 	Granularity int64
 	Replays     int
 	// NonMonotone is set when some capacity above a fitting one was
@@ -19,6 +24,10 @@ type CapacityResult struct {
 	// Unreachable is set when nothing up to MaxSearchCapacity fits.
 	Unreachable bool
 }
+
+// MinCard is the smallest card: MinCapacity plus the memory the CUDA
+// context or the TPU runtime keeps.
+func (c *CapacityResult) MinCard() int64 { return c.MinCapacity + c.Overhead }
 
 // Ratio is min-capacity / peak-live: how much more than its live data a
 // strategy needs the device to have.
@@ -38,9 +47,11 @@ const monotoneChecks = 4
 
 // MinCapacity searches the smallest device capacity, in steps of the
 // device's granularity, at which src replays under spec with no OOM. A
-// capacity c means a card whose total, allocatable and free memory are all
-// c (as the device override `capacity=` does), so fractions such as JAX's
-// 75 % apply to it.
+// capacity c means a card of total c + overhead, where overhead is the
+// device family's Total − Capacity (the CUDA context on a GPU, the
+// runtime's reserve on a TPU), whose allocator can obtain c and finds c
+// free: fractions of the card such as JAX's 75 % apply to the whole card,
+// as they do on real hardware, and MinCard names the card to buy.
 //
 // Fitting need not be monotone in capacity: a caching allocator's choices
 // depend on when device allocations fail (PyTorch frees its cache and
@@ -59,10 +70,11 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	if g <= 0 {
 		g = 2 << 20
 	}
-	res := &CapacityResult{Trace: src.Name, Device: dev.Label(), Strategy: spec, Granularity: g}
+	overhead := max(dev.Total-dev.Capacity, 0)
+	res := &CapacityResult{Trace: src.Name, Device: dev.Label(), Strategy: spec, Granularity: g, Overhead: overhead}
 	fits := func(c int64) (bool, error) {
 		d := dev
-		d.Total, d.Capacity, d.Free = c, c, c
+		d.Total, d.Capacity, d.Free = c+overhead, c, c
 		r, err := src.Open()
 		if err != nil {
 			return false, err

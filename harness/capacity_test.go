@@ -34,13 +34,16 @@ func TestMinCapacityOnCorpus(t *testing.T) {
 				}
 				oom := func(capacity int64) int64 {
 					d := dev
-					d.Total, d.Capacity, d.Free = capacity, capacity, capacity
+					d.Total, d.Capacity, d.Free = capacity+c.Overhead, capacity, capacity // the card holds the context or reserve too
 					r, _ := src.Open()
 					res, err := Replay(name, r, spec, d, Options{Samples: 1})
 					if err != nil {
 						t.Fatal(err)
 					}
 					return res.OOMCount
+				}
+				if c.MinCard() != c.MinCapacity+dev.Total-dev.Capacity || c.Overhead <= 0 {
+					t.Errorf("%s/%s/%s: card %d for capacity %d on a family with %d B overhead", name, devName, spec, c.MinCard(), c.MinCapacity, dev.Total-dev.Capacity)
 				}
 				if n := oom(c.MinCapacity); n != 0 {
 					t.Errorf("%s/%s/%s: %d OOMs at the minimum capacity %d", name, devName, spec, n, c.MinCapacity)

@@ -47,12 +47,12 @@ func ResultRow(r *Result) Row {
 }
 
 // CapacityUnits are the metrics of a capacity search.
-var CapacityUnits = []string{"peak-live-B", "min-capacity-B", "capacity-ratio"}
+var CapacityUnits = []string{"peak-live-B", "min-capacity-B", "min-card-B", "capacity-ratio"}
 
 // CapacityRow turns a capacity search into a Row.
 func CapacityRow(c *CapacityResult) Row {
 	return Row{Name: "Capacity", Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
-		Units: CapacityUnits, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), c.Ratio()}}
+		Units: CapacityUnits, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), float64(c.MinCard()), c.Ratio()}}
 }
 
 func formatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
