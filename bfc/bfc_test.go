@@ -644,7 +644,7 @@ func TestRules(t *testing.T) {
 			// 1048576 ✗ → 943718.4 → 943872 ✓ (capacity 1000000).
 			name:   "backpedal/one step",
 			opts:   Options{Limit: 1 * mib},
-			device: "gpu:capacity=1000000",
+			device: "gpu:capacity=1000000B",
 			ops:    "alloc a 256; alloc b 1M",
 			// b: the 943616 hole is too small and floor256(1048576-943872)
 			// = 104704 < 1M is left of the limit.
@@ -657,7 +657,7 @@ func TestRules(t *testing.T) {
 			// 764928 ✓ (capacity 800000).
 			name:   "backpedal/three steps",
 			opts:   Options{Limit: 1 * mib},
-			device: "gpu:capacity=800000",
+			device: "gpu:capacity=800000B",
 			ops:    "alloc a 256",
 			after:  "a:256 F764672",
 			stats:  "pool=764928 mallocs=1",
@@ -680,7 +680,7 @@ func TestRules(t *testing.T) {
 			// 1382.4 → 1536, forced 1280 ✓.
 			name:   "backpedal/strict progress for tiny sizes",
 			opts:   Options{Limit: 2048},
-			device: "gpu:capacity=1280",
+			device: "gpu:capacity=1280B",
 			ops:    "alloc a 100",
 			after:  "a:256/100 F1K",
 			stats:  "pool=1280 mallocs=1",
@@ -689,7 +689,7 @@ func TestRules(t *testing.T) {
 			// Capacity 1024: as above, then 1152 → 1280, forced 1024 ✓.
 			name:   "backpedal/strict progress down to 1 KiB",
 			opts:   Options{Limit: 2048},
-			device: "gpu:capacity=1024",
+			device: "gpu:capacity=1024B",
 			ops:    "alloc a 100",
 			after:  "a:256/100 F768",
 			stats:  "pool=1K mallocs=1",
@@ -698,7 +698,7 @@ func TestRules(t *testing.T) {
 			// r = 1280: 2048 ✗, 1792 ✗, 1536 ✗, 1280 ✗, then 1024 < 1280.
 			name:   "backpedal/gives up below the request",
 			opts:   Options{Limit: 2048},
-			device: "gpu:capacity=1024",
+			device: "gpu:capacity=1024B",
 			ops:    "alloc a 1025",
 			after:  "-",
 			fail:   "a",

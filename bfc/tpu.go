@@ -49,7 +49,10 @@ func (r *Relocation) Parse(key, value string) (ok bool, err error) {
 	return true, err
 }
 
-// TPU builds the TPU runtime model with these knobs.
-func (r Relocation) TPU(mem *strategies.Memory) *Allocator {
-	return NewTPU(mem, r.Defrag || !r.DefragSet, r.DefragViaHost, "tpu_hbm")
+// TPU builds the TPU runtime model with these knobs; notes (the
+// framework's, on its configuration) follow the model's own.
+func (r Relocation) TPU(mem *strategies.Memory, notes ...string) *Allocator {
+	a := NewTPU(mem, r.Defrag || !r.DefragSet, r.DefragViaHost, "tpu_hbm")
+	a.opts.Notes = append(a.opts.Notes, notes...)
+	return a
 }

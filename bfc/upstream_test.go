@@ -513,7 +513,7 @@ func upstreamCases() []scenario {
 	add(scenario{
 		name:   "XLA:ExtendTerminatesWhenSubAllocatorAlwaysFails",
 		opts:   Options{Limit: 2048},
-		device: "gpu:capacity=128",
+		device: "gpu:capacity=128B",
 		ops:    "alloc p 100",
 		after:  "-",
 		fail:   "p",

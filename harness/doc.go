@@ -23,7 +23,10 @@
 // without the allocation, ignoring its later free.
 //
 // Around Replay sit the jobs of the commands — trace × device × strategy
-// lists run in parallel in a fixed output order (Jobs, RunJobs, Shard), the
+// lists planned before anything runs, leaving out a strategy on a device
+// it has no model of (Plan), run in parallel in a fixed output order
+// (RunJobs, Shard), from sources that standard input joins once spooled
+// (StdinSource), the
 // capacity search (MinCapacity, whose guard against non-monotone fitting
 // is documented there), the output formats (benchfmt with assume=exact
 // units, tables, CSV, JSON). Validating a model against a framework's own

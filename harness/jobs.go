@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +17,7 @@ import (
 )
 
 // Source is a trace a replay can open as often as it needs: a file, a
-// corpus entry, or events held in memory.
+// corpus entry, events held in memory, or standard input once spooled.
 type Source struct {
 	Name string
 	open func() (traces.Reader, error)
@@ -24,6 +25,14 @@ type Source struct {
 	// Cache), are replayed from memory instead of reopening the file.
 	events []traces.Event
 	meta   traces.Meta
+	// stdin is the stream a "-" source reads; spool, once Spool has
+	// run, its copy in a temporary file of spoolSize bytes.
+	mu        sync.Mutex
+	stdin     io.Reader
+	streamed  bool
+	spool     *os.File
+	spoolSize int64
+	spoolErr  error
 }
 
 // Open returns a fresh reader of the trace.
@@ -34,6 +43,81 @@ func (s *Source) Open() (traces.Reader, error) {
 	return s.open()
 }
 
+// StdinSource is the trace read from r, standard input ("-"). Read once,
+// it streams: a generator piped into one replay needs no copy, whatever
+// the trace's length. A source replayed more than once must be spooled
+// first (Spool).
+func StdinSource(r io.Reader) *Source {
+	s := &Source{Name: "stdin", stdin: r}
+	s.open = func() (traces.Reader, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case s.spoolErr != nil:
+			return nil, s.spoolErr
+		case s.spool != nil:
+			return traces.OpenReader("<stdin>", io.NewSectionReader(s.spool, 0, s.spoolSize), traces.DefaultOpenOptions)
+		case s.streamed:
+			return nil, fmt.Errorf("trace -: standard input was already read (spool it to replay it again)")
+		}
+		s.streamed = true
+		return traces.OpenReader("<stdin>", s.stdin, traces.DefaultOpenOptions)
+	}
+	return s
+}
+
+// Spool makes a standard-input source replayable as often as needed: it
+// copies the input, untouched, to a temporary file (in os.TempDir(), so
+// bounded by that disk's free space rather than by memory) that later
+// Opens read; Close removes it. Other sources need nothing and Spool does
+// nothing for them.
+func (s *Source) Spool() error {
+	if s.stdin == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spool != nil || s.spoolErr != nil {
+		return s.spoolErr
+	}
+	if s.streamed {
+		return fmt.Errorf("trace -: standard input was already read")
+	}
+	f, err := os.CreateTemp("", "membench-stdin-*")
+	if err == nil {
+		s.spoolSize, err = io.Copy(f, s.stdin)
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		s.spoolErr = fmt.Errorf("trace -: copying standard input to a temporary file: %w", err)
+		return s.spoolErr
+	}
+	// Unlinked at once where the system allows it (the open file stays
+	// readable), so that nothing is left behind even on a crash; Close
+	// removes it elsewhere.
+	os.Remove(f.Name())
+	s.spool = f
+	return nil
+}
+
+// Close releases what Spool took: the temporary file. The source must not
+// be opened afterwards.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spool == nil {
+		return nil
+	}
+	f := s.spool
+	s.spool, s.spoolErr = nil, fmt.Errorf("trace -: source closed")
+	err := f.Close()
+	os.Remove(f.Name()) // already gone where unlinking an open file works
+	return err
+}
+
 // ResolveTrace turns a --trace argument into a Source: "-" is standard
 // input, FILE#device=N one device of a multi-device trace (the
 // lowest device otherwise), and a path that exists wins over a corpus name
@@ -41,15 +125,7 @@ func (s *Source) Open() (traces.Reader, error) {
 // is the corpus name, or the file's base name less its extensions.
 func ResolveTrace(arg string) (*Source, error) {
 	if arg == "-" {
-		// Standard input streams once: a generator piped into a replay
-		// needs no file, whatever the trace's length.
-		var once sync.Once
-		return &Source{Name: "stdin", open: func() (traces.Reader, error) {
-			var r traces.Reader
-			err := fmt.Errorf("trace -: standard input can be replayed only once (one strategy and one device)")
-			once.Do(func() { r, err = traces.OpenReader("<stdin>", os.Stdin, traces.DefaultOpenOptions) })
-			return r, err
-		}}, nil
+		return StdinSource(os.Stdin), nil
 	}
 	if path, dev, ok := strings.Cut(arg, "#device="); ok {
 		// One device of a multi-device PyTorch snapshot: FILE#device=N.
@@ -89,6 +165,9 @@ func (s *Source) Cache(max int) {
 	if s.events != nil {
 		return
 	}
+	if s.Spool() != nil {
+		return // standard input that cannot be kept: Open says why
+	}
 	r, err := s.open()
 	if err != nil {
 		return
@@ -122,6 +201,81 @@ type Job struct {
 	Source *Source
 	Device strategies.Device
 	Spec   string
+	// Notes are what the strategy's allocator says of itself on this
+	// device (strategies.Noter: its assumptions, knobs without effect),
+	// as Plan found them before any replay.
+	Notes []string
+}
+
+// Plan lists the jobs of trace × device × strategy, in Jobs's order,
+// after building every strategy once on every device, so that a bad knob
+// or a strategy with no model of a device is reported before anything
+// runs; each job carries its allocator's notes. A pair whose strategy
+// refuses the device (*strategies.UnsupportedDeviceError: torch on a TPU)
+// is left out and reported in skipped, once per strategy and device, so
+// that default strategies on a TPU, or a matrix of GPUs and TPUs, keep
+// what is modelled; but a strategy the user named (namedSpecs) left with
+// no device, or a device the user named (namedDevices) left with no
+// strategy, is an error, the refusal that caused it: `--device tpu-v5e
+// --strategy torch` asks for nothing the models describe.
+func Plan(srcs []*Source, devs []strategies.Device, specs []string, namedSpecs, namedDevices bool) (jobs []Job, skipped []error, err error) {
+	type built struct {
+		notes []string
+		skip  error
+	}
+	per := make([][]built, len(devs))
+	for di := range devs {
+		per[di] = make([]built, len(specs))
+		for si, sp := range specs {
+			d := devs[di]
+			a, _, err := NewAllocator(sp, strategies.NewMemory(&d))
+			var unsupported *strategies.UnsupportedDeviceError
+			switch {
+			case errors.As(err, &unsupported):
+				per[di][si].skip = err
+				skipped = append(skipped, err)
+			case err != nil:
+				return nil, nil, err
+			default:
+				if n, ok := a.(strategies.Noter); ok {
+					per[di][si].notes = n.Notes()
+				}
+			}
+		}
+	}
+	for si := range specs {
+		runs := false
+		for di := range devs {
+			runs = runs || per[di][si].skip == nil
+		}
+		if !runs && namedSpecs {
+			return nil, skipped, per[0][si].skip
+		}
+	}
+	for di := range devs {
+		runs := false
+		for si := range specs {
+			runs = runs || per[di][si].skip == nil
+		}
+		if !runs && namedDevices && len(specs) > 0 {
+			return nil, skipped, per[di][0].skip
+		}
+	}
+	group := 0
+	for _, s := range srcs {
+		for di, d := range devs {
+			for si, sp := range specs {
+				if b := per[di][si]; b.skip == nil {
+					jobs = append(jobs, Job{Index: len(jobs), Group: group, Source: s, Device: d, Spec: sp, Notes: b.notes})
+				}
+			}
+			group++
+		}
+	}
+	if len(jobs) == 0 && len(skipped) > 0 {
+		return nil, skipped, skipped[0]
+	}
+	return jobs, skipped, nil
 }
 
 // Jobs lists every trace × device × strategy in that nesting order: the

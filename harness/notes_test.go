@@ -18,7 +18,7 @@ func TestAllocatorNotes(t *testing.T) {
 	}{
 		{"jax", "tpu-v4", true},
 		{"tf:defrag=false", "tpu-v5e", true},
-		{"torch", "tpu-v4", false},
+		{"torch", "a100-40g", false},
 		{"jax", "a100-40g", false},
 		{"tf", "a100-40g", false},
 	} {

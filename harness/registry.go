@@ -25,7 +25,12 @@ var registry = map[string]Constructor{
 		if err != nil {
 			return nil, err
 		}
-		return torchlike.New(cfg, mem), nil
+		// The torch house decides which devices it models (not a TPU).
+		a, err := torchlike.Build(cfg, mem)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	},
 	"tf": func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error) {
 		cfg, err := tflike.ParseConfig(sp)
@@ -44,7 +49,9 @@ var registry = map[string]Constructor{
 }
 
 // DefaultStrategies is what `membench run` compares when no strategy is
-// named: the CLI contract's jax, tf and torch, less any not yet built.
+// named: the CLI contract's jax, tf and torch, less any not yet built. On
+// a device that a strategy has no model of (torch on a TPU), Plan leaves
+// it out.
 func DefaultStrategies() []string {
 	var out []string
 	for _, n := range []string{"jax", "tf", "torch"} {

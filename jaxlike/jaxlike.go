@@ -23,6 +23,15 @@ type Config struct {
 	Fraction       float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
 	Platform       bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
 	bfc.Relocation         // defrag, defrag_via_host
+	// given are the knobs set, as key=value in the order given, by
+	// what they configure (see notes).
+	given []setting
+}
+
+// setting is one knob as the spec gave it.
+type setting struct {
+	knob string // preallocate, mem_fraction, allocator, defrag, defrag_via_host
+	text string // key=value as written
 }
 
 // Keys are the knobs a jax strategy spec accepts; the environment
@@ -42,6 +51,7 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 	fractionKey := ""
 	for _, p := range sp.Params {
 		var err error
+		c.given = append(c.given, setting{knobOf[p.Key], p.Key + "=" + p.Value})
 		switch p.Key {
 		case "preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE":
 			// jaxlib: false iff the value is one of false, False, 0.
@@ -81,14 +91,26 @@ func (c Config) MemoryLimit(d *strategies.Device) int64 {
 	return int64(float64(d.Total) * c.Fraction)
 }
 
-// New builds JAX's allocator for device memory mem.
+// knobOf maps each key and alias to the knob it sets.
+var knobOf = map[string]string{
+	"preallocate": "preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE": "preallocate",
+	"mem_fraction": "mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION": "mem_fraction", "XLA_CLIENT_MEM_FRACTION": "mem_fraction",
+	"allocator": "allocator", "XLA_PYTHON_CLIENT_ALLOCATOR": "allocator",
+	"defrag": "defrag", "defrag_via_host": "defrag_via_host",
+}
+
+// New builds JAX's allocator for device memory mem. Its Notes
+// (strategies.Noter) name the knobs that have no effect as set.
 func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
+	notes := c.notes(d)
 	if d.Kind == strategies.TPU {
-		return c.Relocation.TPU(mem)
+		return c.Relocation.TPU(mem, notes...)
 	}
 	if c.Platform {
-		return platform.New(mem, "XLA platform allocator")
+		a := platform.New(mem, "XLA platform allocator")
+		a.KnobNotes = notes
+		return a
 	}
 	return bfc.New(bfc.Options{
 		Limit:         c.MemoryLimit(d),
@@ -96,5 +118,33 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 		Defrag:        c.Defrag,
 		DefragViaHost: true, // a GPU has no in-place relocation: through host memory (jax-ml/jax#9064)
 		Name:          "GPU_0_bfc",
+		Notes:         notes,
 	}, mem)
+}
+
+// notes says which of the knobs given have no effect on device d: on a
+// TPU, the GPU client's settings (XLA_PYTHON_CLIENT_*: the TPU runtime
+// model takes the whole HBM less the runtime reserve); with the platform
+// allocator, the BFC's limit, preallocation and relocation; on a GPU,
+// defrag_via_host (relocation there always goes through host memory);
+// and defrag_via_host with defrag off.
+func (c Config) notes(d *strategies.Device) []string {
+	var out []string
+	for _, g := range c.given {
+		why := ""
+		switch {
+		case d.Kind == strategies.TPU && (g.knob == "preallocate" || g.knob == "mem_fraction" || g.knob == "allocator"):
+			why = "on a TPU device: it configures JAX's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
+		case d.Kind != strategies.TPU && c.Platform && g.knob != "allocator":
+			why = "with the platform allocator: every buffer is its own device allocation, with no BFC limit, preallocation or relocation"
+		case g.knob == "defrag_via_host" && d.Kind != strategies.TPU:
+			why = "on a GPU: a GPU cannot move buffers in place, so relocation (defrag=true) always goes through host memory"
+		case g.knob == "defrag_via_host" && c.DefragSet && !c.Defrag:
+			why = "with defrag=false: nothing is relocated"
+		}
+		if why != "" {
+			out = append(out, g.text+" has no effect "+why)
+		}
+	}
+	return out
 }

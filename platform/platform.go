@@ -31,7 +31,13 @@ type Allocator struct {
 	// 256-byte aligned memory (allocator-spec §4.1), so a request costs
 	// its size rounded up to it.
 	Round int64
+	// KnobNotes are the framework's notes on its configuration (knobs
+	// that have no effect with this allocator), reported by Notes.
+	KnobNotes []string
 }
+
+// Notes implements strategies.Noter.
+func (a *Allocator) Notes() []string { return a.KnobNotes }
 
 // New builds a platform allocator on mem.
 func New(mem *strategies.Memory, name string) *Allocator {

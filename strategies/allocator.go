@@ -67,14 +67,31 @@ type Footprinter interface {
 	PeakFootprint() int64
 }
 
-// Noter is a model that rests on assumptions of its own rather than on
-// published behaviour (a closed-source runtime, an unpublished policy).
-// Notes returns them as sentences, in a fixed order, each saying
-// "assumption" where it is one; the harness copies them onto the replay's
-// Result, and the CLI and the report print them beside the results. The
-// device's own assumptions are the Device's Notes, not the model's.
+// Noter is a model with something to say beside its results: the
+// assumptions it rests on rather than published behaviour (a
+// closed-source runtime, an unpublished policy), and the knobs of its
+// configuration that have no effect as set (a setting that acts only
+// together with another, or not on this device). Notes returns them as
+// sentences, in a fixed order, each saying "assumption" where it is one;
+// the harness copies them onto the replay's Result, and the CLI and the
+// report print them beside the results. The device's own assumptions are
+// the Device's Notes, not the model's.
 type Noter interface {
 	Notes() []string
+}
+
+// UnsupportedDeviceError is what a model's constructor returns for a
+// device it has no model of (PyTorch's CUDA caching allocator on a TPU):
+// the harness refuses the pair when the user named both the strategy and
+// the device, and leaves it out of a matrix built from defaults.
+type UnsupportedDeviceError struct {
+	Strategy string // the strategy's name
+	Device   string // the device as named
+	Reason   string // why, and what to use instead
+}
+
+func (e *UnsupportedDeviceError) Error() string {
+	return e.Strategy + " on " + e.Device + " is not modelled: " + e.Reason
 }
 
 // OOM describes a failed allocation the way PyTorch's OutOfMemoryError and

@@ -104,14 +104,14 @@ func ParseBytes(s string) (int64, error) {
 // deviceKeys are the override keys ParseDevice accepts, each with a setter.
 var deviceKeys = map[string]func(d *Device, v string) error{
 	"capacity": func(d *Device, v string) error {
-		n, err := ParseBytes(v)
+		n, err := ParseMemorySize(v)
 		// A user naming a capacity means a card of that size: total,
 		// capacity and free move together unless also given.
 		d.Total, d.Capacity, d.Free = n, n, n
 		return err
 	},
-	"total":       bytesKey(func(d *Device) *int64 { return &d.Total }),
-	"free":        bytesKey(func(d *Device) *int64 { return &d.Free }),
+	"total":       memoryKey(func(d *Device) *int64 { return &d.Total }),
+	"free":        memoryKey(func(d *Device) *int64 { return &d.Free }),
 	"granularity": bytesKey(func(d *Device) *int64 { return &d.Granularity }),
 	"cc": func(d *Device, v string) error {
 		maj, _, _ := strings.Cut(v, ".")
@@ -134,6 +134,33 @@ var deviceKeys = map[string]func(d *Device, v string) error{
 		d.Relocatable = b
 		return err
 	},
+}
+
+// ParseMemorySize is ParseBytes for a device's memory (the capacity,
+// total and free keys, validate's --capacity): a bare number below 1 MiB is refused as a
+// forgotten unit (`capacity=24` is no 24-byte card), with the unit it
+// probably lacks; a unit, even B, says the user means it.
+func ParseMemorySize(v string) (int64, error) {
+	n, err := ParseBytes(v)
+	if err != nil {
+		return n, err
+	}
+	t := strings.TrimSpace(v)
+	if last := t[len(t)-1]; n < MiB && (last >= '0' && last <= '9' || last == '.') {
+		if n <= 4096 {
+			return n, fmt.Errorf("%s bytes is no device memory: did you mean %sGiB? (write %sB if you mean bytes)", t, t, t)
+		}
+		return n, fmt.Errorf("%s bytes is no device memory: give a unit, KiB, MiB or GiB (write %sB if you mean bytes)", t, t)
+	}
+	return n, nil
+}
+
+func memoryKey(f func(*Device) *int64) func(*Device, string) error {
+	return func(d *Device, v string) error {
+		n, err := ParseMemorySize(v)
+		*f(d) = n
+		return err
+	}
 }
 
 func bytesKey(f func(*Device) *int64) func(*Device, string) error {

@@ -37,6 +37,13 @@ func TestParseDevice(t *testing.T) {
 			t.Errorf("%s: compute capability %d", name, d.ComputeMajor)
 		}
 	}
+	// A unit, even B, says the user means the number; 1 MiB and up
+	// needs none.
+	for spec, want := range map[string]int64{"gpu:capacity=24B": 24, "gpu:capacity=2097152": 2 << 20, "gpu:capacity=1.5GiB": 3 << 29} {
+		if d, err := ParseDevice(spec); err != nil || d.Capacity != want {
+			t.Errorf("ParseDevice(%q): capacity %d, %v; want %d", spec, d.Capacity, err, want)
+		}
+	}
 	d, err := ParseDevice("a100-40g:capacity=24GiB,malloc-sec=0.001")
 	if err != nil || d.Total != 24<<30 || d.Capacity != 24<<30 || d.MallocSec != 0.001 || d.ComputeMajor != 8 {
 		t.Errorf("override: %+v %v", d, err)
@@ -52,6 +59,11 @@ func TestParseDevice(t *testing.T) {
 		"v100":                             "unknown device",
 		"a100-40g:capacty=1GiB":            "valid keys: capacity, cc,",
 		"a100-40g:capacity=lots":           "bad size",
+		"a100-80g:capacity=24":             "did you mean 24GiB?",
+		"a100-80g:capacity=0.5":            "did you mean 0.5GiB?",
+		"a100-80g:total=80,capacity=40GiB": "did you mean 80GiB?",
+		"a100-80g:free=100":                "did you mean 100GiB?",
+		"a100-80g:capacity=800000":         "give a unit",
 		"a100-40g:capacity=1GiB,free=2GiB": "free <= total",
 		"a100-40g:granularity=3000":        "power of two",
 	} {

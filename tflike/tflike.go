@@ -27,6 +27,22 @@ type Config struct {
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
 	bfc.Relocation                // defrag, defrag_via_host
+	// given are the knobs set, in the order given (see notes).
+	given []setting
+}
+
+// setting is one knob as the spec gave it.
+type setting struct {
+	knob string // the canonical key
+	text string // key=value as written
+}
+
+// canonical maps the environment variables' names to the knobs they set.
+var canonical = map[string]string{
+	"TF_FORCE_GPU_ALLOW_GROWTH":        "allow_growth",
+	"TF_ENABLE_GPU_GARBAGE_COLLECTION": "garbage_collection",
+	"TF_GPU_ALLOCATOR":                 "allocator",
+	"TF_DEVICE_MIN_SYS_MEMORY_IN_MB":   "gpu_system_memory_size_in_mb",
 }
 
 // Keys are the knobs a tf strategy spec accepts, with the environment
@@ -49,6 +65,11 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 	}
 	for _, p := range sp.Params {
 		var err error
+		knob := p.Key
+		if k, ok := canonical[p.Key]; ok {
+			knob = k
+		}
+		c.given = append(c.given, setting{knob, p.Key + "=" + p.Value})
 		switch p.Key {
 		case "allow_growth", "TF_FORCE_GPU_ALLOW_GROWTH":
 			c.AllowGrowth, err = strategies.ParseBool(p.Value)
@@ -138,16 +159,21 @@ func (c Config) MemoryLimit(d *strategies.Device) int64 {
 	return limit
 }
 
-// New builds TensorFlow's allocator for device memory mem.
+// New builds TensorFlow's allocator for device memory mem. Its Notes
+// (strategies.Noter) name the knobs that have no effect as set.
 func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
+	notes := c.notes(d)
 	if d.Kind == strategies.TPU {
-		return c.Relocation.TPU(mem)
+		return c.Relocation.TPU(mem, notes...)
 	}
 	if c.CudaMalloc {
-		return platform.New(mem, "cuda_malloc")
+		a := platform.New(mem, "cuda_malloc")
+		a.KnobNotes = notes
+		return a
 	}
 	return bfc.New(bfc.Options{
+		Notes:                 notes,
 		Limit:                 c.MemoryLimit(d),
 		AllowGrowth:           c.AllowGrowth,
 		GarbageCollection:     c.GarbageCollection,
@@ -156,4 +182,41 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 		DefragViaHost:         true, // a GPU relocates through host memory
 		Name:                  "GPU_0_bfc",
 	}, mem)
+}
+
+// notes says which of the knobs given have no effect on device d: on a
+// TPU, GPUOptions and the GPU environment (the TPU runtime model uses
+// the whole HBM less the runtime reserve); with TF_GPU_ALLOCATOR=
+// cuda_malloc, every BFC setting; a fraction or a system reserve that a
+// memory_limit_mb or a system reserve overrides (SingleVirtualDeviceMemoryLimit,
+// allocator-spec §2.8); defrag_via_host on a GPU (relocation there always
+// goes through host memory) or with defrag=false.
+func (c Config) notes(d *strategies.Device) []string {
+	var out []string
+	sysReserve := c.SystemMemoryMB > 0 && c.SystemMemoryMB<<20 < d.Free
+	for _, g := range c.given {
+		relocation := g.knob == "defrag" || g.knob == "defrag_via_host"
+		why := ""
+		switch {
+		case d.Kind == strategies.TPU && !relocation:
+			why = "on a TPU device: it configures TensorFlow's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
+		case d.Kind != strategies.TPU && c.CudaMalloc && g.knob != "allocator":
+			why = "with TF_GPU_ALLOCATOR=cuda_malloc: every tensor is its own cudaMalloc, with no BFC limit, growth policy, garbage collection or relocation"
+		case g.knob == "per_process_gpu_memory_fraction" && c.MemoryLimitMB > 0,
+			g.knob == "gpu_system_memory_size_in_mb" && c.MemoryLimitMB > 0:
+			why = "with memory_limit_mb set: the logical device's limit overrides it (allocator-spec §2.8)"
+		case g.knob == "gpu_system_memory_size_in_mb" && c.SystemMemoryMB > 0 && !sysReserve:
+			why = "on this device: it is not below the free memory, and TensorFlow then ignores it (allocator-spec §2.8)"
+		case g.knob == "per_process_gpu_memory_fraction" && sysReserve:
+			why = "with gpu_system_memory_size_in_mb set: the limit is free memory less that reserve (allocator-spec §2.8)"
+		case g.knob == "defrag_via_host" && d.Kind != strategies.TPU:
+			why = "on a GPU: a GPU cannot move buffers in place, so relocation (defrag=true) always goes through host memory"
+		case g.knob == "defrag_via_host" && c.DefragSet && !c.Defrag:
+			why = "with defrag=false: nothing is relocated"
+		}
+		if why != "" {
+			out = append(out, g.text+" has no effect "+why)
+		}
+	}
+	return out
 }

@@ -88,6 +88,10 @@ type Config struct {
 	// segment size for 1–10 MiB requests and the large pool's expandable
 	// page size; LargeBuffer (20 MiB) before it existed.
 	LargeSegmentSize int64
+	// inert are the settings (key=value) accepted so that a real
+	// configuration string parses whole but invisible to a replay; the
+	// allocator's Notes name them.
+	inert []string
 }
 
 // DefaultConfig is PyTorch's behaviour with no environment set.
@@ -186,10 +190,12 @@ func (c *Config) set(k, v string) error {
 		if err != nil || n <= 0 || n&(n-1) != 0 || n > 128 {
 			return fmt.Errorf("must be a power of 2 no larger than 128")
 		}
+		c.inert = append(c.inert, k+"="+v)
 	default: // accepted, no effect on a replay
 		if _, err := strategies.ParseBool(v); err != nil {
 			return err
 		}
+		c.inert = append(c.inert, k+"="+v)
 	}
 	return nil
 }

@@ -51,6 +51,7 @@ func capacityCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
+			writeNotes(c.App.ErrWriter, p.jobs)
 			return p.commit()
 		},
 	}

@@ -37,14 +37,30 @@ func sources(c *cli.Context) ([]*harness.Source, error) {
 		args = corpus.Names()
 	}
 	var out []*harness.Source
+	stdin := false
 	for _, a := range args {
-		s, err := harness.ResolveTrace(a)
+		if a == "-" {
+			if stdin {
+				return nil, fmt.Errorf("--trace - given twice: standard input holds one trace")
+			}
+			stdin = true
+		}
+		s, err := resolveTrace(c, a)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// resolveTrace is harness.ResolveTrace with "-" read from the app's
+// standard input.
+func resolveTrace(c *cli.Context, arg string) (*harness.Source, error) {
+	if arg == "-" {
+		return harness.StdinSource(c.App.Reader), nil
+	}
+	return harness.ResolveTrace(arg)
 }
 
 func devices(c *cli.Context, def ...string) ([]strategies.Device, error) {
@@ -61,17 +77,6 @@ func devices(c *cli.Context, def ...string) ([]strategies.Device, error) {
 		devs = append(devs, d)
 	}
 	return devs, nil
-}
-
-// checkSpecs builds every strategy once so that a bad knob is reported
-// before any replay runs.
-func checkSpecs(specs []string, dev strategies.Device) error {
-	for _, s := range specs {
-		if _, _, err := harness.NewAllocator(s, strategies.NewMemory(&dev)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // output opens --out (or stdout) and picks --format: a human table when
@@ -179,10 +184,22 @@ type matrix struct {
 	jobs []harness.Job
 }
 
-// newMatrix resolves the traces, devices and strategy specs of a command,
-// checking every spec before anything runs, and keeps small traces in
-// memory when cache is set (sweeps and searches replay them often).
-func newMatrix(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*matrix, error) {
+// close releases the sources (standard input's temporary copy).
+func (m *matrix) close() {
+	for _, s := range m.srcs {
+		s.Close()
+	}
+}
+
+// newMatrix resolves the traces, devices and strategy specs of a command
+// and plans its jobs (harness.Plan: every spec is built on every device
+// before anything runs; a strategy with no model of a device is left out
+// there with a note, and is an error when that leaves a strategy or a
+// device the user named with nothing to run). It keeps small traces in memory when cache is set
+// (sweeps and searches replay them often), and spools standard input
+// when it is replayed more than once (reopen: each job opens its trace
+// twice, as the report does). The caller closes the matrix.
+func newMatrix(c *cli.Context, specs []string, cache, reopen bool, defaultDevices ...string) (*matrix, error) {
 	if c.Args().Len() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q (flags must come first; use --trace for traces)", c.Command.Name, c.Args().First())
 	}
@@ -194,19 +211,34 @@ func newMatrix(c *cli.Context, specs []string, cache bool, defaultDevices ...str
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSpecs(specs, devs[0]); err != nil {
-		return nil, err
-	}
-	if cache {
-		for _, s := range srcs {
-			s.Cache(harness.DefaultCacheEvents)
-		}
-	}
-	jobs, err := shard(c, harness.Jobs(srcs, devs, specs))
+	all, skipped, err := harness.Plan(srcs, devs, specs, c.IsSet("strategy"), c.IsSet("device"))
 	if err != nil {
 		return nil, err
 	}
-	return &matrix{srcs: srcs, devs: devs, jobs: jobs}, nil
+	for _, e := range skipped {
+		fmt.Fprintf(c.App.ErrWriter, "note: left out: %v\n", e)
+	}
+	jobs, err := shard(c, all)
+	if err != nil {
+		return nil, err
+	}
+	m := &matrix{srcs: srcs, devs: devs, jobs: jobs}
+	opens := map[*harness.Source]int{}
+	for _, j := range jobs {
+		opens[j.Source]++
+	}
+	for _, s := range srcs {
+		if opens[s] > 1 || reopen {
+			if err := s.Spool(); err != nil {
+				m.close()
+				return nil, err
+			}
+		}
+		if cache {
+			s.Cache(harness.DefaultCacheEvents)
+		}
+	}
+	return m, nil
 }
 
 // plan is what run, sweep and capacity share: their matrix and where and
@@ -221,25 +253,27 @@ type plan struct {
 	abort  func()
 }
 
-// newPlan is newMatrix and the opened output.
+// newPlan is newMatrix and the opened output. abort also closes the
+// matrix.
 func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...string) (*plan, error) {
-	m, err := newMatrix(c, specs, cache, defaultDevices...)
+	m, err := newMatrix(c, specs, cache, false, defaultDevices...)
 	if err != nil {
 		return nil, err
 	}
 	out, format, commit, abort, err := output(c)
 	if err != nil {
+		m.close()
 		return nil, err
 	}
-	return &plan{matrix: m, out: out, format: format, commit: commit, abort: abort}, nil
+	return &plan{matrix: m, out: out, format: format, commit: commit, abort: func() { abort(); m.close() }}, nil
 }
 
 // writeNotes says, on stderr so that the results stay pure benchfmt, which
-// figures behind the results are assumptions rather than published facts:
-// for each device its assumption notes, then for each strategy on it the
-// notes its allocator gave (Result.Notes). Each line is written once, in
-// job order; results[i] is the outcome of jobs[i].
-func writeNotes(w io.Writer, jobs []harness.Job, results []*harness.Result) {
+// figures behind the results are assumptions rather than published facts
+// and which knobs had no effect: for each device its assumption notes,
+// then for each strategy on it the notes its allocator gave (Job.Notes,
+// as Result.Notes). Each line is written once, in job order.
+func writeNotes(w io.Writer, jobs []harness.Job) {
 	written := map[string]bool{}
 	say := func(line string) {
 		if !written[line] {
@@ -247,14 +281,15 @@ func writeNotes(w io.Writer, jobs []harness.Job, results []*harness.Result) {
 			io.WriteString(w, line)
 		}
 	}
-	for i, res := range results {
-		for _, n := range res.DeviceNotes {
+	for _, j := range jobs {
+		dev := j.Device.Label()
+		for _, n := range j.Device.Notes {
 			if strings.Contains(n, "assumption") {
-				say(fmt.Sprintf("note: device %s: %s\n", res.Device, n))
+				say(fmt.Sprintf("note: device %s: %s\n", dev, n))
 			}
 		}
-		for _, n := range res.Notes {
-			say(fmt.Sprintf("note: %s on %s: %s\n", jobs[i].Spec, res.Device, n))
+		for _, n := range j.Notes {
+			say(fmt.Sprintf("note: %s on %s: %s\n", j.Spec, dev, n))
 		}
 	}
 }

@@ -7,8 +7,10 @@
 // output; it holds no framework knowledge and no replay loop of its own.
 // Every replaying command (run, sweep, capacity, report) builds its trace ×
 // device × strategy jobs the same way (newMatrix) and runs them through
-// harness.RunJobs, and the assumption notes it prints on stderr are those
-// the results carry (the devices' and the allocators' own). It imports
+// harness.RunJobs, and the notes it prints on stderr are those the planned
+// jobs carry (the devices' and the allocators' own: assumptions, knobs
+// without effect, strategies left out on a device they do not model). It
+// reads `--trace -` from the app's standard input. It imports
 // harness, charts, strategies and traces; for `validate` it lists the
 // validators the frameworks' houses declare (strategies.Validator; today
 // torchlike/validate's), which the architecture allows cmd to import.

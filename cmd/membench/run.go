@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -21,9 +22,15 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 // run is the whole command, kept apart from main so that tests drive the
 // real CLI with their own writers.
 func run(stdout, stderr io.Writer, args []string) error {
+	return runWithInput(os.Stdin, stdout, stderr, args)
+}
+
+// runWithInput is run reading standard input (`--trace -`) from stdin.
+func runWithInput(stdin io.Reader, stdout, stderr io.Writer, args []string) error {
 	app := &cli.App{
 		Name:      "membench",
 		Usage:     "replay allocation traces through the allocator models of " + strings.Join(harness.Strategies(), ", "),
+		Reader:    stdin,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors go back to main, never to os.Exit inside the library.
@@ -146,7 +153,7 @@ func runCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
-			writeNotes(c.App.ErrWriter, p.jobs, results)
+			writeNotes(c.App.ErrWriter, p.jobs)
 			return p.commit()
 		},
 	}

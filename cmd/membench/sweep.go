@@ -49,6 +49,7 @@ func sweepCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
+			writeNotes(c.App.ErrWriter, p.jobs)
 			return p.commit()
 		},
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"membench/harness"
 	"membench/traces"
 	"membench/traces/corpus"
 )
@@ -51,7 +50,7 @@ func tracesCommand() *cli.Command {
 					if c.Args().Len() != 1 {
 						return fmt.Errorf("traces show: name one trace (a corpus name or a file)")
 					}
-					src, err := harness.ResolveTrace(c.Args().First())
+					src, err := resolveTrace(c, c.Args().First())
 					if err != nil {
 						return err
 					}
@@ -88,7 +87,7 @@ func tracesCommand() *cli.Command {
 						return fmt.Errorf("traces convert: want IN OUT")
 					}
 					in, out := c.Args().Get(0), c.Args().Get(1)
-					src, err := harness.ResolveTrace(in)
+					src, err := resolveTrace(c, in)
 					if err != nil {
 						return err
 					}

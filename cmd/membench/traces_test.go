@@ -147,7 +147,7 @@ func TestValidateInputs(t *testing.T) {
 	if err != nil || strings.ReplaceAll(gz, gzPath, src) != plain {
 		t.Errorf("gzipped recording: %v\n%s", err, gz)
 	}
-	for _, c := range []string{"NaN", "0", "-1GiB", "InfGiB"} {
+	for _, c := range []string{"NaN", "0", "-1GiB", "InfGiB", "24"} {
 		if _, _, err := runCLI(t, "validate", src, "--capacity", c); err == nil || !strings.Contains(err.Error(), "--capacity") {
 			t.Errorf("--capacity %s: %v", c, err)
 		}

@@ -45,7 +45,7 @@ func validateCommand() *cli.Command {
 				opts.Devices = c.IntSlice("device-index")
 			}
 			if c.IsSet("capacity") {
-				n, err := strategies.ParseBytes(c.String("capacity"))
+				n, err := strategies.ParseMemorySize(c.String("capacity"))
 				if err == nil && n <= 0 {
 					err = fmt.Errorf("must be more than 0 bytes (leave it out for unlimited)")
 				}
