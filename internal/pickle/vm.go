@@ -201,6 +201,8 @@ type Builder interface {
 	Drop(v *Val)
 	// Describe names a Builder node for error messages ("trace entry").
 	Describe(n Node) string
+	// Shape is the shape a node's container has (ShapeNone: any).
+	Shape(n Node) Shape
 }
 
 // memoSlack bounds the holes in the memo slice: a PUT index beyond twice
@@ -231,8 +233,9 @@ type Machine struct {
 	op     byte
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
-	marks  []int // stack heights at each MARK
-	memo   []Val
+	marks  []int   // stack heights at each MARK
+	memo   [][]Val // chunks of memoChunk slots: growing never copies
+	memoN  int     // slots in memo
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
@@ -339,48 +342,86 @@ func (d *Machine) discard(items []Val) {
 	}
 }
 
-// newNode is the node of a value about to be pushed, from where it will be
-// stored: a dict or list being filled in a batch (the container right
-// below the latest MARK), a list about to get an APPEND (the top), or a
-// dict about to get a SETITEM (the key on top, the dict below it). A value
-// whose destination cannot be seen (tuple items, say) is built as a
-// generic value; a Builder checks what it is given anyway.
-func (d *Machine) newNode() Node {
+// newNode is the node of a value about to be pushed (a container of the
+// given shape, or a scalar for ShapeNone), from where it will be stored.
+// Pickles fill a container right after creating it: either one item and
+// APPEND or SETITEM (the list on top, or the dict below the key on top),
+// or a batch after a MARK (the container right below the latest MARK).
+// A new value can be the pending value of a dict (decided), an element of
+// the list on top, or the next item of the batch; where both of the last
+// two are possible, a container goes to the one whose node has its shape
+// (the innermost first), and a string is kept unless both skip it. A
+// value whose destination cannot be seen (a tuple's items, say) is built
+// as a generic value; a Builder checks what it is given anyway.
+func (d *Machine) newNode(shape Shape) Node {
 	n := len(d.stack)
 	base := 0
+	var p *Val // batch parent
 	if k := len(d.marks); k > 0 {
 		base = d.marks[k-1]
 		if base >= 1 && (k == 1 || d.marks[k-2] < base) {
-			if p := &d.stack[base-1]; p.isContainer() {
-				if p.Shape == ShapeDict {
-					if (n-base)%2 == 0 {
-						return keyNode(p)
-					}
-					return d.child(p, &d.stack[n-1])
-				}
-				return d.child(p, nil)
+			if q := &d.stack[base-1]; q.isContainer() {
+				p = q
 			}
 		}
-	}
-	if n > base {
-		t := &d.stack[n-1]
-		if t.isContainer() {
-			if t.Shape == ShapeDict {
-				return keyNode(t)
-			}
-			return d.child(t, nil)
-		}
-		if n-2 >= base {
-			if p := &d.stack[n-2]; p.isContainer() && p.Shape == ShapeDict {
-				return d.child(p, t)
-			}
-		}
-		return NodeValue
-	}
-	if n == 0 && len(d.marks) == 0 {
+	} else if n == 0 {
 		return d.root
 	}
+	inner, hasInner := NodeSkip, false
+	if n > base {
+		t := &d.stack[n-1]
+		if !t.isContainer() {
+			if n-2 >= base {
+				if q := &d.stack[n-2]; q.isContainer() && q.Shape == ShapeDict {
+					return d.child(q, t) // the value of a SETITEM
+				}
+			}
+		} else if t.Shape != ShapeDict {
+			inner, hasInner = d.child(t, nil), true // an APPEND's element
+		} else if shape == ShapeNone {
+			inner, hasInner = keyNode(t), true // a SETITEM's key
+		}
+	}
+	outer, hasOuter := NodeSkip, false
+	if p != nil {
+		hasOuter = true
+		if p.Shape != ShapeDict {
+			outer = d.child(p, nil)
+		} else if (n-base)%2 == 1 {
+			outer = d.child(p, &d.stack[n-1])
+		} else if shape == ShapeNone {
+			outer = keyNode(p)
+		} else {
+			hasOuter = false // a container is never a key
+		}
+	}
+	switch {
+	case hasInner && hasOuter:
+		if shape == ShapeNone {
+			if inner == NodeSkip && outer == NodeSkip {
+				return NodeSkip
+			}
+			return NodeValue
+		}
+		if d.fits(inner, shape) {
+			return inner
+		}
+		return outer
+	case hasInner:
+		return inner
+	case hasOuter:
+		return outer
+	}
 	return NodeValue
+}
+
+// fits reports whether a container of the shape can be built as node n.
+func (d *Machine) fits(n Node, shape Shape) bool {
+	if n == NodeSkip || n == NodeValue {
+		return true
+	}
+	s := d.b.Shape(n)
+	return s == ShapeNone || s == shape || (s == ShapeList && shape == ShapeSet)
 }
 
 func keyNode(p *Val) Node {
@@ -456,7 +497,7 @@ func (d *Machine) str(b []byte) string {
 
 // readStr reads an n-byte string argument and pushes it.
 func (d *Machine) readStr(n uint64) error {
-	node := d.newNode()
+	node := d.newNode(ShapeNone)
 	if err := d.checkLen(n); err != nil {
 		return err
 	}
@@ -485,7 +526,7 @@ func (d *Machine) readStr(n uint64) error {
 
 // readBytes reads an n-byte bytes argument and pushes it.
 func (d *Machine) readBytes(n uint64) error {
-	node := d.newNode()
+	node := d.newNode(ShapeNone)
 	if err := d.checkLen(n); err != nil {
 		return err
 	}
@@ -514,7 +555,7 @@ func (d *Machine) readBytes(n uint64) error {
 
 // newContainer pushes an empty container of the given shape.
 func (d *Machine) newContainer(shape Shape) error {
-	switch node := d.newNode(); node {
+	switch node := d.newNode(shape); node {
 	case NodeSkip:
 		return d.push(Val{Kind: KindSkipped, Shape: shape, Node: node, Depth: 1, N: d.opPos})
 	case NodeValue:
@@ -649,7 +690,7 @@ func (d *Machine) fromItems(shape Shape) error {
 	}
 	// items alias the stack above its new top: nothing is pushed until
 	// they have gone into the new container.
-	node := d.newNode()
+	node := d.newNode(shape)
 	var c Val
 	if shape == ShapeTuple && node != NodeSkip {
 		node = NodeValue
@@ -726,19 +767,18 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 			d.nmemo--
 		}
 	}
-	if idx < uint64(len(d.memo)) {
-		if d.memo[idx].Kind == kindUnset {
+	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
+		for uint64(d.memoN) <= idx {
+			d.memo = append(d.memo, make([]Val, memoChunk))
+			d.memoN += memoChunk
+		}
+	}
+	if idx < uint64(d.memoN) {
+		s := &d.memo[idx/memoChunk][idx%memoChunk]
+		if s.Kind == kindUnset {
 			d.nmemo++
 		}
-		d.memo[idx] = v
-		return d.memoLimit()
-	}
-	if idx <= 2*uint64(d.nmemo)+memoSlack {
-		for uint64(len(d.memo)) < idx {
-			d.memo = append(d.memo, Val{})
-		}
-		d.memo = append(d.memo, v)
-		d.nmemo++
+		*s = v
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -751,17 +791,20 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	return d.memoLimit()
 }
 
+// memoChunk is the number of memo slots allocated at a time.
+const memoChunk = 1024
+
 func (d *Machine) memoLimit() error {
-	if d.nmemo > d.lim.MaxMemo || len(d.memo) > 2*d.lim.MaxMemo+memoSlack {
+	if d.nmemo > d.lim.MaxMemo || d.memoN > 2*d.lim.MaxMemo+memoSlack+memoChunk {
 		return d.limitf("memo of %d entries exceeds the limit of %d", d.nmemo, d.lim.MaxMemo)
 	}
 	return nil
 }
 
 func (d *Machine) memoGet(idx uint64) (Val, error) {
-	if idx < uint64(len(d.memo)) {
-		if v := d.memo[idx]; v.Kind != kindUnset {
-			return v, nil
+	if idx < uint64(d.memoN) {
+		if v := &d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset {
+			return *v, nil
 		}
 	}
 	if v, ok := d.sparse[idx]; ok {
@@ -964,7 +1007,7 @@ func (d *Machine) step(op byte) error {
 		return d.push(Val{Kind: KindFloat, N: int64(u)})
 
 	case opString:
-		node := d.newNode()
+		node := d.newNode(ShapeNone)
 		line, err := d.readLine()
 		if err != nil {
 			return err
@@ -993,7 +1036,7 @@ func (d *Machine) step(op byte) error {
 		}
 		return d.readStr(uint64(n))
 	case opUnicode:
-		node := d.newNode()
+		node := d.newNode(ShapeNone)
 		line, err := d.readLine()
 		if err != nil {
 			return err

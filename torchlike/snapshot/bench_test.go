@@ -62,3 +62,28 @@ func BenchmarkSnapshotImport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshotDecode is the decoding alone (DecodePickle), per entry.
+func BenchmarkSnapshotDecode(b *testing.B) {
+	for _, name := range []string{"opt125m-zo-finetune.pickle", "cs336-gpt2medium-ctx256-train-warm.pickle"} {
+		b.Run(strings.TrimSuffix(name, ".pickle"), func(b *testing.B) {
+			data, err := os.ReadFile(realSnapPath(b, name))
+			if err != nil {
+				b.Skip(err)
+			}
+			s, err := DecodePickle(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries := len(s.Trace(0))
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodePickle(bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+		})
+	}
+}

@@ -104,16 +104,6 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	return DecodePickle(br)
 }
 
-// DecodePickle reads a snapshot pickle. Opcodes that would build objects
-// or call code are refused (see package pickle).
-func DecodePickle(r io.Reader) (*Snapshot, error) {
-	v, err := pickle.Decode(r)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	return FromValue(v)
-}
-
 // FromValue builds a Snapshot from a decoded pickle (or JSON) value: a dict
 // with segments, device_traces and optionally allocator_settings, or (as
 // torch.cuda.memory_snapshot() returns) a bare list of segments.
@@ -245,7 +235,7 @@ func getInt(d *pickle.Dict, key string, def int64, required bool) (int64, error)
 	case int64:
 		return n, nil
 	case *big.Int:
-		return 0, &fieldError{key, "int " + n.String() + " does not fit in 64 bits"}
+		return 0, &fieldError{key, "int " + shortInt(n) + " does not fit in 64 bits"}
 	}
 	return 0, wantGot(key, "int", v)
 }
@@ -328,18 +318,8 @@ func decodeSegment(sg *Segment, v any) error {
 	if sg.IsExpandable, err = getBool(d, "is_expandable"); err != nil {
 		return err
 	}
-	// segment_pool_id is (0, 0) for the default pools; anything else is a
-	// private pool (CUDA graphs, torch.cuda.MemPool).
-	if pv, ok := d.Get("segment_pool_id"); ok && pv != nil {
-		if t, ok := pv.(pickle.Tuple); ok && len(t) == 2 {
-			a, _ := t[0].(int64)
-			b, _ := t[1].(int64)
-			sg.PrivatePool = a != 0 || b != 0
-		} else if l, ok := pv.(*pickle.List); ok && len(l.Items) == 2 {
-			a, _ := l.Items[0].(int64)
-			b, _ := l.Items[1].(int64)
-			sg.PrivatePool = a != 0 || b != 0
-		}
+	if pv, ok := d.Get("segment_pool_id"); ok {
+		sg.PrivatePool = privatePool(pv)
 	}
 	def := "large"
 	if sg.TotalSize == torchlike.SmallBuffer && !sg.IsExpandable {
@@ -359,26 +339,31 @@ func decodeSegment(sg *Segment, v any) error {
 	sg.Blocks = make([]Block, len(items))
 	next := sg.Address // old snapshots give no block addresses: blocks tile the segment
 	for i, x := range items {
-		b := &sg.Blocks[i]
-		bd, err := asDict(x)
-		if err == nil {
-			b.Address, err = getInt(bd, "address", next, false)
-		}
-		if err == nil {
-			b.Size, err = getInt(bd, "size", 0, true)
-		}
-		if err == nil {
-			b.RequestedSize, err = getInt(bd, "requested_size", b.Size, false)
-		}
-		if err == nil {
-			b.State, err = getStr(bd, "state", "", true)
-		}
-		if err != nil {
+		if err := decodeBlock(&sg.Blocks[i], x, next); err != nil {
 			return fmt.Errorf(".blocks[%d]%w", i, err)
 		}
-		next = b.Address + b.Size
+		next = sg.Blocks[i].Address + sg.Blocks[i].Size
 	}
 	return nil
+}
+
+// decodeBlock reads one block; next is the address of a block that gives
+// none.
+func decodeBlock(b *Block, x any, next int64) error {
+	bd, err := asDict(x)
+	if err == nil {
+		b.Address, err = getInt(bd, "address", next, false)
+	}
+	if err == nil {
+		b.Size, err = getInt(bd, "size", 0, true)
+	}
+	if err == nil {
+		b.RequestedSize, err = getInt(bd, "requested_size", b.Size, false)
+	}
+	if err == nil {
+		b.State, err = getStr(bd, "state", "", true)
+	}
+	return err
 }
 
 func decodeEntry(e *TraceEntry, v any) error {
