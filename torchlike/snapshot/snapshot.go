@@ -397,6 +397,9 @@ func decodeSettings(v any) (*Settings, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Len() > maxSettings {
+		return nil, fmt.Errorf(": %d keys, more than the limit of %d: %w", d.Len(), maxSettings, ErrLimit)
+	}
 	st := &Settings{MaxSplitSize: -1, Raw: make(map[string]string, d.Len())}
 	for k, x := range d.All() {
 		st.Raw[formatValue(k, 0)] = formatValue(x, 0)
@@ -475,71 +478,97 @@ func decodeSettings(v any) (*Settings, error) {
 	return st, nil
 }
 
+// maxSettingText bounds the text of one settings value and maxSettings
+// the number of keys: a settings dict can share containers through the
+// pickle memo, and rendering every reference in full let a 743-byte file
+// expand into gigabytes of text.
+const (
+	maxSettingText = 1024
+	maxSettings    = 256
+)
+
 // formatValue renders a settings value as text for metadata: Python-like,
 // with nested containers cut off below a small depth (pickles can be
-// cyclic).
+// cyclic) and the whole cut at maxSettingText bytes.
 func formatValue(v any, depth int) string {
+	var b strings.Builder
+	writeValue(&b, v, depth)
+	if b.Len() > maxSettingText {
+		return b.String()[:maxSettingText] + "..."
+	}
+	return b.String()
+}
+
+func writeValue(b *strings.Builder, v any, depth int) {
+	if b.Len() > maxSettingText {
+		return
+	}
 	if depth > 4 {
-		return "..."
+		b.WriteString("...")
+		return
 	}
 	switch v := v.(type) {
 	case nil:
-		return "None"
+		b.WriteString("None")
 	case bool:
 		if v {
-			return "True"
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
 		}
-		return "False"
 	case int64:
-		return strconv.FormatInt(v, 10)
+		b.WriteString(strconv.FormatInt(v, 10))
 	case *big.Int:
-		return v.String()
+		b.WriteString(shortInt(v))
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
 	case string:
-		return v
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		b.WriteString(v)
 	case []byte:
-		return fmt.Sprintf("%q", v)
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		fmt.Fprintf(b, "%q", v)
 	case *pickle.List:
-		return formatSeq("[", v.Items, "]", depth)
+		writeSeq(b, "[", v.Items, "]", depth)
 	case pickle.Tuple:
-		return formatSeq("(", v, ")", depth)
+		writeSeq(b, "(", v, ")", depth)
 	case *pickle.Dict:
-		var b strings.Builder
 		b.WriteByte('{')
 		i := 0
 		for k, x := range v.All() {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if i == 64 {
+			if i == 64 || b.Len() > maxSettingText {
 				b.WriteString("...")
 				break
 			}
-			b.WriteString(formatValue(k, depth+1))
+			writeValue(b, k, depth+1)
 			b.WriteString(": ")
-			b.WriteString(formatValue(x, depth+1))
+			writeValue(b, x, depth+1)
 			i++
 		}
 		b.WriteByte('}')
-		return b.String()
+	default:
+		fmt.Fprintf(b, "%v", v)
 	}
-	return fmt.Sprintf("%v", v)
 }
 
-func formatSeq(open string, items []any, close string, depth int) string {
-	var b strings.Builder
+func writeSeq(b *strings.Builder, open string, items []any, close string, depth int) {
 	b.WriteString(open)
 	for i, x := range items {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if i == 64 {
+		if i == 64 || b.Len() > maxSettingText {
 			b.WriteString("...")
 			break
 		}
-		b.WriteString(formatValue(x, depth+1))
+		writeValue(b, x, depth+1)
 	}
 	b.WriteString(close)
-	return b.String()
 }
