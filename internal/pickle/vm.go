@@ -1165,7 +1165,7 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		if v.Kind == kindShared {
-			return d.errf(nil, "memo index %d is a second reference to the %s stored at offset %d: shared %ss are refused (unsupported structure)", idx, d.b.Describe(v.Node), v.N, d.b.Describe(v.Node))
+			return d.errf(nil, "memo index %d is a second reference to the %s stored at offset %d: shared references to a %s are refused (unsupported structure)", idx, d.b.Describe(v.Node), v.N, d.b.Describe(v.Node))
 		}
 		return d.push(v)
 
