@@ -22,6 +22,27 @@
 // Containers shared through the pickle memo stay shared (the same *List or
 // *Dict pointer), and a pickle can describe a list that contains itself, so
 // code walking a decoded value must not assume it is a tree.
+//
+// # Streaming and limits
+//
+// Decode runs a Machine: the pickle's opcodes are executed once, in
+// order, on a stack of compact values (Val), so the time is linear in the
+// input. Nothing in it recurses, and everything it keeps is bounded by
+// Limits, because a pickle is a program and a few bytes of one can ask
+// for unbounded work: a tuple key nested 40 deep used to take 2^40 steps
+// to hash, 5 MB of nesting overflowed the Go stack, and a 1 MB gzip file
+// could grow the stack or the memo until memory ran out. Nesting depth,
+// stack length, memo entries, text bytes and generic items each have a
+// limit, and exceeding one is an *Error wrapping ErrLimit that names the
+// limit and the byte offset. Tuple keys are encoded in one linear pass,
+// with their own depth and length bounds.
+//
+// A Builder lets a caller that knows the schema of the pickle take the
+// containers it needs as they are built (the machine tells it where each
+// new container will be stored: the pending key above a dict's MARK, or
+// the list below it), and leave the others unbuilt (NodeSkip): that is how
+// package snapshot reads PyTorch snapshots without building the object
+// graph, and without reading stack frames at all.
 package pickle
 
 import (
