@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"membench/traces"
@@ -50,13 +51,18 @@ func BenchmarkSnapshotImport(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
+			c0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				imp()
 			}
 			b.StopTimer()
+			c1 := cpuTime()
 			runtime.ReadMemStats(&m1)
 			n := float64(b.N) * float64(entries)
+			// CPU time of the process (every thread, the collector's
+			// too): on a loaded machine the wall clock overstates.
+			b.ReportMetric(float64(c1-c0)/n, "cpu-ns/entry")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/entry")
 			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/entry")
 		})
@@ -86,4 +92,12 @@ func BenchmarkSnapshotDecode(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
 		})
 	}
+}
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
