@@ -145,6 +145,10 @@ func runCommand() *cli.Command {
 					noted[res.Trace] = true
 					fmt.Fprintf(c.App.ErrWriter, "note: %s: the trace holds devices %s; replayed device %s (select one with --trace FILE#device=N)\n", res.Trace, devs, res.Meta.Get("device"))
 				}
+				if ign := res.Meta.Get("ignored-entries"); ign != "" && !noted[res.Trace+"\x00ignored"] {
+					noted[res.Trace+"\x00ignored"] = true
+					fmt.Fprintf(c.App.ErrWriter, "note: %s: %s\n", res.Trace, ign)
+				}
 				if res.OOMCount > 0 {
 					o := res.OOMs[0]
 					fmt.Fprintf(c.App.ErrWriter, "%s: %d allocations failed; first at event %d: %s\n", res.BenchName(), res.OOMCount, o.Event, o.Message)

@@ -61,10 +61,15 @@ const (
 // Check runs fn under Default; see Bounds.Check.
 func Check(t testing.TB, fn func()) { Default.Check(t, fn) }
 
+// Within is Bounds{Time: d, Alloc: n}: a regression test's bound on one
+// hostile input.
+func Within(d time.Duration, n uint64) Bounds { return Bounds{Time: d, Alloc: n} }
+
 // Check runs fn and fails t if every one of up to Runs runs exceeded the
-// time or the memory bound. If fn stops the test (t.Fatal), Check does
-// not measure it.
-func (b Bounds) Check(t testing.TB, fn func()) {
+// time or the memory bound; it returns what the run within the bounds
+// cost, for tests that report it. If fn stops the test (t.Fatal), Check
+// does not measure it.
+func (b Bounds) Check(t testing.TB, fn func()) (time.Duration, uint64) {
 	t.Helper()
 	if raceEnabled {
 		b.Time *= RaceTimeFactor
@@ -73,12 +78,13 @@ func (b Bounds) Check(t testing.TB, fn func()) {
 	for range Runs {
 		d, a := b.measure(fn)
 		if d <= b.Time && a <= b.Alloc {
-			return
+			return d, a
 		}
 		worst = append(worst, fmt.Sprintf("%v and %s", d.Round(time.Millisecond), mib(a)))
 	}
 	t.Fatalf("fuzzbound: one input exceeded the bounds (%v, %s) in each of %d runs: %v",
 		b.Time, mib(b.Alloc), Runs, worst)
+	return 0, 0
 }
 
 // Measure runs fn once and returns the wall-clock time it took and the

@@ -22,6 +22,27 @@
 // Containers shared through the pickle memo stay shared (the same *List or
 // *Dict pointer), and a pickle can describe a list that contains itself, so
 // code walking a decoded value must not assume it is a tree.
+//
+// # Streaming and limits
+//
+// Decode runs a Machine: the pickle's opcodes are executed once, in
+// order, on a stack of compact values (Val), so the time is linear in the
+// input. Nothing in it recurses, and everything it keeps is bounded by
+// Limits, because a pickle is a program and a few bytes of one can ask
+// for unbounded work: a tuple key nested 40 deep used to take 2^40 steps
+// to hash, 5 MB of nesting overflowed the Go stack, and a 1 MB gzip file
+// could grow the stack or the memo until memory ran out. Nesting depth,
+// stack length, memo entries, text bytes and generic items each have a
+// limit, and exceeding one is an *Error wrapping ErrLimit that names the
+// limit and the byte offset. Tuple keys are encoded in one linear pass,
+// with their own depth and length bounds.
+//
+// A Builder lets a caller that knows the schema of the pickle take the
+// containers it needs as they are built (the machine tells it where each
+// new container will be stored: the pending key above a dict's MARK, or
+// the list below it), and leave the others unbuilt (NodeSkip): that is how
+// package snapshot reads PyTorch snapshots without building the object
+// graph, and without reading stack frames at all.
 package pickle
 
 import (
@@ -30,9 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/big"
-	"os"
 	"strconv"
 	"unicode/utf8"
 )
@@ -175,69 +194,34 @@ func opName(op byte) string {
 	return fmt.Sprintf("unknown opcode 0x%02x", op)
 }
 
-// memoUnset marks a hole in the memo slice.
-type memoUnsetT struct{}
-
-var memoUnset any = memoUnsetT{}
-
-// memoSlack bounds the holes in the memo slice: a PUT index beyond twice
-// the number of memo entries (plus this slack) goes to a map instead, so
-// that a few bytes of input (a LONG_BINPUT index can be 4 billion) never
-// allocate more than a few slots per entry.
-const memoSlack = 64
-
-type decoder struct {
-	r      *bufio.Reader
-	pos    int64 // bytes consumed
-	opPos  int64 // offset of the current opcode
-	op     byte
-	size   int64 // total input size, or -1 when unknown
-	stack  []any
-	marks  []int // stack heights at each MARK
-	memo   []any
-	sparse map[uint64]any
-	nmemo  int // number of memo entries (Python's len(memo))
-	tmp    []byte
-}
-
-// Decode reads one pickle from r and returns its value. It reads exactly
-// up to the STOP opcode plus whatever the internal buffer took beyond it.
-// When r reports its size (a *bytes.Reader, *strings.Reader, *bytes.Buffer
-// or a regular *os.File), length prefixes larger than the rest of the input
-// are rejected before any memory is allocated for them.
+// Decode reads one pickle from r and returns its value, within
+// DefaultLimits. It reads exactly up to the STOP opcode plus whatever the
+// internal buffer took beyond it. When r reports its size (a *bytes.Reader,
+// *strings.Reader, *bytes.Buffer or a regular *os.File), length prefixes
+// larger than the rest of the input are rejected before any memory is
+// allocated for them.
 func Decode(r io.Reader) (any, error) {
-	d := &decoder{size: -1}
-	switch rr := r.(type) {
-	case interface{ Len() int }:
-		d.size = int64(rr.Len())
-	case *os.File:
-		if st, err := rr.Stat(); err == nil && st.Mode().IsRegular() {
-			if off, err := rr.Seek(0, io.SeekCurrent); err == nil && off <= st.Size() {
-				d.size = st.Size() - off
-			}
-		}
-	}
-	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4096 {
-		d.r = br
-	} else {
-		d.r = bufio.NewReaderSize(r, 64<<10)
-	}
-	d.stack = make([]any, 0, 64)
-	return d.run()
+	return DecodeLimits(r, DefaultLimits)
 }
 
-func (d *decoder) errf(err error, format string, args ...any) error {
-	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: fmt.Sprintf(format, args...), Err: err}
-}
-
-func (d *decoder) truncated() error {
-	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: "truncated input", Err: io.ErrUnexpectedEOF}
+// DecodeLimits is Decode with explicit resource limits.
+func DecodeLimits(r io.Reader, lim Limits) (any, error) {
+	m := NewMachine(r, nil, NodeValue, lim)
+	v, err := m.Run()
+	if err != nil {
+		return nil, err
+	}
+	x, err := v.Any()
+	if err != nil {
+		return nil, m.errf(err, "")
+	}
+	return x, nil
 }
 
 // memoIndex reads the memo index of a PUT or GET opcode in its encoding:
 // a decimal line (protocol 0), one byte, or four; MEMOIZE uses the next
 // free index.
-func (d *decoder) memoIndex(op byte) (uint64, error) {
+func (d *Machine) memoIndex(op byte) (uint64, error) {
 	switch op {
 	case opPut, opGet:
 		line, err := d.readLine()
@@ -259,7 +243,7 @@ func (d *decoder) memoIndex(op byte) (uint64, error) {
 	return uint64(d.nmemo), nil // opMemoize
 }
 
-func (d *decoder) readByte() (byte, error) {
+func (d *Machine) readByte() (byte, error) {
 	b, err := d.r.ReadByte()
 	if err != nil {
 		if err == io.EOF {
@@ -273,7 +257,7 @@ func (d *decoder) readByte() (byte, error) {
 
 // peekN returns the next n bytes and consumes them; the slice is valid
 // until the next read. n must be at most the buffer size.
-func (d *decoder) peekN(n int) ([]byte, error) {
+func (d *Machine) peekN(n int) ([]byte, error) {
 	b, err := d.r.Peek(n)
 	if len(b) < n {
 		if err == io.EOF || err == nil {
@@ -287,7 +271,7 @@ func (d *decoder) peekN(n int) ([]byte, error) {
 }
 
 // checkLen validates a length prefix before anything is allocated.
-func (d *decoder) checkLen(n uint64) error {
+func (d *Machine) checkLen(n uint64) error {
 	if n > MaxLen {
 		return d.errf(nil, "length %d exceeds the %d-byte limit", n, MaxLen)
 	}
@@ -297,15 +281,18 @@ func (d *decoder) checkLen(n uint64) error {
 	return nil
 }
 
-// readData reads n bytes into a new slice. Large reads grow the slice as
-// data actually arrives, so a lying length prefix on a stream of unknown
-// size costs no more memory than the stream holds.
-func (d *decoder) readData(n uint64) ([]byte, error) {
+// readData reads n bytes into a new slice, counted as text (Limits). Large
+// reads grow the slice as data actually arrives, so a lying length prefix
+// on a stream of unknown size costs no more memory than the stream holds.
+func (d *Machine) readData(n uint64) ([]byte, error) {
 	if err := d.checkLen(n); err != nil {
 		return nil, err
 	}
 	const chunk = 1 << 20
 	if n <= chunk {
+		if err := d.addText(int(n)); err != nil {
+			return nil, err
+		}
 		buf := make([]byte, n)
 		k, err := io.ReadFull(d.r, buf)
 		d.pos += int64(k)
@@ -317,6 +304,9 @@ func (d *decoder) readData(n uint64) ([]byte, error) {
 	buf := make([]byte, 0, chunk)
 	for uint64(len(buf)) < n {
 		m := min(n-uint64(len(buf)), chunk)
+		if err := d.addText(int(m)); err != nil {
+			return nil, err
+		}
 		buf = append(buf, make([]byte, m)...)
 		k, err := io.ReadFull(d.r, buf[len(buf)-int(m):])
 		d.pos += int64(k)
@@ -327,28 +317,9 @@ func (d *decoder) readData(n uint64) ([]byte, error) {
 	return buf, nil
 }
 
-// readString reads n bytes as a string, avoiding a copy for short ones.
-func (d *decoder) readString(n uint64) (string, error) {
-	if n <= 4096 {
-		if err := d.checkLen(n); err != nil {
-			return "", err
-		}
-		b, err := d.peekN(int(n))
-		if err != nil {
-			return "", err
-		}
-		return string(b), nil
-	}
-	b, err := d.readData(n)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 // readLine reads a protocol-0 argument line and returns it without its
 // newline. The slice is only valid until the next read.
-func (d *decoder) readLine() ([]byte, error) {
+func (d *Machine) readLine() ([]byte, error) {
 	line, err := d.r.ReadSlice('\n')
 	if err == nil {
 		d.pos += int64(len(line))
@@ -382,7 +353,7 @@ func (d *decoder) readLine() ([]byte, error) {
 	}
 }
 
-func (d *decoder) uint32() (uint32, error) {
+func (d *Machine) uint32() (uint32, error) {
 	b, err := d.peekN(4)
 	if err != nil {
 		return 0, err
@@ -390,7 +361,7 @@ func (d *decoder) uint32() (uint32, error) {
 	return binary.LittleEndian.Uint32(b), nil
 }
 
-func (d *decoder) uint64() (uint64, error) {
+func (d *Machine) uint64() (uint64, error) {
 	b, err := d.peekN(8)
 	if err != nil {
 		return 0, err
@@ -398,547 +369,32 @@ func (d *decoder) uint64() (uint64, error) {
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// base is the stack height below which the current opcode may not reach:
-// like Python's unpickler, items under the latest MARK are out of sight.
-func (d *decoder) base() int {
-	if len(d.marks) == 0 {
-		return 0
-	}
-	return d.marks[len(d.marks)-1]
-}
-
-func (d *decoder) push(v any) { d.stack = append(d.stack, v) }
-
-func (d *decoder) pop() (any, error) {
-	if len(d.stack) <= d.base() {
-		return nil, d.errf(nil, "stack underflow")
-	}
-	v := d.stack[len(d.stack)-1]
-	d.stack[len(d.stack)-1] = nil
-	d.stack = d.stack[:len(d.stack)-1]
-	return v, nil
-}
-
-func (d *decoder) top() (any, error) {
-	if len(d.stack) <= d.base() {
-		return nil, d.errf(nil, "stack underflow")
-	}
-	return d.stack[len(d.stack)-1], nil
-}
-
-// popMark removes the items pushed since the latest MARK and the mark
-// itself. The returned slice aliases the stack: copy it before pushing.
-func (d *decoder) popMark() ([]any, error) {
-	if len(d.marks) == 0 {
-		return nil, d.errf(nil, "no MARK on the stack")
-	}
-	k := d.marks[len(d.marks)-1]
-	d.marks = d.marks[:len(d.marks)-1]
-	items := d.stack[k:]
-	d.stack = d.stack[:k]
-	return items, nil
-}
-
-func clearItems(items []any) {
-	for i := range items {
-		items[i] = nil
-	}
-}
-
-func (d *decoder) memoPut(idx uint64, v any) {
-	if d.sparse != nil && idx <= 2*uint64(d.nmemo)+memoSlack {
-		// The slice is about to hold idx: an older entry in the map
-		// must not shadow it (or be counted twice).
-		if _, ok := d.sparse[idx]; ok {
-			delete(d.sparse, idx)
-			d.nmemo--
-		}
-	}
-	if idx < uint64(len(d.memo)) {
-		if d.memo[idx] == memoUnset {
-			d.nmemo++
-		}
-		d.memo[idx] = v
-		return
-	}
-	if idx <= 2*uint64(d.nmemo)+memoSlack {
-		for uint64(len(d.memo)) < idx {
-			d.memo = append(d.memo, memoUnset)
-		}
-		d.memo = append(d.memo, v)
-		d.nmemo++
-		return
-	}
-	if d.sparse == nil {
-		d.sparse = make(map[uint64]any)
-	}
-	if _, ok := d.sparse[idx]; !ok {
-		d.nmemo++
-	}
-	d.sparse[idx] = v
-}
-
-func (d *decoder) memoGet(idx uint64) (any, error) {
-	if idx < uint64(len(d.memo)) {
-		if v := d.memo[idx]; v != memoUnset {
-			return v, nil
-		}
-	}
-	if v, ok := d.sparse[idx]; ok {
-		return v, nil
-	}
-	return nil, d.errf(nil, "memo index %d not defined", idx)
-}
-
-func (d *decoder) doPut(idx uint64) error {
-	v, err := d.top()
-	if err != nil {
-		return err
-	}
-	d.memoPut(idx, v)
-	return nil
-}
-
-func (d *decoder) doGet(idx uint64) error {
-	v, err := d.memoGet(idx)
-	if err != nil {
-		return err
-	}
-	d.push(v)
-	return nil
-}
-
-// int64Value boxes small ints without allocating.
-func int64Value(n int64) any { return n }
-
-func (d *decoder) run() (any, error) {
-	for {
-		d.opPos = d.pos
-		d.op = 0
-		op, err := d.r.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				if d.pos == 0 {
-					return nil, &Error{Offset: 0, Msg: "empty input", Err: io.ErrUnexpectedEOF}
-				}
-				return nil, &Error{Offset: d.pos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
-			}
-			return nil, &Error{Offset: d.pos, Msg: "read", Err: err}
-		}
-		d.pos++
-		d.op = op
-		switch op {
-		case opProto:
-			b, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			if b > maxProtocol {
-				return nil, d.errf(nil, "unsupported protocol %d", b)
-			}
-		case opFrame:
-			// Frames only batch reads; the opcodes inside are decoded the
-			// same way, so the length is read and ignored.
-			if _, err := d.uint64(); err != nil {
-				return nil, err
-			}
-		case opStop:
-			v, err := d.pop()
-			if err != nil {
-				return nil, err
-			}
-			return v, nil
-		case opMark:
-			d.marks = append(d.marks, len(d.stack))
-		case opPop:
-			if len(d.stack) > d.base() {
-				d.pop()
-			} else if _, err := d.popMark(); err != nil {
-				return nil, d.errf(nil, "stack underflow")
-			}
-		case opPopMark:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			clearItems(items)
-		case opDup:
-			v, err := d.top()
-			if err != nil {
-				return nil, err
-			}
-			d.push(v)
-		case opNone:
-			d.push(nil)
-		case opNewTrue:
-			d.push(true)
-		case opNewFalse:
-			d.push(false)
-
-		case opInt:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			switch string(line) {
-			case "00":
-				d.push(false)
-				continue
-			case "01":
-				d.push(true)
-				continue
-			}
-			v, err := d.parseInt(line)
-			if err != nil {
-				return nil, err
-			}
-			d.push(v)
-		case opLong:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			if n := len(line); n > 0 && line[n-1] == 'L' {
-				line = line[:n-1]
-			}
-			v, err := d.parseInt(line)
-			if err != nil {
-				return nil, err
-			}
-			d.push(v)
-		case opBinInt:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			d.push(int64Value(int64(int32(u))))
-		case opBinInt1:
-			b, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			d.push(int64Value(int64(b)))
-		case opBinInt2:
-			b, err := d.peekN(2)
-			if err != nil {
-				return nil, err
-			}
-			d.push(int64Value(int64(binary.LittleEndian.Uint16(b))))
-		case opLong1:
-			n, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			b, err := d.peekN(int(n))
-			if err != nil {
-				return nil, err
-			}
-			d.push(decodeLong(b))
-		case opLong4:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			if int32(u) < 0 {
-				return nil, d.errf(nil, "negative length %d", int32(u))
-			}
-			b, err := d.readData(uint64(u))
-			if err != nil {
-				return nil, err
-			}
-			d.push(decodeLong(b))
-
-		case opFloat:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			f, err := strconv.ParseFloat(string(line), 64)
-			if err != nil {
-				var ne *strconv.NumError
-				if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
-					return nil, d.errf(nil, "bad float %q", truncate(line))
-				}
-			}
-			d.push(f)
-		case opBinFloat:
-			b, err := d.peekN(8)
-			if err != nil {
-				return nil, err
-			}
-			d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
-
-		case opString:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			s, err := unquoteString(line)
-			if err != nil {
-				return nil, d.errf(nil, "%v", err)
-			}
-			d.push(s)
-		case opBinString:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			if int32(u) < 0 {
-				return nil, d.errf(nil, "negative length %d", int32(u))
-			}
-			s, err := d.readString(uint64(u))
-			if err != nil {
-				return nil, err
-			}
-			d.push(s)
-		case opShortBinString, opShortBinUnicode:
-			n, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			s, err := d.readString(uint64(n))
-			if err != nil {
-				return nil, err
-			}
-			d.push(s)
-		case opUnicode:
-			line, err := d.readLine()
-			if err != nil {
-				return nil, err
-			}
-			d.push(rawUnicodeEscape(line))
-		case opBinUnicode:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			s, err := d.readString(uint64(u))
-			if err != nil {
-				return nil, err
-			}
-			d.push(s)
-		case opBinUnicode8:
-			u, err := d.uint64()
-			if err != nil {
-				return nil, err
-			}
-			s, err := d.readString(u)
-			if err != nil {
-				return nil, err
-			}
-			d.push(s)
-		case opShortBinBytes:
-			n, err := d.readByte()
-			if err != nil {
-				return nil, err
-			}
-			b, err := d.readData(uint64(n))
-			if err != nil {
-				return nil, err
-			}
-			d.push(b)
-		case opBinBytes:
-			u, err := d.uint32()
-			if err != nil {
-				return nil, err
-			}
-			b, err := d.readData(uint64(u))
-			if err != nil {
-				return nil, err
-			}
-			d.push(b)
-		case opBinBytes8, opByteArray8:
-			u, err := d.uint64()
-			if err != nil {
-				return nil, err
-			}
-			b, err := d.readData(u)
-			if err != nil {
-				return nil, err
-			}
-			d.push(b)
-
-		case opEmptyList:
-			d.push(&List{})
-		case opEmptySet:
-			d.push(&List{})
-		case opList, opFrozenSet:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			l := &List{Items: append([]any(nil), items...)}
-			clearItems(items)
-			d.push(l)
-		case opAppend:
-			v, err := d.pop()
-			if err != nil {
-				return nil, err
-			}
-			t, err := d.top()
-			if err != nil {
-				return nil, err
-			}
-			l, ok := t.(*List)
-			if !ok {
-				return nil, d.errf(nil, "append to %s", TypeName(t))
-			}
-			l.Items = append(l.Items, v)
-		case opAppends, opAddItems:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			t, err := d.top()
-			if err != nil {
-				return nil, err
-			}
-			l, ok := t.(*List)
-			if !ok {
-				return nil, d.errf(nil, "append to %s", TypeName(t))
-			}
-			l.Items = append(l.Items, items...)
-			clearItems(items)
-
-		case opEmptyTuple:
-			d.push(Tuple{})
-		case opTuple:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			t := append(Tuple(nil), items...)
-			if t == nil {
-				t = Tuple{}
-			}
-			clearItems(items)
-			d.push(t)
-		case opTuple1, opTuple2, opTuple3:
-			n := int(op-opTuple1) + 1
-			if len(d.stack)-d.base() < n {
-				return nil, d.errf(nil, "stack underflow")
-			}
-			k := len(d.stack) - n
-			t := append(Tuple(nil), d.stack[k:]...)
-			clearItems(d.stack[k:])
-			d.stack = d.stack[:k]
-			d.push(t)
-
-		case opEmptyDict:
-			d.push(&Dict{})
-		case opDict:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			if len(items)%2 != 0 {
-				return nil, d.errf(nil, "odd number of items (%d)", len(items))
-			}
-			m := &Dict{}
-			m.grow(len(items) / 2)
-			for i := 0; i < len(items); i += 2 {
-				if err := m.Set(items[i], items[i+1]); err != nil {
-					return nil, d.errf(err, "")
-				}
-			}
-			clearItems(items)
-			d.push(m)
-		case opSetItem:
-			v, err := d.pop()
-			if err != nil {
-				return nil, err
-			}
-			k, err := d.pop()
-			if err != nil {
-				return nil, err
-			}
-			t, err := d.top()
-			if err != nil {
-				return nil, err
-			}
-			m, ok := t.(*Dict)
-			if !ok {
-				return nil, d.errf(nil, "set item on %s", TypeName(t))
-			}
-			if err := m.Set(k, v); err != nil {
-				return nil, d.errf(err, "")
-			}
-		case opSetItems:
-			items, err := d.popMark()
-			if err != nil {
-				return nil, err
-			}
-			if len(items)%2 != 0 {
-				return nil, d.errf(nil, "odd number of items (%d)", len(items))
-			}
-			t, err := d.top()
-			if err != nil {
-				return nil, err
-			}
-			m, ok := t.(*Dict)
-			if !ok {
-				return nil, d.errf(nil, "set items on %s", TypeName(t))
-			}
-			m.grow(len(items) / 2)
-			for i := 0; i < len(items); i += 2 {
-				if err := m.Set(items[i], items[i+1]); err != nil {
-					return nil, d.errf(err, "")
-				}
-			}
-			clearItems(items)
-
-		case opPut, opBinPut, opLongBinPut, opMemoize:
-			idx, err := d.memoIndex(op)
-			if err != nil {
-				return nil, err
-			}
-			if err := d.doPut(idx); err != nil {
-				return nil, err
-			}
-		case opGet, opBinGet, opLongBinGet:
-			idx, err := d.memoIndex(op)
-			if err != nil {
-				return nil, err
-			}
-			if err := d.doGet(idx); err != nil {
-				return nil, err
-			}
-
-		case opGlobal, opStackGlobal, opReduce, opBuild, opInst, opObj, opNewObj,
-			opNewObjEx, opExt1, opExt2, opExt4, opPersID, opBinPersID,
-			opNextBuffer, opReadonlyBuffer:
-			return nil, &Error{Offset: d.opPos, Op: opName(op), Err: ErrRefused}
-		default:
-			return nil, &Error{Offset: d.opPos, Msg: fmt.Sprintf("unknown opcode 0x%02x", op)}
-		}
-	}
-}
-
 // parseInt parses a protocol-0 INT or LONG argument: decimal (or any
-// base prefix Python's int(s, 0) accepts), int64 when it fits.
-func (d *decoder) parseInt(line []byte) (any, error) {
-	s := string(line)
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return int64Value(n), nil
+// base prefix Python's int(s, 0) accepts), int64 when it fits. Like
+// Python's int_max_str_digits, a literal of more than MaxIntDigits digits
+// is refused: converting it would cost time quadratic in its length.
+func (d *Machine) parseInt(line []byte) (Val, error) {
+	if n, err := strconv.ParseInt(string(line), 10, 64); err == nil {
+		return IntVal(n), nil
 	}
-	if len(s) > 100000 {
-		return nil, d.errf(nil, "integer literal too long (%d digits)", len(s))
+	if len(line) > MaxIntDigits {
+		return Val{}, d.limitf("integer literal of %d digits exceeds the limit of %d digits", len(line), MaxIntDigits)
 	}
-	z, ok := new(big.Int).SetString(s, 0)
+	z, ok := new(big.Int).SetString(string(line), 0)
 	if !ok {
-		return nil, d.errf(nil, "bad integer %q", truncate(line))
+		return Val{}, d.errf(nil, "bad integer %q", truncate(line))
 	}
 	if z.IsInt64() {
-		return int64Value(z.Int64()), nil
+		return IntVal(z.Int64()), nil
 	}
-	return z, nil
+	return Val{Kind: KindBigInt, V: z}, nil
 }
 
 // decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4).
-func decodeLong(b []byte) any {
+func decodeLong(b []byte) Val {
 	n := len(b)
 	if n == 0 {
-		return int64Value(0)
+		return IntVal(0)
 	}
 	if n <= 8 {
 		var u uint64
@@ -946,7 +402,7 @@ func decodeLong(b []byte) any {
 			u = u<<8 | uint64(b[i])
 		}
 		shift := uint(64 - 8*n)
-		return int64Value(int64(u<<shift) >> shift) // sign-extend
+		return IntVal(int64(u<<shift) >> shift) // sign-extend
 	}
 	be := make([]byte, n)
 	for i := range b {
@@ -957,9 +413,9 @@ func decodeLong(b []byte) any {
 		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
 	}
 	if z.IsInt64() {
-		return int64Value(z.Int64())
+		return IntVal(z.Int64())
 	}
-	return z
+	return Val{Kind: KindBigInt, V: z}
 }
 
 func truncate(b []byte) string {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"membench/internal/fuzzbound"
 	"membench/internal/sharedtraces"
 )
 
@@ -43,19 +45,30 @@ func FuzzDecode(f *testing.F) {
 		"\x80\x04\x8e\x00\x00\x00\x30\x00\x00\x00\x00abc",
 		"\x80\x02]q\x00h\x00a.", "\x80\x02K\x05r\xff\xff\xff\xff0j\xff\xff\xff\xff.",
 		"\x80\x02}(K\x01K\x01\x85K\x02u.", "\x80\x02)\x85\x85\x85\x85.",
+		// The reproducers of issue 11: a tuple key nested 40 deep (2^40
+		// steps to hash), nesting past the depth limit, a memo reference
+		// used many times, a long text integer.
+		"\x80\x02})" + strings.Repeat("\x85", 40) + "Ns.",
+		"\x80\x02N" + strings.Repeat("\x85", 1100) + ".",
+		"\x80\x02" + strings.Repeat("]", 1100) + strings.Repeat("a", 1099) + ".",
+		"\x80\x02)" + strings.Repeat("\x94h\x00h\x00\x86", 30) + "}\x94h\x00Ns.",
+		"L" + strings.Repeat("9", 5000) + "\n.",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Decode(bytes.NewReader(data))
-		if err == nil {
-			budget := 1 << 20
-			walk(v, map[any]bool{}, 0, &budget)
-		} else if _, ok := err.(*Error); !ok {
-			t.Fatalf("error %T is not *Error: %v", err, err)
-		}
-		// The same input on a stream of unknown size.
-		Decode(struct{ *bytes.Reader }{bytes.NewReader(data)})
+		// Each input within 1 s of CPU and 256 MiB of allocation.
+		fuzzbound.Check(t, func() {
+			v, err := Decode(bytes.NewReader(data))
+			if err == nil {
+				steps := 1 << 20
+				walk(v, map[any]bool{}, 0, &steps)
+			} else if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not *Error: %v", err, err)
+			}
+			// The same input on a stream of unknown size.
+			Decode(struct{ *bytes.Reader }{bytes.NewReader(data)})
+		})
 	})
 }
 

@@ -217,21 +217,32 @@ func hashKey(k any) (any, error) {
 	return nil, fmt.Errorf("%w: %s", ErrUnhashable, TypeName(k))
 }
 
+// maxKeyDepth bounds the nesting of a tuple key.
+const maxKeyDepth = 100
+
+// appendTupleKey encodes t once, in one pass: each element is encoded
+// exactly once, so the cost is linear in the encoding (bounded by
+// keyBudget), however the tuples share sub-tuples.
 func appendTupleKey(b []byte, t Tuple, depth int) ([]byte, error) {
-	if depth > 100 || len(b) > keyBudget {
-		return b, errors.New("dict key too deeply nested or too long")
+	if depth > maxKeyDepth {
+		return b, errors.New("dict key too deeply nested")
+	}
+	if len(b) > keyBudget {
+		return b, errors.New("dict key too long")
 	}
 	b = append(b, '(')
 	for _, x := range t {
-		h, err := hashKey(x)
-		if err != nil {
-			return b, err
-		}
 		if tt, ok := x.(Tuple); ok {
+			var err error
 			if b, err = appendTupleKey(b, tt, depth+1); err != nil {
 				return b, err
 			}
+			b = append(b, ',')
 			continue
+		}
+		h, err := hashKey(x)
+		if err != nil {
+			return b, err
 		}
 		switch h := h.(type) {
 		case nil:

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -18,7 +17,9 @@ import (
 func DecodeJSON(r io.Reader) (*Snapshot, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	v, err := jsonValue(dec, 0)
+	lim := DefaultLimits.Pickle
+	st := &jsonState{dec: dec, items: lim.MaxItems, text: lim.MaxText, depth: lim.MaxDepth}
+	v, err := st.value(0)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: json: %w", err)
 	}
@@ -28,12 +29,36 @@ func DecodeJSON(r io.Reader) (*Snapshot, error) {
 	return FromValue(v)
 }
 
-const maxJSONDepth = 10000
+// maxJSONNumber bounds the length of a number literal: every number of a
+// snapshot fits in 64 bits (20 digits) or is a float's shortest repr, and
+// parsing a long one exactly costs time quadratic in its length.
+const maxJSONNumber = 40
 
-// jsonValue converts the next JSON value to the pickle value model.
-func jsonValue(dec *json.Decoder, depth int) (any, error) {
-	if depth > maxJSONDepth {
-		return nil, errors.New("nesting too deep")
+// jsonState converts JSON to the pickle value model within the same
+// limits as the pickle machine (nesting depth, generic items, text).
+type jsonState struct {
+	dec   *json.Decoder
+	items int
+	text  int64
+	depth int
+}
+
+func (st *jsonState) count() error {
+	st.items--
+	if st.items < 0 {
+		return fmt.Errorf("offset %d: more than %d values: %w", st.dec.InputOffset(), DefaultLimits.Pickle.MaxItems, ErrLimit)
+	}
+	return nil
+}
+
+// value converts the next JSON value.
+func (st *jsonState) value(depth int) (any, error) {
+	dec := st.dec
+	if depth > st.depth {
+		return nil, fmt.Errorf("offset %d: nesting deeper than %d: %w", dec.InputOffset(), st.depth, ErrLimit)
+	}
+	if err := st.count(); err != nil {
+		return nil, err
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -56,7 +81,8 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 				if !ok {
 					return nil, fmt.Errorf("offset %d: object key is not a string", dec.InputOffset())
 				}
-				v, err := jsonValue(dec, depth+1)
+				st.text -= int64(len(k))
+				v, err := st.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
@@ -69,7 +95,7 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 		case '[':
 			l := &pickle.List{}
 			for dec.More() {
-				v, err := jsonValue(dec, depth+1)
+				v, err := st.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
@@ -83,6 +109,9 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 		return nil, fmt.Errorf("offset %d: unexpected %v", dec.InputOffset(), t)
 	case json.Number:
 		s := string(t)
+		if len(s) > maxJSONNumber {
+			return nil, fmt.Errorf("offset %d: number %s...(%d characters) longer than the limit of %d: %w", dec.InputOffset(), s[:20], len(s), maxJSONNumber, ErrLimit)
+		}
 		if !strings.ContainsAny(s, ".eE") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				return n, nil
@@ -96,7 +125,13 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 			return nil, fmt.Errorf("offset %d: bad number %q", dec.InputOffset(), s)
 		}
 		return f, nil
-	case string, bool, nil:
+	case string:
+		st.text -= int64(len(t))
+		if st.text < 0 {
+			return nil, fmt.Errorf("offset %d: more than %d bytes of strings: %w", dec.InputOffset(), DefaultLimits.Pickle.MaxText, ErrLimit)
+		}
+		return t, nil
+	case bool, nil:
 		return t, nil
 	}
 	return nil, fmt.Errorf("offset %d: unexpected token %v", dec.InputOffset(), tok)

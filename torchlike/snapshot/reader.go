@@ -108,6 +108,12 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		return fail(-1, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
 	}
 
+	tr := snap.Trace(dev)
+	unknown := unknownActions(tr)
+	if len(tr) > 0 && unknown.n == len(tr) {
+		return fail(unknown.first, fmt.Errorf("none of the %d trace entries of device %d has an action membench knows (%s): not a trace it can replay", len(tr), dev, unknown.list))
+	}
+
 	sr := &snapshotReader{
 		name:   name,
 		trace:  snap.Trace(dev),
@@ -142,7 +148,71 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		}
 	}
 	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
+	if unknown.n > 0 {
+		sr.meta = append(sr.meta, traces.KV{Key: IgnoredEntriesKey, Value: fmt.Sprintf("%d entries with actions membench does not know (%s), first at entry %d: not replayed", unknown.n, unknown.list, unknown.first)})
+	}
 	return sr, nil
+}
+
+// IgnoredEntriesKey is the Meta key that counts the trace entries whose
+// action membench does not know. They are not replayed, and the count
+// is reported rather than silently dropped (the CLI prints it as a note).
+const IgnoredEntriesKey = "ignored-entries"
+
+// knownAction reports whether membench knows what a trace action means
+// (including the ones that give no event: segment_*, user_defined).
+func knownAction(a string) bool {
+	switch a {
+	case torchlike.ActionAlloc, torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted,
+		torchlike.ActionFree, torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree,
+		torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap, torchlike.ActionSnapshot,
+		torchlike.ActionOOM, torchlike.ActionUserDefined:
+		return true
+	}
+	return false
+}
+
+type unknownCount struct {
+	n     int    // entries with an unknown action
+	first int    // index of the first
+	list  string // "name count, ..." in name order, cut after 5 names
+}
+
+func unknownActions(tr []TraceEntry) unknownCount {
+	var u unknownCount
+	var counts map[string]int
+	for i, e := range tr {
+		if knownAction(e.Action) {
+			continue
+		}
+		if u.n == 0 {
+			u.first = i
+			counts = map[string]int{}
+		}
+		u.n++
+		counts[e.Action]++
+	}
+	if u.n == 0 {
+		return u
+	}
+	names := slices.Sorted(maps.Keys(counts))
+	var parts []string
+	for i, a := range names {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("... %d more", len(names)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%q %d", snapMetaValue(truncAction(a)), counts[a]))
+	}
+	u.list = strings.Join(parts, ", ")
+	return u
+}
+
+func truncAction(a string) string {
+	if len(a) > 40 {
+		return a[:40] + "..."
+	}
+	return a
 }
 
 func joinDevices(devs []int) string {
@@ -161,7 +231,11 @@ func joinDevices(devs []int) string {
 func actionCounts(tr []TraceEntry) string {
 	counts := map[string]int{}
 	for _, e := range tr {
-		counts[e.Action]++
+		if knownAction(e.Action) {
+			counts[e.Action]++
+		} else {
+			counts["(unknown)"]++ // named in ignored-entries
+		}
 	}
 	var parts []string
 	for _, a := range slices.Sorted(maps.Keys(counts)) {

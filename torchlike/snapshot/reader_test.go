@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"membench/internal/fuzzbound"
 	"os"
 	"strconv"
 	"strings"
@@ -398,33 +399,54 @@ func FuzzOpenSnapshot(f *testing.F) {
 	f.Add([]byte(`{"segments": [{"address": 0, "total_size": 2097152, "is_expandable": true, "blocks": []}],
 		"device_traces": [[{"action": "segment_unmap", "addr": 2097152, "size": 2097152}, {"action": "segment_map", "addr": 0, "size": 2097152}]],
 		"allocator_settings": {"expandable_segments": true, "roundup_power2_divisions": {"1": 4}}}`))
+	// The reproducers of issue 11, small enough to mutate quickly.
+	f.Add([]byte("\x80\x02})" + strings.Repeat("\x85", 40) + "Ns."))
+	f.Add([]byte("\x80\x04}(\x8c\x08segments" + strings.Repeat("](", 600) + strings.Repeat("e", 600)))
+	p := newPK()
+	p.op("}(").str("segments").op("](")
+	seg := p.segment(20)
+	for i := 0; i < 50; i++ {
+		p.get(seg)
+	}
+	p.op("e").str("device_traces").op("](](}")
+	ent := p.put()
+	p.op("(").str("action").str("alloc").str("addr").int(1 << 20).str("size").int(512).op("u")
+	p.get(ent).op("eeu.")
+	f.Add(p.Bytes())
+	f.Add([]byte(`{"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": ` + strings.Repeat("9", 100) + `}]]}`))
+	f.Add([]byte(`{"segments": [], "device_traces": [[{"action": "teleport", "addr": 1, "size": 1}]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, dev := range []int{-1, 1} {
-			r, err := openSnapshot("fuzz", bytes.NewReader(data), traces.OpenOptions{Device: dev})
+		// Each input within 1 s of CPU and 256 MiB of allocation.
+		fuzzbound.Check(t, func() { fuzzOpen(t, data) })
+	})
+}
+
+func fuzzOpen(t *testing.T, data []byte) {
+	for _, dev := range []int{-1, 1} {
+		r, err := openSnapshot("fuzz", bytes.NewReader(data), traces.OpenOptions{Device: dev})
+		if err != nil {
+			var pe *traces.PosError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T is not a *PosError: %v", err, err)
+			}
+			continue
+		}
+		for n := 0; n < 1<<20; n++ {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
 			if err != nil {
 				var pe *traces.PosError
 				if !errors.As(err, &pe) {
 					t.Fatalf("error %T is not a *PosError: %v", err, err)
 				}
-				continue
+				break
 			}
-			for n := 0; n < 1<<20; n++ {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					var pe *traces.PosError
-					if !errors.As(err, &pe) {
-						t.Fatalf("error %T is not a *PosError: %v", err, err)
-					}
-					break
-				}
-				if ev.Op == traces.OpAlloc && (ev.Size <= 0 || ev.Size > traces.MaxSize) {
-					t.Fatalf("alloc size %d", ev.Size)
-				}
+			if ev.Op == traces.OpAlloc && (ev.Size <= 0 || ev.Size > traces.MaxSize) {
+				t.Fatalf("alloc size %d", ev.Size)
 			}
-			r.Close()
 		}
-	})
+		r.Close()
+	}
 }

@@ -104,16 +104,6 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	return DecodePickle(br)
 }
 
-// DecodePickle reads a snapshot pickle. Opcodes that would build objects
-// or call code are refused (see package pickle).
-func DecodePickle(r io.Reader) (*Snapshot, error) {
-	v, err := pickle.Decode(r)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	return FromValue(v)
-}
-
 // FromValue builds a Snapshot from a decoded pickle (or JSON) value: a dict
 // with segments, device_traces and optionally allocator_settings, or (as
 // torch.cuda.memory_snapshot() returns) a bare list of segments.
@@ -245,7 +235,7 @@ func getInt(d *pickle.Dict, key string, def int64, required bool) (int64, error)
 	case int64:
 		return n, nil
 	case *big.Int:
-		return 0, &fieldError{key, "int " + n.String() + " does not fit in 64 bits"}
+		return 0, &fieldError{key, "int " + shortInt(n) + " does not fit in 64 bits"}
 	}
 	return 0, wantGot(key, "int", v)
 }
@@ -328,18 +318,8 @@ func decodeSegment(sg *Segment, v any) error {
 	if sg.IsExpandable, err = getBool(d, "is_expandable"); err != nil {
 		return err
 	}
-	// segment_pool_id is (0, 0) for the default pools; anything else is a
-	// private pool (CUDA graphs, torch.cuda.MemPool).
-	if pv, ok := d.Get("segment_pool_id"); ok && pv != nil {
-		if t, ok := pv.(pickle.Tuple); ok && len(t) == 2 {
-			a, _ := t[0].(int64)
-			b, _ := t[1].(int64)
-			sg.PrivatePool = a != 0 || b != 0
-		} else if l, ok := pv.(*pickle.List); ok && len(l.Items) == 2 {
-			a, _ := l.Items[0].(int64)
-			b, _ := l.Items[1].(int64)
-			sg.PrivatePool = a != 0 || b != 0
-		}
+	if pv, ok := d.Get("segment_pool_id"); ok {
+		sg.PrivatePool = privatePool(pv)
 	}
 	def := "large"
 	if sg.TotalSize == torchlike.SmallBuffer && !sg.IsExpandable {
@@ -359,26 +339,31 @@ func decodeSegment(sg *Segment, v any) error {
 	sg.Blocks = make([]Block, len(items))
 	next := sg.Address // old snapshots give no block addresses: blocks tile the segment
 	for i, x := range items {
-		b := &sg.Blocks[i]
-		bd, err := asDict(x)
-		if err == nil {
-			b.Address, err = getInt(bd, "address", next, false)
-		}
-		if err == nil {
-			b.Size, err = getInt(bd, "size", 0, true)
-		}
-		if err == nil {
-			b.RequestedSize, err = getInt(bd, "requested_size", b.Size, false)
-		}
-		if err == nil {
-			b.State, err = getStr(bd, "state", "", true)
-		}
-		if err != nil {
+		if err := decodeBlock(&sg.Blocks[i], x, next); err != nil {
 			return fmt.Errorf(".blocks[%d]%w", i, err)
 		}
-		next = b.Address + b.Size
+		next = sg.Blocks[i].Address + sg.Blocks[i].Size
 	}
 	return nil
+}
+
+// decodeBlock reads one block; next is the address of a block that gives
+// none.
+func decodeBlock(b *Block, x any, next int64) error {
+	bd, err := asDict(x)
+	if err == nil {
+		b.Address, err = getInt(bd, "address", next, false)
+	}
+	if err == nil {
+		b.Size, err = getInt(bd, "size", 0, true)
+	}
+	if err == nil {
+		b.RequestedSize, err = getInt(bd, "requested_size", b.Size, false)
+	}
+	if err == nil {
+		b.State, err = getStr(bd, "state", "", true)
+	}
+	return err
 }
 
 func decodeEntry(e *TraceEntry, v any) error {
@@ -411,6 +396,9 @@ func decodeSettings(v any) (*Settings, error) {
 	d, err := asDict(v)
 	if err != nil {
 		return nil, err
+	}
+	if d.Len() > maxSettings {
+		return nil, fmt.Errorf(": %d keys, more than the limit of %d: %w", d.Len(), maxSettings, ErrLimit)
 	}
 	st := &Settings{MaxSplitSize: -1, Raw: make(map[string]string, d.Len())}
 	for k, x := range d.All() {
@@ -490,71 +478,97 @@ func decodeSettings(v any) (*Settings, error) {
 	return st, nil
 }
 
+// maxSettingText bounds the text of one settings value and maxSettings
+// the number of keys: a settings dict can share containers through the
+// pickle memo, and rendering every reference in full let a 743-byte file
+// expand into gigabytes of text.
+const (
+	maxSettingText = 1024
+	maxSettings    = 256
+)
+
 // formatValue renders a settings value as text for metadata: Python-like,
 // with nested containers cut off below a small depth (pickles can be
-// cyclic).
+// cyclic) and the whole cut at maxSettingText bytes.
 func formatValue(v any, depth int) string {
+	var b strings.Builder
+	writeValue(&b, v, depth)
+	if b.Len() > maxSettingText {
+		return b.String()[:maxSettingText] + "..."
+	}
+	return b.String()
+}
+
+func writeValue(b *strings.Builder, v any, depth int) {
+	if b.Len() > maxSettingText {
+		return
+	}
 	if depth > 4 {
-		return "..."
+		b.WriteString("...")
+		return
 	}
 	switch v := v.(type) {
 	case nil:
-		return "None"
+		b.WriteString("None")
 	case bool:
 		if v {
-			return "True"
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
 		}
-		return "False"
 	case int64:
-		return strconv.FormatInt(v, 10)
+		b.WriteString(strconv.FormatInt(v, 10))
 	case *big.Int:
-		return v.String()
+		b.WriteString(shortInt(v))
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
 	case string:
-		return v
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		b.WriteString(v)
 	case []byte:
-		return fmt.Sprintf("%q", v)
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		fmt.Fprintf(b, "%q", v)
 	case *pickle.List:
-		return formatSeq("[", v.Items, "]", depth)
+		writeSeq(b, "[", v.Items, "]", depth)
 	case pickle.Tuple:
-		return formatSeq("(", v, ")", depth)
+		writeSeq(b, "(", v, ")", depth)
 	case *pickle.Dict:
-		var b strings.Builder
 		b.WriteByte('{')
 		i := 0
 		for k, x := range v.All() {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if i == 64 {
+			if i == 64 || b.Len() > maxSettingText {
 				b.WriteString("...")
 				break
 			}
-			b.WriteString(formatValue(k, depth+1))
+			writeValue(b, k, depth+1)
 			b.WriteString(": ")
-			b.WriteString(formatValue(x, depth+1))
+			writeValue(b, x, depth+1)
 			i++
 		}
 		b.WriteByte('}')
-		return b.String()
+	default:
+		fmt.Fprintf(b, "%v", v)
 	}
-	return fmt.Sprintf("%v", v)
 }
 
-func formatSeq(open string, items []any, close string, depth int) string {
-	var b strings.Builder
+func writeSeq(b *strings.Builder, open string, items []any, close string, depth int) {
 	b.WriteString(open)
 	for i, x := range items {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if i == 64 {
+		if i == 64 || b.Len() > maxSettingText {
 			b.WriteString("...")
 			break
 		}
-		b.WriteString(formatValue(x, depth+1))
+		writeValue(b, x, depth+1)
 	}
 	b.WriteString(close)
-	return b.String()
 }

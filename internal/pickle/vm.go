@@ -1,0 +1,1193 @@
+package pickle
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"unsafe"
+)
+
+// Limits bound what decoding one pickle may cost, whatever its content.
+// Each is checked as the opcode that would exceed it runs, and exceeding
+// one is an *Error wrapping ErrLimit that names the limit and the offset.
+type Limits struct {
+	// MaxDepth bounds the nesting of containers (a list in a list is
+	// depth 2). Consumers of decoded values recurse over them.
+	MaxDepth int
+	// MaxStack bounds the values and MARKs on the machine's stack.
+	MaxStack int
+	// MaxMemo bounds the memo entries.
+	MaxMemo int
+	// MaxText bounds the bytes of all the strings, bytes and long
+	// integers the decoder keeps (values it skips cost nothing).
+	MaxText int64
+	// MaxItems bounds the containers and container items built as
+	// generic values (a Builder counts what it builds itself).
+	MaxItems int
+}
+
+// DefaultLimits are the limits of Decode. With them a pickle costs at most
+// about 12 MiB of stack, 50 MiB of memo, 64 MiB of text and 170 MiB of
+// generic containers, and time linear in its size.
+// Real PyTorch snapshots of a few MB use a few percent of each.
+var DefaultLimits = Limits{
+	MaxDepth: 1000,
+	MaxStack: 1 << 18,
+	MaxMemo:  1 << 20,
+	MaxText:  64 << 20,
+	MaxItems: 1 << 21,
+}
+
+// MaxIntDigits bounds a protocol-0 integer literal, as Python's
+// sys.int_info.default_max_str_digits does; MaxLongBytes bounds a binary
+// LONG4 (about as many decimal digits).
+const (
+	MaxIntDigits = 4300
+	MaxLongBytes = 1800
+)
+
+// ErrLimit is wrapped by the error for a pickle that exceeds one of the
+// Limits.
+var ErrLimit = errors.New("resource limit exceeded")
+
+// Kind is the kind of a Val.
+type Kind uint8
+
+const (
+	kindUnset Kind = iota // a hole in the memo
+	KindNone
+	KindBool
+	KindInt
+	KindBigInt // V is a *big.Int beyond int64
+	KindFloat  // N holds the bits
+	KindStr
+	KindBytes   // V is a []byte
+	KindValue   // V is a generic container: *List, *Dict or Tuple
+	KindNode    // a Builder's container; N is its handle
+	KindSkipped // a value that was not built; N is its offset
+	kindShared  // the memo's copy of a Builder's container
+)
+
+// Shape is the Python type of a container value.
+type Shape uint8
+
+const (
+	ShapeNone Shape = iota // not a container
+	ShapeDict
+	ShapeList
+	ShapeSet
+	ShapeTuple
+)
+
+// Node says how a value is to be built. NodeSkip values are read but not
+// built (containers are not allocated, strings not kept unless the memo
+// keeps them); NodeValue values are built as generic values (Decode's
+// model); any other Node is a Builder's own.
+type Node uint16
+
+const (
+	NodeSkip  Node = 0
+	NodeValue Node = 1
+)
+
+// Val is a value on the machine's stack or in its memo.
+type Val struct {
+	Kind  Kind
+	Shape Shape
+	Node  Node  // KindNode, KindSkipped, kindShared: the node it was built as
+	Depth int32 // nesting depth: 0 for scalars
+	N     int64
+	S     string
+	V     any
+}
+
+// IntVal is an int.
+func IntVal(n int64) Val { return Val{Kind: KindInt, N: n} }
+
+// Int returns an int value (bool counts, as in Python).
+func (v *Val) Int() (int64, bool) {
+	if v.Kind == KindInt || v.Kind == KindBool {
+		return v.N, true
+	}
+	return 0, false
+}
+
+// Float returns v's float.
+func (v *Val) Float() float64 { return math.Float64frombits(uint64(v.N)) }
+
+// TypeName is the Python name of v's type, for error messages.
+func (v *Val) TypeName() string {
+	switch v.Kind {
+	case KindNone:
+		return "None"
+	case KindBool:
+		return "bool"
+	case KindInt, KindBigInt:
+		return "int"
+	case KindFloat:
+		return "float"
+	case KindStr:
+		return "str"
+	case KindBytes:
+		return "bytes"
+	case KindValue, KindNode, KindSkipped, kindShared:
+		switch v.Shape {
+		case ShapeDict:
+			return "dict"
+		case ShapeList, ShapeSet:
+			return "list"
+		case ShapeTuple:
+			return "tuple"
+		}
+	}
+	return "value"
+}
+
+// Any returns v in Decode's value model. Builder containers and skipped
+// values have none.
+func (v *Val) Any() (any, error) {
+	switch v.Kind {
+	case KindNone:
+		return nil, nil
+	case KindBool:
+		return v.N != 0, nil
+	case KindInt:
+		return v.N, nil
+	case KindFloat:
+		return v.Float(), nil
+	case KindStr:
+		return v.S, nil
+	case KindBigInt, KindBytes, KindValue:
+		return v.V, nil
+	case KindSkipped:
+		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.N)
+	case KindNode, kindShared:
+		return nil, errors.New("a container of the schema is used inside a generic value (unsupported structure)")
+	}
+	return nil, errors.New("undefined value")
+}
+
+func (v *Val) isContainer() bool {
+	switch v.Kind {
+	case KindValue, KindNode, KindSkipped:
+		return v.Shape == ShapeDict || v.Shape == ShapeList || v.Shape == ShapeSet
+	}
+	return false
+}
+
+// A Builder builds the containers of its own Nodes as the machine reads
+// them, so that a schema-aware caller gets its structs without a generic
+// object graph in between. The machine decides a new container's Node
+// from where it will be stored: the container it is being added to (the
+// one below the latest MARK, or under the key at the top of the stack)
+// and the pending key. Items it adds to a Builder's container are handed
+// over by SetItems and Append; a Builder container that the machine
+// discards is handed back by Drop.
+type Builder interface {
+	// Child is the Node of a value to be stored in the Builder's
+	// container c under key (nil for a list or set element).
+	Child(c *Val, key *Val) Node
+	// Open creates an empty container of a Builder node and returns its
+	// handle.
+	Open(n Node, shape Shape, off int64) (int64, error)
+	// SetItems stores key, value pairs (kv alternates them) in c.
+	SetItems(c *Val, kv []Val) error
+	// Append stores elements in c.
+	Append(c *Val, items []Val) error
+	// Drop releases a Builder container the machine no longer holds.
+	Drop(v *Val)
+	// Describe names a Builder node for error messages ("trace entry").
+	Describe(n Node) string
+	// Shape is the shape a node's container has (ShapeNone: any).
+	Shape(n Node) Shape
+}
+
+// memoSlack bounds the holes in the memo slice: a PUT index beyond twice
+// the number of memo entries (plus this slack) goes to a map instead, so
+// that a few bytes of input (a LONG_BINPUT index can be 4 billion) never
+// allocate more than a few slots per entry.
+const memoSlack = 64
+
+// internMax is the longest string interned, internCap the most strings
+// the intern table holds: repeated short strings (actions, keys) then
+// cost no allocation.
+const (
+	internMax = 64
+	internCap = 8192
+)
+
+// Machine is the streaming pickle machine behind Decode: it runs a
+// pickle's opcodes once, in order, with every resource bounded (Limits),
+// building each container either as a generic value, through a Builder,
+// or not at all.
+type Machine struct {
+	lim    Limits
+	b      Builder
+	root   Node
+	r      *bufio.Reader
+	pos    int64 // bytes consumed
+	opPos  int64 // offset of the current opcode
+	op     byte
+	size   int64 // total input size, or -1 when unknown
+	stack  []Val
+	marks  []int   // stack heights at each MARK
+	memo   [][]Val // chunks of memoChunk slots: growing never copies
+	memoN  int     // slots in memo
+	sparse map[uint64]Val
+	nmemo  int // number of memo entries (Python's len(memo))
+	tmp    []byte
+	text   int64 // bytes of text kept
+	items  int   // generic containers and items built
+	intern map[string]string
+	one    [1]Val // APPEND's item
+}
+
+// NewMachine returns a machine reading one pickle from r. b may be nil
+// when every node is NodeValue or NodeSkip; root is the top-level value's
+// node.
+func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
+	d := &Machine{lim: lim, b: b, root: root, size: -1}
+	switch rr := r.(type) {
+	case interface{ Len() int }:
+		d.size = int64(rr.Len())
+	case *os.File:
+		if st, err := rr.Stat(); err == nil && st.Mode().IsRegular() {
+			if off, err := rr.Seek(0, io.SeekCurrent); err == nil && off <= st.Size() {
+				d.size = st.Size() - off
+			}
+		}
+	}
+	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4096 {
+		d.r = br
+	} else {
+		d.r = bufio.NewReaderSize(r, 64<<10)
+	}
+	d.stack = make([]Val, 0, 64)
+	d.intern = make(map[string]string)
+	return d
+}
+
+// Offset is the offset of the opcode being run (or that failed).
+func (d *Machine) Offset() int64 { return d.opPos }
+
+func (d *Machine) errf(err error, format string, args ...any) error {
+	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+func (d *Machine) limitf(format string, args ...any) error {
+	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: fmt.Sprintf(format, args...), Err: ErrLimit}
+}
+
+func (d *Machine) truncated() error {
+	return &Error{Offset: d.opPos, Op: opName(d.op), Msg: "truncated input", Err: io.ErrUnexpectedEOF}
+}
+
+// base is the stack height below which the current opcode may not reach:
+// like Python's unpickler, items under the latest MARK are out of sight.
+func (d *Machine) base() int {
+	if len(d.marks) == 0 {
+		return 0
+	}
+	return d.marks[len(d.marks)-1]
+}
+
+func (d *Machine) push(v Val) error {
+	if len(d.stack)+len(d.marks) >= d.lim.MaxStack {
+		return d.limitf("stack of %d values and marks exceeds the limit of %d", len(d.stack)+len(d.marks), d.lim.MaxStack)
+	}
+	d.stack = append(d.stack, v)
+	return nil
+}
+
+func (d *Machine) pop() (Val, error) {
+	if len(d.stack) <= d.base() {
+		return Val{}, d.errf(nil, "stack underflow")
+	}
+	v := d.stack[len(d.stack)-1]
+	d.stack[len(d.stack)-1] = Val{}
+	d.stack = d.stack[:len(d.stack)-1]
+	return v, nil
+}
+
+func (d *Machine) top() (*Val, error) {
+	if len(d.stack) <= d.base() {
+		return nil, d.errf(nil, "stack underflow")
+	}
+	return &d.stack[len(d.stack)-1], nil
+}
+
+// popMark removes the items pushed since the latest MARK and the mark
+// itself. The returned slice aliases the stack: use it before pushing,
+// then clear it.
+func (d *Machine) popMark() ([]Val, error) {
+	if len(d.marks) == 0 {
+		return nil, d.errf(nil, "no MARK on the stack")
+	}
+	k := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	items := d.stack[k:]
+	d.stack = d.stack[:k]
+	return items, nil
+}
+
+// discard drops values the machine no longer holds.
+func (d *Machine) discard(items []Val) {
+	for i := range items {
+		if items[i].Kind == KindNode && d.b != nil {
+			d.b.Drop(&items[i])
+		}
+		items[i] = Val{}
+	}
+}
+
+// newNode is the node of a value about to be pushed (a container of the
+// given shape, or a scalar for ShapeNone), from where it will be stored.
+// Pickles fill a container right after creating it: either one item and
+// APPEND or SETITEM (the list on top, or the dict below the key on top),
+// or a batch after a MARK (the container right below the latest MARK).
+// A new value can be the pending value of a dict (decided), an element of
+// the list on top, or the next item of the batch; where both of the last
+// two are possible, a container goes to the one whose node has its shape
+// (the innermost first), and a string is kept unless both skip it. A
+// value whose destination cannot be seen (a tuple's items, say) is built
+// as a generic value; a Builder checks what it is given anyway.
+func (d *Machine) newNode(shape Shape) Node {
+	n := len(d.stack)
+	base := 0
+	var p *Val // batch parent
+	if k := len(d.marks); k > 0 {
+		base = d.marks[k-1]
+		if base >= 1 && (k == 1 || d.marks[k-2] < base) {
+			if q := &d.stack[base-1]; q.isContainer() {
+				p = q
+			}
+		}
+	} else if n == 0 {
+		return d.root
+	}
+	inner, hasInner := NodeSkip, false
+	if n > base {
+		t := &d.stack[n-1]
+		if !t.isContainer() {
+			if n-2 >= base {
+				if q := &d.stack[n-2]; q.isContainer() && q.Shape == ShapeDict {
+					return d.child(q, t) // the value of a SETITEM
+				}
+			}
+		} else if t.Shape != ShapeDict {
+			inner, hasInner = d.child(t, nil), true // an APPEND's element
+		} else if shape == ShapeNone {
+			inner, hasInner = keyNode(t), true // a SETITEM's key
+		}
+	}
+	outer, hasOuter := NodeSkip, false
+	if p != nil {
+		hasOuter = true
+		if p.Shape != ShapeDict {
+			outer = d.child(p, nil)
+		} else if (n-base)%2 == 1 {
+			outer = d.child(p, &d.stack[n-1])
+		} else if shape == ShapeNone {
+			outer = keyNode(p)
+		} else {
+			hasOuter = false // a container is never a key
+		}
+	}
+	switch {
+	case hasInner && hasOuter:
+		if shape == ShapeNone {
+			if inner == NodeSkip && outer == NodeSkip {
+				return NodeSkip
+			}
+			return NodeValue
+		}
+		if d.fits(inner, shape) {
+			return inner
+		}
+		return outer
+	case hasInner:
+		return inner
+	case hasOuter:
+		return outer
+	}
+	return NodeValue
+}
+
+// fits reports whether a container of the shape can be built as node n.
+func (d *Machine) fits(n Node, shape Shape) bool {
+	if n == NodeSkip || n == NodeValue {
+		return true
+	}
+	s := d.b.Shape(n)
+	return s == ShapeNone || s == shape || (s == ShapeList && shape == ShapeSet)
+}
+
+func keyNode(p *Val) Node {
+	if p.Kind == KindSkipped {
+		return NodeSkip
+	}
+	return NodeValue
+}
+
+func (d *Machine) child(p *Val, key *Val) Node {
+	switch p.Kind {
+	case KindSkipped:
+		return NodeSkip
+	case KindNode:
+		return d.b.Child(p, key)
+	}
+	return NodeValue
+}
+
+func (d *Machine) addText(n int) error {
+	d.text += int64(n)
+	if d.text > d.lim.MaxText {
+		return d.limitf("decoded text of %d bytes exceeds the limit of %d bytes", d.text, d.lim.MaxText)
+	}
+	return nil
+}
+
+func (d *Machine) addItems(n int) error {
+	d.items += n
+	if d.items > d.lim.MaxItems {
+		return d.limitf("%d generic containers and items exceed the limit of %d", d.items, d.lim.MaxItems)
+	}
+	return nil
+}
+
+// nextIsPut reports whether the next opcode stores the top of the stack
+// in the memo (a skipped string must then be kept: a later GET may use
+// it where it is needed).
+func (d *Machine) nextIsPut() bool {
+	b, err := d.r.Peek(1)
+	if err != nil {
+		return false
+	}
+	switch b[0] {
+	case opPut, opBinPut, opLongBinPut, opMemoize:
+		return true
+	}
+	return false
+}
+
+// pushStr pushes a string read from the input (b is only valid until the
+// next read).
+func (d *Machine) pushStr(b []byte, node Node) error {
+	if node == NodeSkip && !d.nextIsPut() {
+		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+	}
+	return d.push(Val{Kind: KindStr, S: d.str(b)})
+}
+
+func (d *Machine) str(b []byte) string {
+	if len(b) <= internMax {
+		if s, ok := d.intern[string(b)]; ok {
+			return s
+		}
+		s := string(b)
+		if len(d.intern) < internCap {
+			d.intern[s] = s
+		}
+		return s
+	}
+	return string(b)
+}
+
+// readStr reads an n-byte string argument and pushes it.
+func (d *Machine) readStr(n uint64) error {
+	node := d.newNode(ShapeNone)
+	if err := d.checkLen(n); err != nil {
+		return err
+	}
+	if n <= 4096 {
+		b, err := d.peekN(int(n))
+		if err != nil {
+			return err
+		}
+		if node == NodeSkip && !d.nextIsPut() {
+			return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		}
+		if err := d.addText(len(b)); err != nil {
+			return err
+		}
+		return d.push(Val{Kind: KindStr, S: d.str(b)})
+	}
+	b, err := d.readData(n)
+	if err != nil {
+		return err
+	}
+	if node == NodeSkip && !d.nextIsPut() {
+		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+	}
+	// b is this string's own buffer, never written again: no copy.
+	return d.push(Val{Kind: KindStr, S: unsafe.String(&b[0], len(b))})
+}
+
+// readBytes reads an n-byte bytes argument and pushes it.
+func (d *Machine) readBytes(n uint64) error {
+	node := d.newNode(ShapeNone)
+	if err := d.checkLen(n); err != nil {
+		return err
+	}
+	if n <= 4096 {
+		b, err := d.peekN(int(n))
+		if err != nil {
+			return err
+		}
+		if node == NodeSkip && !d.nextIsPut() {
+			return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		}
+		if err := d.addText(len(b)); err != nil {
+			return err
+		}
+		return d.push(Val{Kind: KindBytes, V: append([]byte{}, b...)})
+	}
+	b, err := d.readData(n)
+	if err != nil {
+		return err
+	}
+	if node == NodeSkip && !d.nextIsPut() {
+		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+	}
+	return d.push(Val{Kind: KindBytes, V: b})
+}
+
+// newContainer pushes an empty container of the given shape.
+func (d *Machine) newContainer(shape Shape) error {
+	switch node := d.newNode(shape); node {
+	case NodeSkip:
+		return d.push(Val{Kind: KindSkipped, Shape: shape, Node: node, Depth: 1, N: d.opPos})
+	case NodeValue:
+		if err := d.addItems(1); err != nil {
+			return err
+		}
+		var v any
+		if shape == ShapeDict {
+			v = &Dict{}
+		} else {
+			v = &List{}
+		}
+		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, V: v})
+	default:
+		h, err := d.b.Open(node, shape, d.opPos)
+		if err != nil {
+			return d.errf(err, "")
+		}
+		return d.push(Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h})
+	}
+}
+
+// deepen records that c now holds values as deep as items.
+func (d *Machine) deepen(c *Val, items []Val) error {
+	for i := range items {
+		if items[i].Depth >= c.Depth {
+			c.Depth = items[i].Depth + 1
+		}
+	}
+	if int(c.Depth) > d.lim.MaxDepth {
+		return d.limitf("nesting depth %d exceeds the limit of %d", c.Depth, d.lim.MaxDepth)
+	}
+	return nil
+}
+
+// appendTo adds list or set elements to the container c.
+func (d *Machine) appendTo(c *Val, items []Val) error {
+	if err := d.deepen(c, items); err != nil {
+		return err
+	}
+	if !c.isContainer() || c.Shape == ShapeDict {
+		return d.errf(nil, "append to %s", c.TypeName())
+	}
+	switch c.Kind {
+	case KindSkipped:
+		d.discard(items)
+		return nil
+	case KindNode:
+		err := d.b.Append(c, items)
+		for i := range items {
+			items[i] = Val{}
+		}
+		if err != nil {
+			return d.errf(err, "")
+		}
+		return nil
+	}
+	if err := d.addItems(len(items)); err != nil {
+		return err
+	}
+	l := c.V.(*List)
+	for i := range items {
+		x, err := items[i].Any()
+		if err != nil {
+			return d.errf(err, "")
+		}
+		l.Items = append(l.Items, x)
+		items[i] = Val{}
+	}
+	return nil
+}
+
+// setItems adds key, value pairs to the dict c.
+func (d *Machine) setItems(c *Val, kv []Val, one bool) error {
+	if len(kv)%2 != 0 {
+		return d.errf(nil, "odd number of items (%d)", len(kv))
+	}
+	if err := d.deepen(c, kv); err != nil {
+		return err
+	}
+	if !c.isContainer() || c.Shape != ShapeDict {
+		if one {
+			return d.errf(nil, "set item on %s", c.TypeName())
+		}
+		return d.errf(nil, "set items on %s", c.TypeName())
+	}
+	switch c.Kind {
+	case KindSkipped:
+		d.discard(kv)
+		return nil
+	case KindNode:
+		err := d.b.SetItems(c, kv)
+		for i := range kv {
+			kv[i] = Val{}
+		}
+		if err != nil {
+			return d.errf(err, "")
+		}
+		return nil
+	}
+	if err := d.addItems(len(kv) / 2); err != nil {
+		return err
+	}
+	m := c.V.(*Dict)
+	m.grow(len(kv) / 2)
+	for i := 0; i < len(kv); i += 2 {
+		k, err := kv[i].Any()
+		if err != nil {
+			return d.errf(err, "")
+		}
+		v, err := kv[i+1].Any()
+		if err != nil {
+			return d.errf(err, "")
+		}
+		if err := m.Set(k, v); err != nil {
+			return d.errf(err, "")
+		}
+		kv[i], kv[i+1] = Val{}, Val{}
+	}
+	return nil
+}
+
+// fromItems pushes a container built from the items above a MARK (LIST,
+// DICT, FROZENSET, TUPLE).
+func (d *Machine) fromItems(shape Shape) error {
+	items, err := d.popMark()
+	if err != nil {
+		return err
+	}
+	if shape == ShapeDict && len(items)%2 != 0 {
+		return d.errf(nil, "odd number of items (%d)", len(items))
+	}
+	// items alias the stack above its new top: nothing is pushed until
+	// they have gone into the new container.
+	node := d.newNode(shape)
+	var c Val
+	if shape == ShapeTuple && node != NodeSkip {
+		node = NodeValue
+	}
+	switch node {
+	case NodeSkip:
+		c = Val{Kind: KindSkipped, Shape: shape, Depth: 1, N: d.opPos}
+	case NodeValue:
+		if err := d.addItems(1); err != nil {
+			return err
+		}
+		switch shape {
+		case ShapeDict:
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &Dict{}}
+		case ShapeTuple:
+			t := make(Tuple, len(items))
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1}
+			if err := d.deepen(&c, items); err != nil {
+				return err
+			}
+			if err := d.addItems(len(items)); err != nil {
+				return err
+			}
+			for i := range items {
+				if t[i], err = items[i].Any(); err != nil {
+					return d.errf(err, "")
+				}
+			}
+			c.V = t
+		default:
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &List{}}
+		}
+	default:
+		h, err := d.b.Open(node, shape, d.opPos)
+		if err != nil {
+			return d.errf(err, "")
+		}
+		c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
+	}
+	if shape != ShapeTuple || node == NodeSkip {
+		if shape == ShapeDict {
+			err = d.setItems(&c, items, false)
+		} else {
+			err = d.appendTo(&c, items)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for i := range items {
+		items[i] = Val{}
+	}
+	return d.push(c)
+}
+
+// tupleN pushes a tuple of the top n values (TUPLE1, TUPLE2, TUPLE3).
+func (d *Machine) tupleN(n int) error {
+	if len(d.stack)-d.base() < n {
+		return d.errf(nil, "stack underflow")
+	}
+	d.marks = append(d.marks, len(d.stack)-n)
+	return d.fromItems(ShapeTuple)
+}
+
+func (d *Machine) memoPut(idx uint64, v Val) error {
+	if v.Kind == KindNode {
+		v = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
+	}
+	if d.sparse != nil && idx <= 2*uint64(d.nmemo)+memoSlack {
+		// The slice is about to hold idx: an older entry in the map
+		// must not shadow it (or be counted twice).
+		if _, ok := d.sparse[idx]; ok {
+			delete(d.sparse, idx)
+			d.nmemo--
+		}
+	}
+	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
+		for uint64(d.memoN) <= idx {
+			d.memo = append(d.memo, make([]Val, memoChunk))
+			d.memoN += memoChunk
+		}
+	}
+	if idx < uint64(d.memoN) {
+		s := &d.memo[idx/memoChunk][idx%memoChunk]
+		if s.Kind == kindUnset {
+			d.nmemo++
+		}
+		*s = v
+		return d.memoLimit()
+	}
+	if d.sparse == nil {
+		d.sparse = make(map[uint64]Val)
+	}
+	if _, ok := d.sparse[idx]; !ok {
+		d.nmemo++
+	}
+	d.sparse[idx] = v
+	return d.memoLimit()
+}
+
+// memoChunk is the number of memo slots allocated at a time.
+const memoChunk = 1024
+
+func (d *Machine) memoLimit() error {
+	if d.nmemo > d.lim.MaxMemo || d.memoN > 2*d.lim.MaxMemo+memoSlack+memoChunk {
+		return d.limitf("memo of %d entries exceeds the limit of %d", d.nmemo, d.lim.MaxMemo)
+	}
+	return nil
+}
+
+func (d *Machine) memoGet(idx uint64) (Val, error) {
+	if idx < uint64(d.memoN) {
+		if v := &d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset {
+			return *v, nil
+		}
+	}
+	if v, ok := d.sparse[idx]; ok {
+		return v, nil
+	}
+	return Val{}, d.errf(nil, "memo index %d not defined", idx)
+}
+
+// Run runs the pickle to its STOP opcode and returns the top-level value.
+func (d *Machine) Run() (Val, error) {
+	v, err := d.run()
+	if err != nil {
+		d.discard(d.stack)
+		return Val{}, err
+	}
+	return v, nil
+}
+
+func (d *Machine) run() (Val, error) {
+	for {
+		d.opPos = d.pos
+		d.op = 0
+		op, err := d.r.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				if d.pos == 0 {
+					return Val{}, &Error{Offset: 0, Msg: "empty input", Err: io.ErrUnexpectedEOF}
+				}
+				return Val{}, &Error{Offset: d.pos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
+			}
+			return Val{}, &Error{Offset: d.pos, Msg: "read", Err: err}
+		}
+		d.pos++
+		d.op = op
+		if err := d.step(op); err != nil {
+			if err == errStop {
+				return d.pop()
+			}
+			return Val{}, err
+		}
+	}
+}
+
+var errStop = errors.New("STOP")
+
+// step runs one opcode.
+func (d *Machine) step(op byte) error {
+	switch op {
+	case opProto:
+		b, err := d.readByte()
+		if err != nil {
+			return err
+		}
+		if b > maxProtocol {
+			return d.errf(nil, "unsupported protocol %d", b)
+		}
+	case opFrame:
+		// Frames only batch reads; the opcodes inside are decoded the
+		// same way, so the length is read and ignored.
+		if _, err := d.uint64(); err != nil {
+			return err
+		}
+	case opStop:
+		if len(d.stack) <= d.base() {
+			return d.errf(nil, "stack underflow")
+		}
+		return errStop
+	case opMark:
+		if len(d.stack)+len(d.marks) >= d.lim.MaxStack {
+			return d.limitf("stack of %d values and marks exceeds the limit of %d", len(d.stack)+len(d.marks), d.lim.MaxStack)
+		}
+		d.marks = append(d.marks, len(d.stack))
+	case opPop:
+		if len(d.stack) > d.base() {
+			v, _ := d.pop()
+			d.discard([]Val{v})
+		} else {
+			items, err := d.popMark()
+			if err != nil {
+				return d.errf(nil, "stack underflow")
+			}
+			d.discard(items)
+		}
+	case opPopMark:
+		items, err := d.popMark()
+		if err != nil {
+			return err
+		}
+		d.discard(items)
+	case opDup:
+		v, err := d.top()
+		if err != nil {
+			return err
+		}
+		if v.Kind == KindNode {
+			return d.errf(nil, "DUP of a %s (unsupported structure)", d.b.Describe(v.Node))
+		}
+		return d.push(*v)
+	case opNone:
+		return d.push(Val{Kind: KindNone})
+	case opNewTrue:
+		return d.push(Val{Kind: KindBool, N: 1})
+	case opNewFalse:
+		return d.push(Val{Kind: KindBool})
+
+	case opInt:
+		line, err := d.readLine()
+		if err != nil {
+			return err
+		}
+		switch string(line) {
+		case "00":
+			return d.push(Val{Kind: KindBool})
+		case "01":
+			return d.push(Val{Kind: KindBool, N: 1})
+		}
+		v, err := d.parseInt(line)
+		if err != nil {
+			return err
+		}
+		return d.push(v)
+	case opLong:
+		line, err := d.readLine()
+		if err != nil {
+			return err
+		}
+		if n := len(line); n > 0 && line[n-1] == 'L' {
+			line = line[:n-1]
+		}
+		v, err := d.parseInt(line)
+		if err != nil {
+			return err
+		}
+		return d.push(v)
+	case opBinInt:
+		u, err := d.uint32()
+		if err != nil {
+			return err
+		}
+		return d.push(IntVal(int64(int32(u))))
+	case opBinInt1:
+		b, err := d.readByte()
+		if err != nil {
+			return err
+		}
+		return d.push(IntVal(int64(b)))
+	case opBinInt2:
+		b, err := d.peekN(2)
+		if err != nil {
+			return err
+		}
+		return d.push(IntVal(int64(b[0]) | int64(b[1])<<8))
+	case opLong1:
+		n, err := d.readByte()
+		if err != nil {
+			return err
+		}
+		b, err := d.peekN(int(n))
+		if err != nil {
+			return err
+		}
+		return d.push(decodeLong(b))
+	case opLong4:
+		u, err := d.uint32()
+		if err != nil {
+			return err
+		}
+		if int32(u) < 0 {
+			return d.errf(nil, "negative length %d", int32(u))
+		}
+		if err := d.checkLen(uint64(u)); err != nil {
+			return err
+		}
+		if u > MaxLongBytes {
+			return d.limitf("long integer of %d bytes exceeds the limit of %d bytes", u, MaxLongBytes)
+		}
+		b, err := d.readData(uint64(u))
+		if err != nil {
+			return err
+		}
+		return d.push(decodeLong(b))
+
+	case opFloat:
+		line, err := d.readLine()
+		if err != nil {
+			return err
+		}
+		f, err := parseFloat(line)
+		if err != nil {
+			return d.errf(nil, "bad float %q", truncate(line))
+		}
+		return d.push(Val{Kind: KindFloat, N: int64(math.Float64bits(f))})
+	case opBinFloat:
+		b, err := d.peekN(8)
+		if err != nil {
+			return err
+		}
+		u := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+		return d.push(Val{Kind: KindFloat, N: int64(u)})
+
+	case opString:
+		node := d.newNode(ShapeNone)
+		line, err := d.readLine()
+		if err != nil {
+			return err
+		}
+		s, err := unquoteString(line)
+		if err != nil {
+			return d.errf(nil, "%v", err)
+		}
+		if err := d.addText(len(s)); err != nil {
+			return err
+		}
+		return d.pushStr([]byte(s), node)
+	case opBinString:
+		u, err := d.uint32()
+		if err != nil {
+			return err
+		}
+		if int32(u) < 0 {
+			return d.errf(nil, "negative length %d", int32(u))
+		}
+		return d.readStr(uint64(u))
+	case opShortBinString, opShortBinUnicode:
+		n, err := d.readByte()
+		if err != nil {
+			return err
+		}
+		return d.readStr(uint64(n))
+	case opUnicode:
+		node := d.newNode(ShapeNone)
+		line, err := d.readLine()
+		if err != nil {
+			return err
+		}
+		s := rawUnicodeEscape(line)
+		if err := d.addText(len(s)); err != nil {
+			return err
+		}
+		return d.pushStr([]byte(s), node)
+	case opBinUnicode:
+		u, err := d.uint32()
+		if err != nil {
+			return err
+		}
+		return d.readStr(uint64(u))
+	case opBinUnicode8:
+		u, err := d.uint64()
+		if err != nil {
+			return err
+		}
+		return d.readStr(u)
+	case opShortBinBytes:
+		n, err := d.readByte()
+		if err != nil {
+			return err
+		}
+		return d.readBytes(uint64(n))
+	case opBinBytes:
+		u, err := d.uint32()
+		if err != nil {
+			return err
+		}
+		return d.readBytes(uint64(u))
+	case opBinBytes8, opByteArray8:
+		u, err := d.uint64()
+		if err != nil {
+			return err
+		}
+		return d.readBytes(u)
+
+	case opEmptyList:
+		return d.newContainer(ShapeList)
+	case opEmptySet:
+		return d.newContainer(ShapeSet)
+	case opEmptyDict:
+		return d.newContainer(ShapeDict)
+	case opList:
+		return d.fromItems(ShapeList)
+	case opFrozenSet:
+		return d.fromItems(ShapeSet)
+	case opDict:
+		return d.fromItems(ShapeDict)
+	case opTuple:
+		return d.fromItems(ShapeTuple)
+	case opEmptyTuple:
+		if err := d.addItems(1); err != nil {
+			return err
+		}
+		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, V: Tuple{}})
+	case opTuple1, opTuple2, opTuple3:
+		return d.tupleN(int(op-opTuple1) + 1)
+
+	case opAppend:
+		v, err := d.pop()
+		if err != nil {
+			return err
+		}
+		c, err := d.top()
+		if err != nil {
+			d.discard([]Val{v})
+			return err
+		}
+		d.one[0] = v
+		return d.appendTo(c, d.one[:])
+	case opAppends, opAddItems:
+		items, err := d.popMark()
+		if err != nil {
+			return err
+		}
+		c, err := d.top()
+		if err != nil {
+			d.discard(items)
+			return err
+		}
+		return d.appendTo(c, items)
+	case opSetItem:
+		if len(d.stack)-d.base() < 3 {
+			return d.errf(nil, "stack underflow")
+		}
+		n := len(d.stack)
+		kv := d.stack[n-2 : n]
+		d.stack = d.stack[:n-2]
+		return d.setItems(&d.stack[n-3], kv, true)
+	case opSetItems:
+		items, err := d.popMark()
+		if err != nil {
+			return err
+		}
+		c, err := d.top()
+		if err != nil {
+			d.discard(items)
+			return err
+		}
+		return d.setItems(c, items, false)
+
+	case opPut, opBinPut, opLongBinPut, opMemoize:
+		idx, err := d.memoIndex(op)
+		if err != nil {
+			return err
+		}
+		v, err := d.top()
+		if err != nil {
+			return err
+		}
+		return d.memoPut(idx, *v)
+	case opGet, opBinGet, opLongBinGet:
+		idx, err := d.memoIndex(op)
+		if err != nil {
+			return err
+		}
+		v, err := d.memoGet(idx)
+		if err != nil {
+			return err
+		}
+		if v.Kind == kindShared {
+			return d.errf(nil, "memo index %d is a second reference to the %s stored at offset %d: shared references to a %s are refused (unsupported structure)", idx, d.b.Describe(v.Node), v.N, d.b.Describe(v.Node))
+		}
+		return d.push(v)
+
+	case opGlobal, opStackGlobal, opReduce, opBuild, opInst, opObj, opNewObj,
+		opNewObjEx, opExt1, opExt2, opExt4, opPersID, opBinPersID,
+		opNextBuffer, opReadonlyBuffer:
+		return &Error{Offset: d.opPos, Op: opName(op), Err: ErrRefused}
+	default:
+		return &Error{Offset: d.opPos, Msg: fmt.Sprintf("unknown opcode 0x%02x", op)}
+	}
+	return nil
+}
+
+// parseFloat parses a protocol-0 FLOAT argument; out-of-range values
+// become ±Inf as in Python.
+func parseFloat(line []byte) (float64, error) {
+	f, err := strconv.ParseFloat(string(line), 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, err
+		}
+	}
+	return f, nil
+}

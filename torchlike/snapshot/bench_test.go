@@ -1,0 +1,103 @@
+package snapshot
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"membench/traces"
+)
+
+// BenchmarkSnapshotImport measures what `membench run` pays before the
+// replay starts: decoding a real snapshot pickle, reconstructing the
+// allocator state before its trace and serving every event. It reports the
+// cost per trace entry (ns/entry, allocs/entry), the figure the streaming
+// decoder is held to (issue 11: ≤ 300 ns and near-zero allocations per
+// entry).
+func BenchmarkSnapshotImport(b *testing.B) {
+	for _, name := range []string{
+		"opt125m-zo-finetune.pickle",
+		"cs336-gpt2medium-ctx256-train-warm.pickle",
+		"cs336-gpt2medium-ctx128-infer-warm.pickle",
+		"cs336-lm-peak-probe.pickle",
+	} {
+		b.Run(strings.TrimSuffix(name, ".pickle"), func(b *testing.B) {
+			data, err := os.ReadFile(realSnapPath(b, name))
+			if err != nil {
+				b.Skip(err)
+			}
+			entries := 0
+			imp := func() {
+				r, err := openSnapshot(name, bytes.NewReader(data), traces.DefaultOpenOptions)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					_, err := r.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				entries = len(r.(*snapshotReader).trace)
+			}
+			imp()
+			b.SetBytes(int64(len(data)))
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			c0 := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				imp()
+			}
+			b.StopTimer()
+			c1 := cpuTime()
+			runtime.ReadMemStats(&m1)
+			n := float64(b.N) * float64(entries)
+			// CPU time of the process (every thread, the collector's
+			// too): on a loaded machine the wall clock overstates.
+			b.ReportMetric(float64(c1-c0)/n, "cpu-ns/entry")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/entry")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/entry")
+		})
+	}
+}
+
+// BenchmarkSnapshotDecode is the decoding alone (DecodePickle), per entry.
+func BenchmarkSnapshotDecode(b *testing.B) {
+	for _, name := range []string{"opt125m-zo-finetune.pickle", "cs336-gpt2medium-ctx256-train-warm.pickle"} {
+		b.Run(strings.TrimSuffix(name, ".pickle"), func(b *testing.B) {
+			data, err := os.ReadFile(realSnapPath(b, name))
+			if err != nil {
+				b.Skip(err)
+			}
+			s, err := DecodePickle(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries := len(s.Trace(0))
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodePickle(bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+		})
+	}
+}
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

@@ -1,0 +1,809 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"membench/internal/pickle"
+	"membench/torchlike"
+)
+
+// Limits bound what decoding one snapshot may cost (see the package
+// overview, "Resource limits").
+type Limits struct {
+	// Pickle bounds the pickle machine (nesting depth, stack, memo,
+	// text, generic values).
+	Pickle pickle.Limits
+	// MaxRecords bounds the segments, blocks and trace entries kept
+	// (each costs 40 to 130 bytes).
+	MaxRecords int
+}
+
+// DefaultLimits are the limits of Decode and of the trace reader.
+var DefaultLimits = Limits{Pickle: pickle.DefaultLimits, MaxRecords: 1 << 23}
+
+// ErrLimit is wrapped by the error for a snapshot that exceeds a limit.
+var ErrLimit = pickle.ErrLimit
+
+// The nodes of the snapshot schema: the containers the streaming decoder
+// builds into Segment, Block and TraceEntry values directly.
+const (
+	nTop      pickle.Node = 2 + iota // the top-level dict (or bare list of segments)
+	nSegments                        // list of segments
+	nSegment                         // segment dict
+	nBlocks                          // list of blocks
+	nBlock                           // block dict
+	nTraces                          // list of device traces
+	nTrace                           // list of trace entries
+	nEntry                           // trace entry dict
+)
+
+var nodeNames = [...]string{
+	nTop: "snapshot", nSegments: "segment list", nSegment: "segment", nBlocks: "block list",
+	nBlock: "block", nTraces: "device trace list", nTrace: "device trace", nEntry: "trace entry",
+}
+
+// Fields seen in a record (the others keep their defaults).
+const (
+	fAction = 1 << iota
+	fAddress
+	fTotalSize
+	fSegType
+	fSize
+	fRequested
+	fState
+)
+
+// noAddr marks a block without an address until its segment is complete
+// (old releases: blocks tile the segment).
+const noAddr = math.MinInt64
+
+// rec is a container of the schema being built.
+type rec struct {
+	node    pickle.Node
+	off     int64
+	bad     bool // opened with the wrong shape: its items are dropped
+	top     bool
+	err     *pathErr
+	seen    uint16
+	entry   TraceEntry
+	seg     Segment
+	blk     Block
+	segs    []Segment
+	blocks  []Block
+	traces  [][]TraceEntry
+	entries []TraceEntry
+	// top-level dict
+	keyS, keyT  bool
+	settings    any
+	hasSettings bool
+}
+
+// pathErr is a schema error, reported once the value it concerns is part
+// of the snapshot: its path grows as the value is stored in its parents.
+type pathErr struct {
+	path string // ".size", "[17].size", ... "device_traces[0][17].size"
+	msg  string
+	off  int64 // offset of the container where it was found
+}
+
+func (e *pathErr) Error() string {
+	return fmt.Sprintf("%s: %s (pickle offset %d)", e.path, e.msg, e.off)
+}
+
+func (e *pathErr) under(prefix string) *pathErr {
+	return &pathErr{path: prefix + e.path, msg: e.msg, off: e.off}
+}
+
+// asPathErr turns an error of the generic schema decoding (FromValue's
+// ".blocks[2].size: want int, got str") into a pathErr.
+func asPathErr(err error, off int64) *pathErr {
+	s := err.Error()
+	if k := strings.Index(s, ": "); k >= 0 {
+		return &pathErr{path: s[:k], msg: s[k+2:], off: off}
+	}
+	return &pathErr{msg: s, off: off}
+}
+
+// builder is the pickle.Builder of the snapshot schema.
+type builder struct {
+	recs    []rec
+	free    []int64
+	records int
+	lim     Limits
+	claimed map[any]bool
+}
+
+func (b *builder) Describe(n pickle.Node) string {
+	if int(n) < len(nodeNames) && nodeNames[n] != "" {
+		return nodeNames[n]
+	}
+	return "value"
+}
+
+func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, error) {
+	var h int64
+	if k := len(b.free); k > 0 {
+		h = b.free[k-1]
+		b.free = b.free[:k-1]
+	} else {
+		h = int64(len(b.recs))
+		b.recs = append(b.recs, rec{})
+	}
+	r := &b.recs[h]
+	*r = rec{node: n, off: off}
+	wantDict := n == nSegment || n == nBlock || n == nEntry
+	switch {
+	case n == nTop:
+		if shape == pickle.ShapeList {
+			r.node, r.top = nSegments, true
+		} else if shape != pickle.ShapeDict {
+			r.bad = true
+			r.err = &pathErr{msg: "not a memory snapshot: top level is a set, want dict", off: off}
+		}
+	case wantDict && shape != pickle.ShapeDict:
+		r.bad = true
+		r.err = &pathErr{msg: "want dict, got list", off: off}
+	case !wantDict && shape == pickle.ShapeDict:
+		r.bad = true
+		r.err = &pathErr{msg: "want list, got dict", off: off}
+	}
+	return h, nil
+}
+
+func (b *builder) release(h int64) {
+	r := &b.recs[h]
+	// The slices went to the parent: forget them (the next record
+	// allocates its own).
+	*r = rec{}
+	b.free = append(b.free, h)
+}
+
+func (b *builder) Drop(v *pickle.Val) { b.release(v.N) }
+
+func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
+	r := &b.recs[c.N]
+	if r.bad {
+		return pickle.NodeSkip
+	}
+	switch r.node {
+	case nSegments:
+		return nSegment
+	case nBlocks:
+		return nBlock
+	case nTraces:
+		return nTrace
+	case nTrace:
+		return nEntry
+	}
+	if key == nil || key.Kind != pickle.KindStr {
+		return pickle.NodeSkip
+	}
+	switch r.node {
+	case nTop:
+		switch key.S {
+		case "segments":
+			return nSegments
+		case "device_traces":
+			return nTraces
+		case "allocator_settings":
+			return pickle.NodeValue
+		}
+	case nSegment:
+		switch key.S {
+		case "blocks":
+			return nBlocks
+		case "device", "address", "total_size", "allocated_size", "active_size", "requested_size",
+			"stream", "segment_type", "is_expandable", "segment_pool_id":
+			return pickle.NodeValue
+		}
+	case nBlock:
+		switch key.S {
+		case "address", "size", "requested_size", "state":
+			return pickle.NodeValue
+		}
+	case nEntry:
+		switch key.S {
+		case "action", "addr", "size", "stream", "time_us", "device_free":
+			return pickle.NodeValue
+		}
+	}
+	return pickle.NodeSkip
+}
+
+func (r *rec) fail(e *pathErr) {
+	if r.err == nil {
+		r.err = e
+	}
+}
+
+func (r *rec) failKey(key, msg string) { r.fail(&pathErr{path: "." + key, msg: msg, off: r.off}) }
+
+func shortInt(z *big.Int) string {
+	s := z.String()
+	if len(s) > 40 {
+		return s[:20] + fmt.Sprintf("...(%d digits)", len(s))
+	}
+	return s
+}
+
+// int reads an int field into dst; it reports whether the field is
+// present (None counts as absent, as newer writers emit None).
+func (r *rec) int(key string, v *pickle.Val, dst *int64) bool {
+	switch v.Kind {
+	case pickle.KindInt:
+		*dst = v.N
+		return true
+	case pickle.KindNone:
+		return false
+	case pickle.KindBigInt:
+		r.failKey(key, "int "+shortInt(v.V.(*big.Int))+" does not fit in 64 bits")
+	default:
+		r.failKey(key, "want int, got "+v.TypeName())
+	}
+	return false
+}
+
+func (r *rec) str(key string, v *pickle.Val, dst *string) bool {
+	switch v.Kind {
+	case pickle.KindStr:
+		*dst = v.S
+		return true
+	case pickle.KindNone:
+		return false
+	}
+	r.failKey(key, "want str, got "+v.TypeName())
+	return false
+}
+
+func (r *rec) bool(key string, v *pickle.Val, dst *bool) {
+	switch v.Kind {
+	case pickle.KindBool:
+		*dst = v.N != 0
+		return
+	case pickle.KindInt:
+		if v.N == 0 || v.N == 1 {
+			*dst = v.N == 1
+			return
+		}
+	case pickle.KindNone:
+		*dst = false
+		return
+	}
+	r.failKey(key, "want bool, got "+v.TypeName())
+}
+
+func (r *rec) mark(bit uint16, present bool) {
+	if present {
+		r.seen |= bit
+	} else {
+		r.seen &^= bit
+	}
+}
+
+func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
+	r := &b.recs[c.N]
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, v := &kv[i], &kv[i+1]
+		if r.bad || k.Kind != pickle.KindStr {
+			b.dropVal(v)
+			continue
+		}
+		if err := b.setItem(r, k.S, v); err != nil {
+			return err
+		}
+		r = &b.recs[c.N] // setItem may have grown b.recs
+	}
+	return nil
+}
+
+// dropVal releases a value the schema does not keep.
+func (b *builder) dropVal(v *pickle.Val) {
+	if v.Kind == pickle.KindNode {
+		b.release(v.N)
+	}
+}
+
+func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
+	switch r.node {
+	case nTop:
+		switch key {
+		case "segments":
+			r.keyS = true
+			segs, err := b.takeList(r, v, nSegments, "segments")
+			if err != nil {
+				return err
+			}
+			if segs != nil {
+				r.segs = segs.segs
+			}
+		case "device_traces":
+			r.keyT = true
+			tr, err := b.takeList(r, v, nTraces, "device_traces")
+			if err != nil {
+				return err
+			}
+			if tr != nil {
+				r.traces = tr.traces
+			}
+		case "allocator_settings":
+			x, err := v.Any()
+			if err != nil {
+				r.fail(&pathErr{path: "allocator_settings", msg: err.Error(), off: r.off})
+			}
+			r.settings, r.hasSettings = x, x != nil
+		default:
+			b.dropVal(v)
+		}
+	case nSegment:
+		sg := &r.seg
+		switch key {
+		case "device":
+			var dev int64
+			if r.int(key, v, &dev) {
+				if dev < 0 || dev > 1<<20 {
+					r.failKey(key, fmt.Sprintf("device %d out of range", dev))
+				}
+			}
+			sg.Device = int(dev)
+		case "address":
+			r.mark(fAddress, r.int(key, v, &sg.Address))
+		case "total_size":
+			r.mark(fTotalSize, r.int(key, v, &sg.TotalSize))
+		case "allocated_size":
+			r.int(key, v, &sg.AllocatedSize)
+		case "active_size":
+			r.int(key, v, &sg.ActiveSize)
+		case "requested_size":
+			r.int(key, v, &sg.RequestedSize)
+		case "stream":
+			r.int(key, v, &sg.Stream)
+		case "is_expandable":
+			r.bool(key, v, &sg.IsExpandable)
+		case "segment_type":
+			r.mark(fSegType, r.str(key, v, &sg.SegmentType))
+		case "segment_pool_id":
+			x, _ := v.Any()
+			sg.PrivatePool = privatePool(x)
+		case "blocks":
+			l, err := b.takeList(r, v, nBlocks, ".blocks")
+			if err != nil {
+				return err
+			}
+			if l != nil {
+				sg.Blocks = l.blocks
+			} else {
+				sg.Blocks = nil
+			}
+		default:
+			b.dropVal(v)
+		}
+	case nBlock:
+		bl := &r.blk
+		switch key {
+		case "address":
+			if !r.int(key, v, &bl.Address) {
+				bl.Address = noAddr
+			}
+		case "size":
+			r.mark(fSize, r.int(key, v, &bl.Size))
+		case "requested_size":
+			r.mark(fRequested, r.int(key, v, &bl.RequestedSize))
+		case "state":
+			r.mark(fState, r.str(key, v, &bl.State))
+		default:
+			b.dropVal(v)
+		}
+	case nEntry:
+		e := &r.entry
+		switch key {
+		case "action":
+			r.mark(fAction, r.str(key, v, &e.Action))
+		case "addr":
+			r.int(key, v, &e.Addr)
+		case "size":
+			r.int(key, v, &e.Size)
+		case "stream":
+			r.int(key, v, &e.Stream)
+		case "time_us":
+			r.int(key, v, &e.TimeUS)
+		case "device_free":
+			r.int(key, v, &e.DeviceFree)
+		default:
+			b.dropVal(v)
+		}
+	default:
+		b.dropVal(v)
+	}
+	return nil
+}
+
+// privatePool reads segment_pool_id: (0, 0) for the default pools,
+// anything else a private pool (CUDA graphs, torch.cuda.MemPool).
+func privatePool(pv any) bool {
+	var items []any
+	switch t := pv.(type) {
+	case pickle.Tuple:
+		items = t
+	case *pickle.List:
+		items = t.Items
+	}
+	if len(items) != 2 {
+		return false
+	}
+	a, _ := items[0].(int64)
+	c, _ := items[1].(int64)
+	return a != 0 || c != 0
+}
+
+// takeList takes the list value v stored in r under path: a record of
+// node want (returned, already released), None (nil), or a generic value
+// built without the schema (converted).
+func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string) (*rec, error) {
+	switch v.Kind {
+	case pickle.KindNone:
+		return nil, nil
+	case pickle.KindNode:
+		if v.Node != want {
+			b.release(v.N)
+			r.fail(&pathErr{path: path, msg: "unsupported structure", off: r.off})
+			return nil, nil
+		}
+		c := b.recs[v.N]
+		b.release(v.N)
+		if c.err != nil {
+			r.fail(c.err.under(path))
+			return nil, nil
+		}
+		return &c, nil
+	case pickle.KindValue:
+		x := v.V
+		if err := b.claim(x, want); err != nil {
+			return nil, err
+		}
+		c := &rec{node: want}
+		items, err := seq(x)
+		if err != nil {
+			r.fail(&pathErr{path: path, msg: err.Error(), off: r.off})
+			return nil, nil
+		}
+		for i, it := range items {
+			if err := b.count(1); err != nil {
+				return nil, err
+			}
+			var perr error
+			switch want {
+			case nSegments:
+				c.segs = append(c.segs, Segment{})
+				perr = decodeSegment(&c.segs[i], it)
+			case nBlocks:
+				c.blocks = append(c.blocks, Block{})
+				perr = decodeBlock(&c.blocks[i], it, noAddr)
+			case nTraces:
+				var tr *rec
+				tr, perr = b.genericTrace(it)
+				if tr != nil {
+					c.traces = append(c.traces, tr.entries)
+				}
+			}
+			if perr != nil {
+				if pe, ok := perr.(*pathErr); ok {
+					r.fail(pe.under(fmt.Sprintf("%s[%d]", path, i)))
+				} else {
+					r.fail(asPathErr(perr, r.off).under(fmt.Sprintf("%s[%d]", path, i)))
+				}
+				return nil, nil
+			}
+		}
+		return c, nil
+	case pickle.KindSkipped:
+		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+		return nil, nil
+	}
+	r.fail(&pathErr{path: path, msg: "want list, got " + v.TypeName(), off: r.off})
+	return nil, nil
+}
+
+func (b *builder) genericTrace(x any) (*rec, error) {
+	items, err := seq(x)
+	if err != nil {
+		return nil, &pathErr{msg: err.Error()}
+	}
+	c := &rec{node: nTrace}
+	for i, it := range items {
+		if err := b.count(1); err != nil {
+			return nil, err
+		}
+		c.entries = append(c.entries, TraceEntry{})
+		if err := decodeEntry(&c.entries[i], it); err != nil {
+			return nil, asPathErr(err, 0).under(fmt.Sprintf("[%d]", i))
+		}
+	}
+	return c, nil
+}
+
+// claim registers the containers of a generic value that the schema will
+// read, refusing one met twice: converting a shared segment or trace for
+// every reference would multiply a small file into gigabytes.
+func (b *builder) claim(x any, n pickle.Node) error {
+	var p any
+	var items []any
+	switch t := x.(type) {
+	case *pickle.Dict:
+		p = t
+	case *pickle.List:
+		p, items = t, t.Items
+	case pickle.Tuple:
+		if len(t) > 0 {
+			p, items = &t[0], t
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	if b.claimed == nil {
+		b.claimed = make(map[any]bool)
+	}
+	if b.claimed[p] {
+		return fmt.Errorf("a %s is referenced twice (shared references are refused)", b.Describe(n))
+	}
+	b.claimed[p] = true
+	var child pickle.Node
+	switch n {
+	case nSegments:
+		child = nSegment
+	case nBlocks:
+		child = nBlock
+	case nTraces:
+		child = nTrace
+	case nTrace:
+		child = nEntry
+	case nSegment:
+		if d, ok := x.(*pickle.Dict); ok {
+			if bl, ok := d.Get("blocks"); ok {
+				return b.claim(bl, nBlocks)
+			}
+		}
+		return nil
+	case nTop:
+		if d, ok := x.(*pickle.Dict); ok {
+			if s, ok := d.Get("segments"); ok {
+				if err := b.claim(s, nSegments); err != nil {
+					return err
+				}
+			}
+			if t, ok := d.Get("device_traces"); ok {
+				return b.claim(t, nTraces)
+			}
+			return nil
+		}
+		child = nSegment
+	default:
+		return nil
+	}
+	for _, it := range items {
+		if err := b.claim(it, child); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) count(n int) error {
+	b.records += n
+	if b.records > b.lim.MaxRecords {
+		return fmt.Errorf("more than %d segments, blocks and trace entries: %w (MaxRecords)", b.lim.MaxRecords, ErrLimit)
+	}
+	return nil
+}
+
+func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
+	if err := b.count(len(items)); err != nil {
+		return err
+	}
+	for i := range items {
+		r := &b.recs[c.N]
+		v := &items[i]
+		if r.bad {
+			b.dropVal(v)
+			continue
+		}
+		var idx int
+		var want pickle.Node
+		switch r.node {
+		case nSegments:
+			idx, want = len(r.segs), nSegment
+		case nBlocks:
+			idx, want = len(r.blocks), nBlock
+		case nTraces:
+			idx, want = len(r.traces), nTrace
+		case nTrace:
+			idx, want = len(r.entries), nEntry
+		default:
+			b.dropVal(v)
+			continue
+		}
+		at := func() string { return "[" + strconv.Itoa(idx) + "]" }
+		switch v.Kind {
+		case pickle.KindNode:
+			if v.Node != want {
+				b.release(v.N)
+				r.fail(&pathErr{path: at(), msg: "unsupported structure", off: r.off})
+				continue
+			}
+			cr := &b.recs[v.N]
+			if err := finish(cr); err != nil {
+				r.fail(err.under(at()))
+			}
+			switch want {
+			case nSegment:
+				r.segs = append(r.segs, cr.seg)
+			case nBlock:
+				r.blocks = append(r.blocks, cr.blk)
+			case nTrace:
+				r.traces = append(r.traces, cr.entries)
+			case nEntry:
+				r.entries = append(r.entries, cr.entry)
+			}
+			b.release(v.N)
+		case pickle.KindValue:
+			if err := b.claim(v.V, want); err != nil {
+				return err
+			}
+			var perr error
+			switch want {
+			case nSegment:
+				r.segs = append(r.segs, Segment{})
+				perr = decodeSegment(&r.segs[idx], v.V)
+			case nBlock:
+				r.blocks = append(r.blocks, Block{})
+				perr = decodeBlock(&r.blocks[idx], v.V, noAddr)
+			case nTrace:
+				var tr *rec
+				tr, perr = b.genericTrace(v.V)
+				if tr != nil {
+					r.traces = append(r.traces, tr.entries)
+				}
+			case nEntry:
+				r.entries = append(r.entries, TraceEntry{})
+				perr = decodeEntry(&r.entries[idx], v.V)
+			}
+			if perr != nil {
+				if pe, ok := perr.(*pathErr); ok {
+					r.fail(pe.under(at()))
+				} else {
+					r.fail(asPathErr(perr, r.off).under(at()))
+				}
+			}
+		case pickle.KindSkipped:
+			r.fail(&pathErr{path: at(), msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+		default:
+			want := "dict"
+			if r.node == nTraces {
+				want = "list"
+			}
+			r.fail(&pathErr{path: at(), msg: "want " + want + ", got " + v.TypeName(), off: r.off})
+		}
+	}
+	return nil
+}
+
+// finish checks a complete record and applies its defaults.
+func finish(r *rec) *pathErr {
+	if r.err != nil {
+		return r.err
+	}
+	missing := func(key string) *pathErr { return &pathErr{path: "." + key, msg: "missing", off: r.off} }
+	switch r.node {
+	case nEntry:
+		if r.seen&fAction == 0 {
+			return missing("action")
+		}
+	case nBlock:
+		if r.seen&fSize == 0 {
+			return missing("size")
+		}
+		if r.seen&fRequested == 0 {
+			r.blk.RequestedSize = r.blk.Size
+		}
+		if r.seen&fState == 0 {
+			return missing("state")
+		}
+	case nSegment:
+		sg := &r.seg
+		if r.seen&fAddress == 0 {
+			return missing("address")
+		}
+		if r.seen&fTotalSize == 0 {
+			return missing("total_size")
+		}
+		if r.seen&fSegType == 0 {
+			sg.SegmentType = "large"
+			if sg.TotalSize == torchlike.SmallBuffer && !sg.IsExpandable {
+				sg.SegmentType = "small"
+			}
+		}
+		next := sg.Address // old snapshots give no block addresses: blocks tile the segment
+		for i := range sg.Blocks {
+			bl := &sg.Blocks[i]
+			if bl.Address == noAddr {
+				bl.Address = next
+			}
+			next = bl.Address + bl.Size
+		}
+	}
+	return nil
+}
+
+// DecodePickle reads a snapshot pickle. Opcodes that would build objects
+// or call code are refused (see package pickle).
+func DecodePickle(r io.Reader) (*Snapshot, error) {
+	return DecodePickleLimits(r, DefaultLimits)
+}
+
+// DecodePickleLimits is DecodePickle with explicit limits.
+//
+// The pickle is streamed: segments, blocks and trace entries are decoded
+// straight into their structs as their opcodes are read, and what the
+// snapshot does not need (stack frames, annotations, unknown keys) is
+// read past without being built.
+func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
+	b := &builder{lim: lim}
+	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
+	root, err := m.Run()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	switch root.Kind {
+	case pickle.KindNode:
+		top := b.recs[root.N]
+		if top.err != nil {
+			if top.top {
+				return nil, fmt.Errorf("snapshot: %w", top.err.under("segments"))
+			}
+			if top.err.path == "" {
+				return nil, fmt.Errorf("snapshot: %s (pickle offset %d)", top.err.msg, top.err.off)
+			}
+			return nil, fmt.Errorf("snapshot: %w", top.err)
+		}
+		s := &Snapshot{}
+		if top.top {
+			s.Segments = top.segs
+			return s, nil
+		}
+		if !top.keyS && !top.keyT {
+			return nil, errors.New("snapshot: not a memory snapshot: the dict has neither segments nor device_traces")
+		}
+		s.Segments, s.DeviceTraces = top.segs, top.traces
+		if top.hasSettings {
+			st, err := decodeSettings(top.settings)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot: allocator_settings%w", err)
+			}
+			s.Settings = st
+		}
+		return s, nil
+	case pickle.KindValue:
+		if err := b.claim(root.V, nTop); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		return FromValue(root.V)
+	}
+	x, _ := root.Any()
+	return FromValue(x)
+}
+
+func (b *builder) Shape(n pickle.Node) pickle.Shape {
+	switch n {
+	case nSegment, nBlock, nEntry:
+		return pickle.ShapeDict
+	case nTop:
+		return pickle.ShapeNone
+	}
+	return pickle.ShapeList
+}
