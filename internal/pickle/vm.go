@@ -498,60 +498,48 @@ func (d *Machine) str(b []byte) string {
 }
 
 // readStr reads an n-byte string argument and pushes it.
-func (d *Machine) readStr(n uint64) error {
+func (d *Machine) readStr(n uint64) error { return d.readText(n, KindStr) }
+
+// readBytes reads an n-byte bytes argument and pushes it.
+func (d *Machine) readBytes(n uint64) error { return d.readText(n, KindBytes) }
+
+// readText reads an n-byte str or bytes argument and pushes it as kind,
+// or a Skipped placeholder where the schema skips it and no PUT keeps it.
+// Short arguments are read in place from the buffer (and copied only if
+// kept); long ones into a buffer of their own, which the value then owns.
+func (d *Machine) readText(n uint64, kind Kind) error {
 	node := d.newNode(ShapeNone)
 	if err := d.checkLen(n); err != nil {
 		return err
 	}
-	if n <= 4096 {
-		b, err := d.peekN(int(n))
-		if err != nil {
-			return err
-		}
-		if node == NodeSkip && !d.nextIsPut() {
-			return d.push(Val{Kind: KindSkipped, N: d.opPos})
-		}
+	var b []byte
+	var err error
+	short := n <= 4096
+	if short {
+		b, err = d.peekN(int(n))
+	} else {
+		b, err = d.readData(n)
+	}
+	if err != nil {
+		return err
+	}
+	if node == NodeSkip && !d.nextIsPut() {
+		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+	}
+	switch {
+	case short && kind == KindStr:
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
 		return d.push(Val{Kind: KindStr, S: d.str(b)})
-	}
-	b, err := d.readData(n)
-	if err != nil {
-		return err
-	}
-	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
-	}
-	// b is this string's own buffer, never written again: no copy.
-	return d.push(Val{Kind: KindStr, S: unsafe.String(&b[0], len(b))})
-}
-
-// readBytes reads an n-byte bytes argument and pushes it.
-func (d *Machine) readBytes(n uint64) error {
-	node := d.newNode(ShapeNone)
-	if err := d.checkLen(n); err != nil {
-		return err
-	}
-	if n <= 4096 {
-		b, err := d.peekN(int(n))
-		if err != nil {
-			return err
-		}
-		if node == NodeSkip && !d.nextIsPut() {
-			return d.push(Val{Kind: KindSkipped, N: d.opPos})
-		}
+	case short:
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
 		return d.push(Val{Kind: KindBytes, V: append([]byte{}, b...)})
-	}
-	b, err := d.readData(n)
-	if err != nil {
-		return err
-	}
-	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+	case kind == KindStr:
+		// b is this string's own buffer, never written again: no copy.
+		return d.push(Val{Kind: KindStr, S: unsafe.String(&b[0], len(b))})
 	}
 	return d.push(Val{Kind: KindBytes, V: b})
 }
@@ -594,6 +582,26 @@ func (d *Machine) deepen(c *Val, items []Val) error {
 	return nil
 }
 
+// intoSchema gives items to c when c is not a generic container: dropped
+// when c is skipped, handed to the Builder (build) when c is a schema
+// node; either way the stack slots are cleared and done is true. For a
+// generic container done is false and the caller fills it.
+func (d *Machine) intoSchema(c *Val, items []Val, build func(*Val, []Val) error) (done bool, err error) {
+	switch c.Kind {
+	case KindSkipped:
+		d.discard(items)
+		return true, nil
+	case KindNode:
+		err := build(c, items)
+		clear(items)
+		if err != nil {
+			return true, d.errf(err, "")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // appendTo adds list or set elements to the container c.
 func (d *Machine) appendTo(c *Val, items []Val) error {
 	if err := d.deepen(c, items); err != nil {
@@ -602,19 +610,8 @@ func (d *Machine) appendTo(c *Val, items []Val) error {
 	if !c.isContainer() || c.Shape == ShapeDict {
 		return d.errf(nil, "append to %s", c.TypeName())
 	}
-	switch c.Kind {
-	case KindSkipped:
-		d.discard(items)
-		return nil
-	case KindNode:
-		err := d.b.Append(c, items)
-		for i := range items {
-			items[i] = Val{}
-		}
-		if err != nil {
-			return d.errf(err, "")
-		}
-		return nil
+	if done, err := d.intoSchema(c, items, func(c *Val, v []Val) error { return d.b.Append(c, v) }); done {
+		return err
 	}
 	if err := d.addItems(len(items)); err != nil {
 		return err
@@ -645,19 +642,8 @@ func (d *Machine) setItems(c *Val, kv []Val, one bool) error {
 		}
 		return d.errf(nil, "set items on %s", c.TypeName())
 	}
-	switch c.Kind {
-	case KindSkipped:
-		d.discard(kv)
-		return nil
-	case KindNode:
-		err := d.b.SetItems(c, kv)
-		for i := range kv {
-			kv[i] = Val{}
-		}
-		if err != nil {
-			return d.errf(err, "")
-		}
-		return nil
+	if done, err := d.intoSchema(c, kv, func(c *Val, v []Val) error { return d.b.SetItems(c, v) }); done {
+		return err
 	}
 	if err := d.addItems(len(kv) / 2); err != nil {
 		return err
