@@ -497,11 +497,74 @@ func (d *Machine) str(b []byte) string {
 	return string(b)
 }
 
-// readStr reads an n-byte string argument and pushes it.
-func (d *Machine) readStr(n uint64) error { return d.readText(n, KindStr) }
+// containerShape is the shape of the container each container opcode
+// makes: empty (EMPTY_*) or from the items above a MARK.
+var containerShape = [256]Shape{
+	opEmptyList: ShapeList, opEmptySet: ShapeSet, opEmptyDict: ShapeDict,
+	opList: ShapeList, opFrozenSet: ShapeSet, opDict: ShapeDict, opTuple: ShapeTuple,
+}
 
-// readBytes reads an n-byte bytes argument and pushes it.
-func (d *Machine) readBytes(n uint64) error { return d.readText(n, KindBytes) }
+// binInt reads the argument of BININT (four bytes, signed), BININT1 (one
+// byte) or BININT2 (two bytes, little-endian, unsigned).
+func (d *Machine) binInt(op byte) (int64, error) {
+	switch op {
+	case opBinInt:
+		u, err := d.uint32()
+		return int64(int32(u)), err
+	case opBinInt1:
+		b, err := d.readByte()
+		return int64(b), err
+	}
+	b, err := d.peekN(2)
+	if err != nil {
+		return 0, err
+	}
+	return int64(b[0]) | int64(b[1])<<8, nil
+}
+
+// longBytes reads the two's-complement bytes of LONG1 (a one-byte
+// length) or LONG4 (a signed four-byte length, bounded by MaxLongBytes).
+func (d *Machine) longBytes(op byte) ([]byte, error) {
+	if op == opLong1 {
+		n, err := d.readByte()
+		if err != nil {
+			return nil, err
+		}
+		return d.peekN(int(n))
+	}
+	u, err := d.uint32()
+	if err != nil {
+		return nil, err
+	}
+	if int32(u) < 0 {
+		return nil, d.errf(nil, "negative length %d", int32(u))
+	}
+	if err := d.checkLen(uint64(u)); err != nil {
+		return nil, err
+	}
+	if u > MaxLongBytes {
+		return nil, d.limitf("long integer of %d bytes exceeds the limit of %d bytes", u, MaxLongBytes)
+	}
+	return d.readData(uint64(u))
+}
+
+// textLen reads the length argument of a str or bytes opcode: one byte
+// (the SHORT_ forms), four (BINSTRING, BINUNICODE, BINBYTES; BINSTRING's
+// is signed) or eight (the 8 forms and BYTEARRAY8).
+func (d *Machine) textLen(op byte) (uint64, error) {
+	switch op {
+	case opShortBinString, opShortBinUnicode, opShortBinBytes:
+		n, err := d.readByte()
+		return uint64(n), err
+	case opBinString, opBinUnicode, opBinBytes:
+		u, err := d.uint32()
+		if err == nil && op == opBinString && int32(u) < 0 {
+			return 0, d.errf(nil, "negative length %d", int32(u))
+		}
+		return uint64(u), err
+	}
+	return d.uint64()
+}
 
 // readText reads an n-byte str or bytes argument and pushes it as kind,
 // or a Skipped placeholder where the schema skips it and no PUT keeps it.
@@ -899,28 +962,20 @@ func (d *Machine) step(op byte) error {
 	case opNewFalse:
 		return d.push(Val{Kind: KindBool})
 
-	case opInt:
+	case opInt, opLong:
 		line, err := d.readLine()
 		if err != nil {
 			return err
 		}
-		switch string(line) {
-		case "00":
-			return d.push(Val{Kind: KindBool})
-		case "01":
-			return d.push(Val{Kind: KindBool, N: 1})
-		}
-		v, err := d.parseInt(line)
-		if err != nil {
-			return err
-		}
-		return d.push(v)
-	case opLong:
-		line, err := d.readLine()
-		if err != nil {
-			return err
-		}
-		if n := len(line); n > 0 && line[n-1] == 'L' {
+		if op == opInt {
+			// Protocol 0 writes the bools as INT "00" and "01".
+			switch string(line) {
+			case "00":
+				return d.push(Val{Kind: KindBool})
+			case "01":
+				return d.push(Val{Kind: KindBool, N: 1})
+			}
+		} else if n := len(line); n > 0 && line[n-1] == 'L' {
 			line = line[:n-1]
 		}
 		v, err := d.parseInt(line)
@@ -928,49 +983,14 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.push(v)
-	case opBinInt:
-		u, err := d.uint32()
+	case opBinInt, opBinInt1, opBinInt2:
+		n, err := d.binInt(op)
 		if err != nil {
 			return err
 		}
-		return d.push(IntVal(int64(int32(u))))
-	case opBinInt1:
-		b, err := d.readByte()
-		if err != nil {
-			return err
-		}
-		return d.push(IntVal(int64(b)))
-	case opBinInt2:
-		b, err := d.peekN(2)
-		if err != nil {
-			return err
-		}
-		return d.push(IntVal(int64(b[0]) | int64(b[1])<<8))
-	case opLong1:
-		n, err := d.readByte()
-		if err != nil {
-			return err
-		}
-		b, err := d.peekN(int(n))
-		if err != nil {
-			return err
-		}
-		return d.push(decodeLong(b))
-	case opLong4:
-		u, err := d.uint32()
-		if err != nil {
-			return err
-		}
-		if int32(u) < 0 {
-			return d.errf(nil, "negative length %d", int32(u))
-		}
-		if err := d.checkLen(uint64(u)); err != nil {
-			return err
-		}
-		if u > MaxLongBytes {
-			return d.limitf("long integer of %d bytes exceeds the limit of %d bytes", u, MaxLongBytes)
-		}
-		b, err := d.readData(uint64(u))
+		return d.push(IntVal(n))
+	case opLong1, opLong4:
+		b, err := d.longBytes(op)
 		if err != nil {
 			return err
 		}
@@ -1009,21 +1029,6 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.pushStr([]byte(s), node)
-	case opBinString:
-		u, err := d.uint32()
-		if err != nil {
-			return err
-		}
-		if int32(u) < 0 {
-			return d.errf(nil, "negative length %d", int32(u))
-		}
-		return d.readStr(uint64(u))
-	case opShortBinString, opShortBinUnicode:
-		n, err := d.readByte()
-		if err != nil {
-			return err
-		}
-		return d.readStr(uint64(n))
 	case opUnicode:
 		node := d.newNode(ShapeNone)
 		line, err := d.readLine()
@@ -1035,51 +1040,22 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.pushStr([]byte(s), node)
-	case opBinUnicode:
-		u, err := d.uint32()
+	case opBinString, opShortBinString, opShortBinUnicode, opBinUnicode, opBinUnicode8,
+		opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
+		n, err := d.textLen(op)
 		if err != nil {
 			return err
 		}
-		return d.readStr(uint64(u))
-	case opBinUnicode8:
-		u, err := d.uint64()
-		if err != nil {
-			return err
+		switch op {
+		case opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
+			return d.readText(n, KindBytes)
 		}
-		return d.readStr(u)
-	case opShortBinBytes:
-		n, err := d.readByte()
-		if err != nil {
-			return err
-		}
-		return d.readBytes(uint64(n))
-	case opBinBytes:
-		u, err := d.uint32()
-		if err != nil {
-			return err
-		}
-		return d.readBytes(uint64(u))
-	case opBinBytes8, opByteArray8:
-		u, err := d.uint64()
-		if err != nil {
-			return err
-		}
-		return d.readBytes(u)
+		return d.readText(n, KindStr)
 
-	case opEmptyList:
-		return d.newContainer(ShapeList)
-	case opEmptySet:
-		return d.newContainer(ShapeSet)
-	case opEmptyDict:
-		return d.newContainer(ShapeDict)
-	case opList:
-		return d.fromItems(ShapeList)
-	case opFrozenSet:
-		return d.fromItems(ShapeSet)
-	case opDict:
-		return d.fromItems(ShapeDict)
-	case opTuple:
-		return d.fromItems(ShapeTuple)
+	case opEmptyList, opEmptySet, opEmptyDict:
+		return d.newContainer(containerShape[op])
+	case opList, opFrozenSet, opDict, opTuple:
+		return d.fromItems(containerShape[op])
 	case opEmptyTuple:
 		if err := d.addItems(1); err != nil {
 			return err
@@ -1100,7 +1076,7 @@ func (d *Machine) step(op byte) error {
 		}
 		d.one[0] = v
 		return d.appendTo(c, d.one[:])
-	case opAppends, opAddItems:
+	case opAppends, opAddItems, opSetItems:
 		items, err := d.popMark()
 		if err != nil {
 			return err
@@ -1109,6 +1085,9 @@ func (d *Machine) step(op byte) error {
 		if err != nil {
 			d.discard(items)
 			return err
+		}
+		if op == opSetItems {
+			return d.setItems(c, items, false)
 		}
 		return d.appendTo(c, items)
 	case opSetItem:
@@ -1119,17 +1098,6 @@ func (d *Machine) step(op byte) error {
 		kv := d.stack[n-2 : n]
 		d.stack = d.stack[:n-2]
 		return d.setItems(&d.stack[n-3], kv, true)
-	case opSetItems:
-		items, err := d.popMark()
-		if err != nil {
-			return err
-		}
-		c, err := d.top()
-		if err != nil {
-			d.discard(items)
-			return err
-		}
-		return d.setItems(c, items, false)
 
 	case opPut, opBinPut, opLongBinPut, opMemoize:
 		idx, err := d.memoIndex(op)
