@@ -425,6 +425,9 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
+// simpleEscape maps the letter of a one-letter escape (\\a … \\v) to its byte.
+var simpleEscape = [256]byte{'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
+
 // unquoteString decodes a protocol-0 STRING argument: a Python 2 repr of a
 // byte string, quoted with ' or ", with the escapes of Python's
 // codecs.escape_decode.
@@ -445,20 +448,8 @@ func unquoteString(b []byte) (string, error) {
 		case '\n':
 		case '\\', '\'', '"':
 			out = append(out, c)
-		case 'a':
-			out = append(out, '\a')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'v':
-			out = append(out, '\v')
+		case 'a', 'b', 'f', 'n', 'r', 't', 'v':
+			out = append(out, simpleEscape[c])
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			v := int(c - '0')
 			for k := 0; k < 2 && i+1 < len(b) && b[i+1] >= '0' && b[i+1] <= '7'; k++ {
