@@ -425,7 +425,7 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// simpleEscape maps the letter of a one-letter escape (\\a … \\v) to its byte.
+// simpleEscape maps the letter of a one-letter escape (\a … \v) to its byte.
 var simpleEscape = [256]byte{'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
 
 // unquoteString decodes a protocol-0 STRING argument: a Python 2 repr of a
