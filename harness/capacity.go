@@ -23,6 +23,9 @@ type CapacityResult struct {
 	NonMonotone bool
 	// Unreachable is set when nothing up to MaxSearchCapacity fits.
 	Unreachable bool
+	// Placement marks the search of the allocator limit placement alone
+	// needs (Advice.Placement): no overhead, the framework's fraction at 1.
+	Placement bool
 }
 
 // MinCard is the smallest card: MinCapacity plus the memory the CUDA
@@ -161,4 +164,67 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	}
 	res.MinCapacity = hi
 	return res, nil
+}
+
+// Advice answers the two questions a user asks of a card: the smallest one
+// the strategy fits on at its framework's settings (Default, the card
+// including the CUDA context or runtime reserve), and the smallest
+// allocator limit its placement alone needs, with the framework's
+// reservation policy switched off (Placement: the fraction at 1, searched
+// on a device without overhead, so its MinCapacity is that limit). Knob is
+// the setting the framework's house suggests that brings Default's card
+// down the most, measured by its own capacity search; nil when none helps.
+type Advice struct {
+	Default   *CapacityResult
+	Placement *CapacityResult
+	Knob      *CapacityResult
+	KnobLine  string
+}
+
+// Advise runs the searches behind an Advice: MinCapacity for spec, for its
+// placement-alone spec when its framework has a reservation policy on dev,
+// and for each knob the framework suggests.
+func Advise(src *Source, spec string, dev strategies.Device) (*Advice, error) {
+	def, err := MinCapacity(src, spec, dev)
+	if err != nil || def.Unreachable {
+		return &Advice{Default: def}, err
+	}
+	adv := &Advice{Default: def}
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := advisers[sp.Name]
+	if !ok {
+		return adv, nil
+	}
+	limit := def.MinCapacity
+	if p, ok := a.Placement(sp, dev); ok {
+		bare := dev
+		bare.Total = bare.Capacity // the limit itself: no context, no reserve
+		pr, err := MinCapacity(src, p.String(), bare)
+		if err != nil {
+			return nil, err
+		}
+		if !pr.Unreachable {
+			pr.Placement = true
+			adv.Placement, limit = pr, pr.MinCapacity
+		}
+	}
+	for _, k := range a.Knobs(sp, dev, limit) {
+		if k.Spec.String() == sp.String() {
+			continue
+		}
+		kr, err := MinCapacity(src, k.Spec.String(), dev)
+		if err != nil {
+			return nil, err
+		}
+		if kr.Unreachable || kr.MinCard() >= def.MinCard() {
+			continue
+		}
+		if adv.Knob == nil || kr.MinCard() < adv.Knob.MinCard() {
+			adv.Knob, adv.KnobLine = kr, k.Line
+		}
+	}
+	return adv, nil
 }

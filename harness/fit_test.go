@@ -62,3 +62,38 @@ func replayEvents(t *testing.T, name string, evs []traces.Event, spec string, de
 	}
 	return r
 }
+
+// TestAdvise: a framework with a reservation policy gets a placement-alone
+// search (no overhead, its fraction at 1) and a knob only when the knob's
+// own search finds a smaller card; PyTorch, and any framework on the TPU
+// model, has no placement variant.
+func TestAdvise(t *testing.T) {
+	src, err := ResolveTrace("gpt-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Cache(DefaultCacheEvents)
+	gpu, tpu := device(t, "a100-80g"), device(t, "tpu-v4")
+	a, err := Advise(src, "jax", gpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Placement; p == nil || !p.Placement || p.Overhead != 0 || p.Strategy != "jax:mem_fraction=1" || p.MinCapacity > a.Default.MinCapacity {
+		t.Errorf("jax placement %+v (default %+v)", p, a.Default)
+	}
+	if a.Knob != nil && (a.Knob.MinCard() >= a.Default.MinCard() || a.KnobLine == "") {
+		t.Errorf("jax knob %q needs a %d B card, the default %d B", a.KnobLine, a.Knob.MinCard(), a.Default.MinCard())
+	}
+	for _, c := range []struct {
+		spec string
+		dev  strategies.Device
+	}{{"torch", gpu}, {"jax", tpu}, {"tf", tpu}} {
+		a, err := Advise(src, c.spec, c.dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Placement != nil {
+			t.Errorf("%s on %s: placement %+v, want none", c.spec, c.dev.Name, a.Placement)
+		}
+	}
+}

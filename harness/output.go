@@ -49,9 +49,16 @@ func ResultRow(r *Result) Row {
 // CapacityUnits are the metrics of a capacity search.
 var CapacityUnits = []string{"peak-live-B", "min-capacity-B", "min-card-B", "capacity-ratio"}
 
-// CapacityRow turns a capacity search into a Row.
+// CapacityRow turns a capacity search into a Row. A search of the limit
+// placement alone needs (Advice.Placement) is named BenchmarkPlacement, so
+// that benchstat never takes it for another sample of the same
+// configuration's card (BenchmarkCapacity).
 func CapacityRow(c *CapacityResult) Row {
-	return Row{Name: "Capacity", Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
+	name := "Capacity"
+	if c.Placement {
+		name = "Placement"
+	}
+	return Row{Name: name, Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
 		Units: CapacityUnits, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), float64(c.MinCard()), c.Ratio()}}
 }
 

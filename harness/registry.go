@@ -48,6 +48,14 @@ var registry = map[string]Constructor{
 	},
 }
 
+// advisers hold each framework's knowledge of its reservation policy, for
+// the capacity answers (Advise).
+var advisers = map[string]strategies.Adviser{
+	"torch": torchlike.Adviser,
+	"tf":    tflike.Adviser,
+	"jax":   jaxlike.Adviser,
+}
+
 // DefaultStrategies is what `membench run` compares when no strategy is
 // named: the CLI contract's jax, tf and torch, less any not yet built. On
 // a device that a strategy has no model of (torch on a TPU), Plan leaves

@@ -148,3 +148,38 @@ func (c Config) notes(d *strategies.Device) []string {
 	}
 	return out
 }
+
+// fractionKeys are the spellings of the memory fraction.
+var fractionKeys = []string{"mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION"}
+
+// Adviser is JAX's reservation policy on a GPU (allocator-spec §3): the
+// BFC's limit is a fraction of the card (75 % by default), preallocated.
+// Placement alone is the fraction at 1; the knobs worth measuring are the
+// largest fraction the smallest card allows and growth on demand.
+var Adviser = strategies.Adviser{
+	Placement: func(sp strategies.Spec, dev strategies.Device) (strategies.Spec, bool) {
+		c, err := ParseConfig(sp)
+		if err != nil || dev.Kind == strategies.TPU || c.Platform {
+			return sp, false
+		}
+		return sp.With(strategies.KV{Key: "mem_fraction", Value: "1"}, fractionKeys...), true
+	},
+	Knobs: func(sp strategies.Spec, dev strategies.Device, limit int64) []strategies.Knob {
+		c, err := ParseConfig(sp)
+		if err != nil || dev.Kind == strategies.TPU || c.Platform {
+			return nil
+		}
+		f := strategies.FractionForCard(dev, limit)
+		knobs := []strategies.Knob{{
+			Spec: sp.With(strategies.KV{Key: "mem_fraction", Value: f}, fractionKeys...),
+			Line: "XLA_PYTHON_CLIENT_MEM_FRACTION=" + f,
+		}}
+		if c.Preallocate {
+			knobs = append(knobs, strategies.Knob{
+				Spec: sp.With(strategies.KV{Key: "preallocate", Value: "false"}, "XLA_PYTHON_CLIENT_PREALLOCATE"),
+				Line: "XLA_PYTHON_CLIENT_PREALLOCATE=false",
+			})
+		}
+		return knobs
+	},
+}

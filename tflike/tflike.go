@@ -220,3 +220,37 @@ func (c Config) notes(d *strategies.Device) []string {
 	}
 	return out
 }
+
+// Adviser is TensorFlow's reservation policy on a GPU (allocator-spec
+// §2.8): the BFC's limit is free memory less a system reserve that depends
+// on the compute capability (1.5 GiB on an A100), taken whole unless
+// allow_growth. Placement alone is per_process_gpu_memory_fraction at 1;
+// the knobs worth measuring are the largest fraction the smallest card
+// allows and growth on demand.
+var Adviser = strategies.Adviser{
+	Placement: func(sp strategies.Spec, dev strategies.Device) (strategies.Spec, bool) {
+		c, err := ParseConfig(sp)
+		if err != nil || dev.Kind == strategies.TPU || c.CudaMalloc || c.MemoryLimitMB > 0 {
+			return sp, false
+		}
+		return sp.With(strategies.KV{Key: "per_process_gpu_memory_fraction", Value: "1"}), true
+	},
+	Knobs: func(sp strategies.Spec, dev strategies.Device, limit int64) []strategies.Knob {
+		c, err := ParseConfig(sp)
+		if err != nil || dev.Kind == strategies.TPU || c.CudaMalloc || c.MemoryLimitMB > 0 {
+			return nil
+		}
+		f := strategies.FractionForCard(dev, limit)
+		knobs := []strategies.Knob{{
+			Spec: sp.With(strategies.KV{Key: "per_process_gpu_memory_fraction", Value: f}),
+			Line: "per_process_gpu_memory_fraction=" + f + " (tf.compat.v1.GPUOptions)",
+		}}
+		if !c.AllowGrowth {
+			knobs = append(knobs, strategies.Knob{
+				Spec: sp.With(strategies.KV{Key: "allow_growth", Value: "true"}, "TF_FORCE_GPU_ALLOW_GROWTH"),
+				Line: "TF_FORCE_GPU_ALLOW_GROWTH=true",
+			})
+		}
+		return knobs
+	},
+}

@@ -307,3 +307,22 @@ func (c *Config) allocSize(rounded int64) int64 {
 	}
 	return (rounded + RoundLarge - 1) / RoundLarge * RoundLarge
 }
+
+// Adviser is what PyTorch's caching allocator offers a user short of
+// memory: it has no reservation policy (it reserves what its placement
+// needs), so there is no placement-alone variant; the knob worth measuring
+// is expandable segments (allocator-spec §1.10), which maps pages into one
+// reservation per stream instead of caching whole segments.
+var Adviser = strategies.Adviser{
+	Placement: func(sp strategies.Spec, dev strategies.Device) (strategies.Spec, bool) { return sp, false },
+	Knobs: func(sp strategies.Spec, dev strategies.Device, limit int64) []strategies.Knob {
+		c, err := ParseConfig(sp)
+		if err != nil || c.ExpandableSegments || c.NoCaching || dev.Kind == strategies.TPU {
+			return nil
+		}
+		return []strategies.Knob{{
+			Spec: sp.With(strategies.KV{Key: "expandable_segments", Value: "true"}),
+			Line: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+		}}
+	},
+}

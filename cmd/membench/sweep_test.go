@@ -98,7 +98,7 @@ func TestGrid(t *testing.T) {
 func TestCapacityCommand(t *testing.T) {
 	// The default device families are a100-80g and tpu-v4: torch, which
 	// has no model of a TPU, searches the GPU only, and says so.
-	out, stderr, err := runCLI(t, "capacity", "--trace", "gpt-train", "--strategy", "torch", "--strategy", "jax", "--format", "csv")
+	out, stderr, err := runCLI(t, "capacity", "--no-advice", "--trace", "gpt-train", "--strategy", "torch", "--strategy", "jax", "--format", "csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +136,56 @@ func TestRunFormats(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "run", "--format", "xml"); err == nil {
 		t.Error("--format xml accepted")
+	}
+}
+
+// TestCapacityAdvice is issue 12's check: `capacity --strategy jax
+// --strategy jax:mem_fraction=1` prints both numbers (the card at the
+// framework's settings, the context included, and the limit placement
+// alone needs) and a knob line measured by its own search; a
+// configuration reached twice is printed once.
+func TestCapacityAdvice(t *testing.T) {
+	out, stderr, err := runCLI(t, "capacity", "--trace", "gpt-train", "--device", "a100-80g", "--strategy", "jax", "--strategy", "jax:mem_fraction=1", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) < 4 {
+		t.Fatalf("csv: %v %v", recs, err)
+	}
+	seen := map[string]bool{}
+	placement := false
+	for _, r := range recs[1:] {
+		key := r[0] + "/" + r[3]
+		if seen[key] {
+			t.Errorf("row %s printed twice", key)
+		}
+		seen[key] = true
+		capacity, _ := strconv.ParseFloat(r[5], 64)
+		card, _ := strconv.ParseFloat(r[6], 64)
+		switch r[0] {
+		case "Capacity":
+			if card != capacity+512<<20 {
+				t.Errorf("%v: the card must hold the 512 MiB CUDA context beside the capacity", r)
+			}
+		case "Placement":
+			placement = true
+			if r[3] != "jax:mem_fraction=1" || card != capacity {
+				t.Errorf("placement row %v", r)
+			}
+		}
+	}
+	if !placement {
+		t.Error("no placement-alone row")
+	}
+	for _, want := range []string{
+		"capacity: gpt-train on a100-80g: jax needs a ",
+		"its placement alone needs an allocator limit of ",
+		"knob: XLA_PYTHON_CLIENT_",
+		"(measured: a ",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
 	}
 }
