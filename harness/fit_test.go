@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strings"
 	"testing"
 
 	"membench/strategies"
@@ -95,5 +96,31 @@ func TestAdvise(t *testing.T) {
 		if a.Placement != nil {
 			t.Errorf("%s on %s: placement %+v, want none", c.spec, c.dev.Name, a.Placement)
 		}
+	}
+}
+
+// TestVerdicts: runs that fit are ranked by peak footprint; a run that
+// did not fit is never ranked, however little it reserved.
+func TestVerdicts(t *testing.T) {
+	evs := loadCorpus(t, "gpt-train")
+	dev := device(t, "a100-80g")
+	var rs []*Result
+	for _, spec := range []string{"jax:mem_fraction=0.0001", "jax", "torch"} {
+		rs = append(rs, replayEvents(t, "gpt-train", evs, spec, dev))
+	}
+	vs := Verdicts(rs)
+	if len(vs) != 1 || len(vs[0].Fit) != 2 || len(vs[0].Failed) != 1 {
+		t.Fatalf("verdicts %+v", vs)
+	}
+	if vs[0].Fit[0].Strategy != "torch" || vs[0].Failed[0].Strategy != "jax:mem_fraction=0.0001" {
+		t.Errorf("ranked %s first, failed %s", vs[0].Fit[0].Strategy, vs[0].Failed[0].Strategy)
+	}
+	var b strings.Builder
+	if err := WriteVerdicts(&b, vs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "jax:mem_fraction=0.0001: does not fit") || strings.Index(out, "torch: fits") > strings.Index(out, "jax: fits") {
+		t.Errorf("verdict text:\n%s", out)
 	}
 }

@@ -157,6 +157,13 @@ func runCommand() *cli.Command {
 			if err := harness.WriteRows(p.out, p.format, rows); err != nil {
 				return err
 			}
+			if p.format == harness.FormatTable {
+				// The table's answer in words: what fits, least
+				// footprint first; what did not, never ranked.
+				if err := harness.WriteVerdicts(p.out, harness.Verdicts(results)); err != nil {
+					return err
+				}
+			}
 			writeNotes(c.App.ErrWriter, p.jobs)
 			return p.commit()
 		},

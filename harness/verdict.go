@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"membench/internal/units"
+)
+
+// Verdict is the answer for one trace on one device: which strategies fit,
+// ranked by the memory their placement needed (peak footprint), and which
+// did not, with where they first ran out. A strategy that did not fit is
+// never ranked: it answers nothing about waste.
+type Verdict struct {
+	Trace, Device string
+	Fit           []*Result // fitting runs, least peak footprint first
+	Failed        []*Result // in the order given
+}
+
+// Verdicts groups results by trace and device, in the order they first
+// appear, ranking the runs that fit by peak footprint (ties by peak
+// reserved, then by the order given).
+func Verdicts(results []*Result) []Verdict {
+	var out []Verdict
+	index := map[string]int{}
+	for _, r := range results {
+		key := r.Trace + "\x00" + r.Device
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, Verdict{Trace: r.Trace, Device: r.Device})
+		}
+		if r.Fit() {
+			out[i].Fit = append(out[i].Fit, r)
+		} else {
+			out[i].Failed = append(out[i].Failed, r)
+		}
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i].Fit, func(a, b *Result) int {
+			if a.PeakFootprint != b.PeakFootprint {
+				return cmpInt(a.PeakFootprint, b.PeakFootprint)
+			}
+			return cmpInt(a.PeakReserved, b.PeakReserved)
+		})
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// WriteVerdicts prints the verdicts in prose, one paragraph per trace and
+// device: what fits, least footprint first with its placement cost and
+// reservation, and what did not fit.
+func WriteVerdicts(w io.Writer, vs []Verdict) error {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "\nverdict: %s on %s:", v.Trace, v.Device)
+		if len(v.Fit) == 0 {
+			b.WriteString(" no strategy fits.")
+		}
+		for i, r := range v.Fit {
+			if i == 0 {
+				b.WriteString(" least memory needed by ")
+			} else {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(&b, "\n  %s: fits; placement needs %s (placement-frag %.1f%%), reserves %s",
+				r.Strategy, units.Bytes(float64(r.PeakFootprint), 2), r.PlacementFragPct(), units.Bytes(float64(r.PeakReserved), 2))
+		}
+		for _, r := range v.Failed {
+			fmt.Fprintf(&b, "\n  %s: does not fit: %d allocations failed, the first at event %d", r.Strategy, r.OOMCount, r.FirstOOMEvent())
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
