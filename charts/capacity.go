@@ -85,14 +85,14 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 	bar := gecharts.NewBar()
 	bar.SetGlobalOptions(commonOpts(id, height)...)
 	bar.SetGlobalOptions(
-		gecharts.WithLegendOpts(opts.Legend{Type: "scroll", Top: "0"}),
 		gecharts.WithTooltipOpts(opts.Tooltip{Trigger: "axis", Formatter: fn("peaksTip"), AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
-		gecharts.WithGridOpts(opts.Grid{Left: "80", Right: "170", Top: "40", Bottom: "70"}),
+		gecharts.WithGridOpts(opts.Grid{Left: "80", Right: "170", Top: "30", Bottom: "70"}),
 		gecharts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: rotation(len(cats))}}),
 		gecharts.WithYAxisOpts(y),
 	)
 	bar.SetXAxis(cats)
 	var rows []capacityRow
+	var legend []legendItem
 	first := true
 	for _, s := range rep.strategyOrder() {
 		data := make([]any, len(used))
@@ -126,6 +126,7 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 		if !have {
 			continue
 		}
+		legend = append(legend, legendItem{Name: s, Colour: rep.colourOf(s), Mark: "bar"})
 		so := []gecharts.SeriesOpts{gecharts.WithSeriesOpts(func(ss *gecharts.SingleSeries) { ss.Data, ss.Color = data, rep.colourOf(s) })}
 		if first {
 			first = false
@@ -170,8 +171,10 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 		ss.Color = "#222222"
 		ss.Encode = &opts.Encode{X: 0, Y: 1}
 	}))
+	legend = append(legend, legendItem{Name: "peak live (floor)", Colour: "#222222", Mark: "dashed"},
+		legendItem{Name: "device presets' capacities", Colour: "#999999", Mark: "dotted", Static: true})
 	js, err := optionJSON(bar, nil)
-	return Chart{ID: id, Height: height, Option: js}, rows, true, err
+	return Chart{ID: id, Height: height, Option: js, Legend: legend}, rows, true, err
 }
 
 // peakLive is the group's peak live bytes: the largest over its

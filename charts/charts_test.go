@@ -108,20 +108,33 @@ func replay(t *testing.T, name string, open func() traces.Reader, spec, device s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Run{Result: res, Device: dev, LiveLayout: l}
+	run := Run{Result: res, Device: dev, LiveLayout: l}
+	if res.PeakFootprintEvent != res.PeakLiveEvent {
+		// As `membench report` does.
+		if run.FootprintLayout, err = harness.LayoutAt(name, open(), spec, dev, res.PeakFootprintEvent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return run
 }
 
 const capacityResults = `Unit min-capacity-B assume=exact better=lower
-BenchmarkCapacity/trace=small/device=a100-40g:capacity=64MiB/strategy=torch 1 37748736 min-capacity-B
-BenchmarkCapacity/trace=small/device=a100-40g:capacity=64MiB/strategy=jax 1 50331648 min-capacity-B
+BenchmarkCapacity/trace=small/device=a100-40g:capacity=512MiB/strategy=torch 1 253755392 min-capacity-B
+BenchmarkCapacity/trace=small/device=a100-40g:capacity=512MiB/strategy=jax 1 310378496 min-capacity-B
 `
+
+// smallDevice is the golden tests' device: large enough for torch and
+// for jax's default 75 % region (a preallocation the state map cuts at its
+// peak footprint), too small for jax:mem_fraction=0.3, which does not fit
+// (its first OOM is the 200 MiB request at event 52).
+const smallDevice = "a100-40g:capacity=512MiB"
 
 // smallReport is the golden tests' fixed input.
 func smallReport(t *testing.T, withCapacity bool) *Report {
 	t.Helper()
 	rep := &Report{Command: "membench report --trace small"}
-	for _, s := range []string{"torch", "jax", "torch:expandable_segments=true"} {
-		rep.Runs = append(rep.Runs, replay(t, "small", func() traces.Reader { return smallTrace("small") }, s, "a100-40g:capacity=64MiB"))
+	for _, s := range []string{"torch", "jax", "torch:expandable_segments=true", "jax:mem_fraction=0.3"} {
+		rep.Runs = append(rep.Runs, replay(t, "small", func() traces.Reader { return smallTrace("small") }, s, smallDevice))
 	}
 	if withCapacity {
 		ms, err := ReadResults(strings.NewReader(capacityResults), "capacity.txt")
@@ -164,7 +177,7 @@ func TestGoldenOptions(t *testing.T) {
 			t.Errorf("%s: option differs from %s (go test ./charts -update rewrites it after a deliberate change)\n%s", c.ID, p, firstDiff(b.String(), string(want)))
 		}
 	}
-	want := []string{"chart-timeline-0", "chart-peaks", "chart-frag", "chart-state-0", "chart-capacity"}
+	want := []string{"chart-timeline-0", "chart-peaks", "chart-frag", "chart-frag-policy", "chart-state-0", "chart-capacity"}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Errorf("charts %v, want %v", ids, want)
 	}
@@ -207,7 +220,7 @@ func TestGoldenContent(t *testing.T) {
 	}
 	tl := opt["chart-timeline-0"]
 	names := seriesNames(tl)
-	for _, want := range []string{"live", "reserved · torch", "reserved · jax", "reserved · torch:expandable_segments=true", "OOM · torch"} {
+	for _, want := range []string{"live", "live · jax:mem_fraction=0.3", "reserved · torch", "reserved · jax", "reserved · torch:expandable_segments=true", "OOM · jax:mem_fraction=0.3", "capacity · a100-40g:capacity=512MiB (512 MiB)"} {
 		if !contains(names, want) {
 			t.Errorf("timeline lacks series %q (has %v)", want, names)
 		}
@@ -216,11 +229,14 @@ func TestGoldenContent(t *testing.T) {
 		t.Errorf("timeline dataZoom %v, want inside and slider", dz)
 	}
 	live := tl["series"].([]any)[0].(map[string]any)
+	if live["name"] != "live" {
+		t.Errorf("first series %v, want live (the runs that fit share it)", live["name"])
+	}
 	if live["step"] != "end" || live["markArea"] == nil || live["markLine"] == nil {
 		t.Errorf("live series: step %v, markArea %v, markLine %v", live["step"], live["markArea"] != nil, live["markLine"] != nil)
 	}
 	st := seriesNames(opt["chart-state-0"])
-	if strings.Join(st, ",") != "cached free,allocated,pending free,unmapped,segment" {
+	if strings.Join(st, ",") != "cached free,allocated,pending free,unmapped,preallocated, never used,segment" {
 		t.Errorf("state series %v", st)
 	}
 	if !strings.Contains(string(mustJSON(t, opt["chart-capacity"])), "a100-80g") {
@@ -380,7 +396,7 @@ func TestPageSelfContained(t *testing.T) {
 		tr := smallTrace(hostile)
 		tr.Events[1].Label = hostile // a phase mark
 		return tr
-	}, "torch", "a100-40g:capacity=64MiB")
+	}, "torch", smallDevice)
 	rep.Runs = append(rep.Runs, r)
 	var b bytes.Buffer
 	if err := Write(&b, rep); err != nil {
@@ -408,8 +424,8 @@ func TestPageSelfContained(t *testing.T) {
 			t.Errorf("%s: option is not JSON", m[1])
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d charts, want 4 (timeline, state, peaks, frag)", n)
+	if n != 5 {
+		t.Errorf("%d charts, want 5 (timeline, state, peaks, frag, frag-policy)", n)
 	}
 }
 
@@ -452,9 +468,9 @@ func TestStateAggregates(t *testing.T) {
 		l = append(l, seg)
 		addr += seg.Size + 1<<20
 	}
-	var blocks [4][]blockItem
+	var blocks [len(stateNames)][]blockItem
 	var segs []segItem
-	stateItems(0, l, &blocks, &segs)
+	stateItems(0, l, 0, &blocks, &segs)
 	n, bytes, count := 0, 0.0, 0.0
 	for _, bs := range blocks {
 		n += len(bs)

@@ -2,17 +2,26 @@
 // that draws replay Results and reads without a network. It simulates
 // nothing; it draws what the harness measured.
 //
-// The page has five parts, each built by one file of this package:
+// The page has six parts, each built by one file of this package:
 //
+//   - verdict.go: first, per trace and device, which strategies fit,
+//     each one's peak footprint and placement-frag-% (and smallest card
+//     when `membench capacity` results are given), which needs the least
+//     among those that fit, what is reserved by policy, and the knob that
+//     helps most among those tried;
 //   - timeline.go: memory over the trace (events, or time when the trace
 //     recorded it) per trace and device, live and reserved bytes of every
-//     strategy as step lines, phase marks as bands and lines, OOMs as
-//     points, with zoom;
-//   - peaks.go: peak reserved bytes per trace and strategy with peak live
-//     as the floor under each group, and frag-%;
-//   - state.go: the allocator's state at peak (every segment or region by
-//     address, blocks coloured by state), after PyTorch's memory_viz
-//     "allocator state" view;
+//     strategy as step lines, the device's capacity as a line, phase
+//     marks as bands and lines, OOMs as points and a labelled line at each
+//     failed run's first OOM, with zoom;
+//   - peaks.go: peak footprint per trace and strategy over peak live as
+//     the floor, placement-frag-%, and frag-% labelled as including the
+//     reservation policy;
+//   - state.go: the allocator's state at peak live and at peak footprint
+//     (every segment or region by address, blocks coloured by state),
+//     after PyTorch's memory_viz "allocator state" view; a preallocated
+//     region is cut at its peak footprint, the rest one thin item
+//     "preallocated, never used";
 //   - capacity.go: the smallest capacity each strategy fits in, from
 //     `membench capacity` results, against peak live and the device
 //     presets;
@@ -21,6 +30,21 @@
 //     behind `membench compare`, so that the page and the command print
 //     the same figures; and every run's configuration with the
 //     assumptions labelled.
+//
+// Runs that did not fit: a run in which any allocation failed (fit 0, from
+// the replay or a results file) answers nothing about waste, and its
+// figures are low because it could not obtain memory. Every part marks it
+// "did not fit" with its first OOM's event, and none draws or ranks it as
+// the best: its bars reach the device's capacity (100 % in percentage
+// charts), hatched in red; it is never "needs the least"; its column of a
+// comparison table is never coloured as an improvement, and a table whose
+// baseline did not fit colours nothing.
+//
+// Colours: one per strategy across every chart, legend and table, the
+// palette indexed by the strategy's position in the report. Legends are
+// the page's own HTML above each chart (Chart.Legend): they wrap, never
+// page or truncate, and a click hides or shows a series through ECharts'
+// hidden legend.
 //
 // Charts are built with go-echarts, but the page is assembled here
 // (page.go): each chart's option is plain JSON in a
@@ -45,7 +69,7 @@
 // Size: timelines are already bucketed maxima (harness); Downsample merges
 // neighbouring buckets further, keeping the maximum of each bucket so every
 // peak survives, and large layouts aggregate blocks too small to see. The
-// page for the default corpus is about 1.6 MB, of which ECharts is 1 MB.
+// page for the default corpus is about 2.2 MB, of which ECharts is 1 MB.
 //
 // Assumptions: the page labels what the devices and the allocator models
 // say of themselves (Device.Notes, harness.Result.Notes) and knows no

@@ -17,12 +17,32 @@ type Chart struct {
 	Heading string
 	Height  int    // pixels
 	Option  []byte // JSON; JavaScript helpers appear as "__f__name__f__"
+	// Legend is drawn by the page above the chart, in HTML: it wraps
+	// onto as many lines as it needs, never pages or truncates, and a
+	// click on an item shows or hides its series (report.js). The
+	// ECharts legend stays hidden.
+	Legend []legendItem
+}
+
+// legendItem is one entry of a chart's legend: a series name, its colour
+// and how it is drawn.
+type legendItem struct {
+	Name   string // the series' name
+	Colour string
+	// Mark: "line", "dashed", "area", "bar", "triangle", "outline" (a
+	// segment's frame), "unused" (a preallocation never used).
+	Mark string
+	// Failed, when set, says that the strategy's run did not fit.
+	Failed string
+	// Static items explain a mark and toggle nothing.
+	Static bool
 }
 
 // palette colours strategies in report order, so that a strategy keeps
-// its colour across every chart of the page. ECharts' default palette
-// less its red, which marks OOMs.
-var palette = []string{"#5470c6", "#91cc75", "#fac858", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc"}
+// its colour across every chart and table of the page: ECharts' default
+// palette less its red, which marks OOMs and runs that did not fit, then
+// four more so that a dozen strategies do not share colours.
+var palette = []string{"#5470c6", "#91cc75", "#fac858", "#73c0de", "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc", "#8d6e63", "#2f4554", "#b6a2de", "#6e7074"}
 
 func colour(i int) string { return palette[i%len(palette)] }
 
@@ -80,12 +100,55 @@ func optionJSON(c interface {
 }
 
 // commonOpts are the global options every chart of the page shares: a
-// fixed id (the page must be deterministic), no animation, a white
-// background, and the page's own sizing.
+// fixed id (the page must be deterministic), no animation, the page's own
+// sizing, and ECharts' legend hidden (the page draws the legend: see
+// Chart.Legend; the hidden legend still keeps which series are shown).
 func commonOpts(id string, height int) []gecharts.GlobalOpts {
 	return []gecharts.GlobalOpts{
 		gecharts.WithInitializationOpts(opts.Initialization{ChartID: id, Width: "100%", Height: fmt.Sprintf("%dpx", height)}),
 		gecharts.WithAnimation(false),
+		gecharts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+	}
+}
+
+// failedRed marks runs that did not fit and OOMs.
+const failedRed = "#c23531"
+
+// failedItem is a bar for a run that did not fit: drawn at value (the
+// device's capacity, or 100 %) so that it is never the lowest bar,
+// hatched in red over the strategy's colour, labelled, and with the
+// outcome for the tooltip (peaksTip reads "failed").
+func failedItem(value float64, colour string, o outcome) map[string]any {
+	return map[string]any{
+		"value":  value,
+		"failed": o.long(),
+		"itemStyle": map[string]any{
+			"color":       colour,
+			"opacity":     0.45,
+			"borderColor": failedRed,
+			"borderWidth": 1.5,
+			"borderType":  "dashed",
+			"decal": map[string]any{
+				"symbol":     "rect",
+				"symbolSize": 1,
+				"dashArrayX": []int{1, 0},
+				"dashArrayY": []int{3, 5},
+				"rotation":   0.785,
+				"color":      "rgba(194,53,49,0.75)",
+			},
+		},
+		"label": map[string]any{
+			"show":          true,
+			"position":      "insideTop",
+			"rotate":        90,
+			"align":         "right",
+			"verticalAlign": "middle",
+			"offset":        []int{0, 4},
+			"formatter":     "✕ " + o.short(),
+			"fontSize":      10,
+			"fontWeight":    "bold",
+			"color":         failedRed,
+		},
 	}
 }
 

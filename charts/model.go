@@ -1,6 +1,9 @@
 package charts
 
 import (
+	"fmt"
+	"strings"
+
 	"membench/harness"
 	"membench/strategies"
 )
@@ -39,6 +42,14 @@ type Run struct {
 	// Result.PeakLayout (Options.KeepLayout) is the layout at peak
 	// reserved. Either may be nil; the state map draws what is there.
 	LiveLayout []strategies.Segment
+	// FootprintLayout is the layout right after Result.PeakFootprintEvent
+	// (harness.LayoutAt): the state map draws it rather than PeakLayout,
+	// which for a preallocated region is its first event, an empty
+	// region. Nil when the event is PeakLiveEvent (LiveLayout is that
+	// layout); without it the map falls back on PeakLayout, except for a
+	// strategy with a reservation policy (Result.PeakFootprint <
+	// Result.PeakReserved), whose row it leaves out.
+	FootprintLayout []strategies.Segment
 }
 
 // Source is one results file the report read.
@@ -206,4 +217,79 @@ func (g *group) metric(strategy, unit string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// outcome is whether a strategy's run fit: from the replay, or from a
+// results file's fit metric (oom-events for files written before it).
+type outcome struct {
+	known    bool
+	fit      bool
+	firstOOM int64 // -1 when it fit or is unknown
+	ooms     int64 // allocations that failed, 0 when unknown
+}
+
+func (g *group) outcome(strategy string) outcome {
+	o := outcome{firstOOM: -1}
+	if v, ok := g.metric(strategy, "fit"); ok {
+		o.known, o.fit = true, v != 0
+	} else if v, ok := g.metric(strategy, "oom-events"); ok {
+		o.known, o.fit = true, v == 0
+	}
+	if v, ok := g.metric(strategy, "oom-events"); ok {
+		o.ooms = int64(v)
+	}
+	if v, ok := g.metric(strategy, "first-oom-event"); ok && !o.fit {
+		o.firstOOM = int64(v)
+	}
+	return o
+}
+
+// failed reports a run known not to have fit.
+func (o outcome) failed() bool { return o.known && !o.fit }
+
+// short is how a chart labels a run that did not fit.
+func (o outcome) short() string {
+	if o.firstOOM >= 0 {
+		return fmt.Sprintf("did not fit (first OOM at event %d)", o.firstOOM)
+	}
+	return "did not fit"
+}
+
+// long is how a table or tooltip says it.
+func (o outcome) long() string {
+	var b strings.Builder
+	b.WriteString("did not fit")
+	switch {
+	case o.ooms == 1:
+		b.WriteString(": 1 allocation failed")
+	case o.ooms > 1:
+		fmt.Fprintf(&b, ": %d allocations failed", o.ooms)
+	}
+	if o.firstOOM >= 0 {
+		if o.ooms > 1 {
+			fmt.Fprintf(&b, ", the first at event %d", o.firstOOM)
+		} else {
+			fmt.Fprintf(&b, " (first OOM at event %d)", o.firstOOM)
+		}
+	}
+	return b.String()
+}
+
+// capacity is the group's device capacity (bytes visible to the
+// framework's allocator): the replays' device, or the preset or override
+// a results file names; 0 when unknown.
+func (g *group) capacity() float64 {
+	if len(g.runs) > 0 {
+		return float64(g.runs[0].Device.Capacity)
+	}
+	if d, err := strategies.ParseDevice(g.device); err == nil {
+		return float64(d.Capacity)
+	}
+	return 0
+}
+
+// policy reports whether a run's reservation is a policy rather than a
+// need (a preallocated region): its footprint is below what it reserved.
+func policy(res *harness.Result) bool {
+	return res.PeakFootprint > 0 && res.PeakFootprint < res.PeakReserved
 }

@@ -20,6 +20,21 @@ var MB = (function () {
     return "<span style=\"display:inline-block;margin-right:5px;width:9px;height:9px;border-radius:5px;background:" + esc(color) + "\"></span>";
   }
   function yOf(p) { return Array.isArray(p.value) ? p.value[1] : p.value; }
+  function barTip(params, format) {
+    if (!params.length) { return ""; }
+    var out = [esc(params[0].axisValueLabel)];
+    params.forEach(function (p) {
+      var v = yOf(p);
+      if (v === null || v === undefined) { return; }
+      var d = p.data;
+      if (d && typeof d === "object" && !Array.isArray(d) && d.failed) {
+        out.push(dot(p.color) + esc(p.seriesName) + ": <b style=\"color:#c23531\">✕ " + esc(d.failed) + "</b>");
+        return;
+      }
+      out.push(dot(p.color) + esc(p.seriesName) + ": " + format(v));
+    });
+    return out.join("<br>");
+  }
 
   var fn = {
     bytes: bytes,
@@ -47,16 +62,14 @@ var MB = (function () {
       });
       return out.join("<br>");
     },
-    // Axis tooltip of the bar charts: bytes per strategy and the floor.
+    // Axis tooltip of the bar charts: bytes per strategy and the floor;
+    // a run that did not fit says so instead of a figure.
     peaksTip: function (params) {
-      if (!params.length) { return ""; }
-      var out = [esc(params[0].axisValueLabel)];
-      params.forEach(function (p) {
-        var v = yOf(p);
-        if (v === null || v === undefined) { return; }
-        out.push(dot(p.color) + esc(p.seriesName) + ": " + bytes(v));
-      });
-      return out.join("<br>");
+      return barTip(params, bytes);
+    },
+    // The same for the percentage charts.
+    pctTip: function (params) {
+      return barTip(params, function (v) { return Number(v).toFixed(1) + "%"; });
     },
     // The peak-live floor: a line across the whole category band.
     floorRender: function (params, api) {
@@ -111,9 +124,34 @@ var MB = (function () {
       }
       return { type: "rect", shape: shape, style: { fill: "none", stroke: api.visual("color"), lineWidth: 1 } };
     },
+    // The part of a preallocated region no allocation ever reached: a
+    // thin white item with a dashed frame, hatched.
+    unusedRender: function (params, api) {
+      var row = api.value(2);
+      var a = api.coord([api.value(0), row]), b = api.coord([api.value(1), row]);
+      var h = api.size([0, 1])[1] * 0.62;
+      var cs = params.coordSys;
+      var shape = echarts.graphic.clipRectByRect(
+        { x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 2), height: h },
+        { x: cs.x, y: cs.y, width: cs.width, height: cs.height });
+      if (!shape) { return null; }
+      var children = [{ type: "rect", shape: shape, style: { fill: "#ffffff", stroke: "#888888", lineWidth: 1, lineDash: [3, 2] } }];
+      // Hatching: lines of slope -1, x + y = k, clipped to the item.
+      var L = shape.x, R = shape.x + shape.width, T = shape.y, H = shape.height;
+      for (var k = L + 4; k < R + H; k += 5) {
+        var xa = Math.min(k, R), xb = Math.max(k - H, L);
+        children.push({ type: "line", shape: { x1: xa, y1: T + (k - xa), x2: xb, y2: T + (k - xb) }, style: { stroke: "#cccccc", lineWidth: 1 } });
+      }
+      return { type: "group", children: children };
+    },
     stateTip: function (p) {
       var v = p.value;
       if (p.seriesName === "segment") { return esc(p.name); }
+      if (p.seriesName === "preallocated, never used") {
+        return dot("#999") + "preallocated, never used: " + bytes(v[3]) +
+          "<br>the region above its peak footprint (offset 0x" + Number(v[7]).toString(16) + " up), which no allocation ever reached" +
+          "<br>drawn shortened to a thin item";
+      }
       var s = dot(p.color) + esc(p.seriesName) + ": " + bytes(v[3]);
       if (v[5] > 1) {
         s += "<br>" + v[5] + " small blocks drawn as one (" + bytes(v[6]) + " of them allocated)";
@@ -151,6 +189,20 @@ var MB = (function () {
   // drawn[id] is set once a chart has finished drawing (the browser test
   // waits for every chart).
   var drawn = {}, charts = [];
+  // legend wires a chart's HTML legend (the page's, above the chart): a
+  // click shows or hides the series of that name, through ECharts' own
+  // (hidden) legend.
+  function legend(id, chart) {
+    var box = document.getElementById(id + "-legend");
+    if (!box) { return; }
+    Array.prototype.forEach.call(box.querySelectorAll(".li"), function (item) {
+      if (item.classList.contains("static")) { return; }
+      item.addEventListener("click", function () {
+        chart.dispatchAction({ type: "legendToggleSelect", name: item.getAttribute("data-name") });
+        item.classList.toggle("off");
+      });
+    });
+  }
   function load() {
     var els = document.querySelectorAll("script.chart-option");
     Array.prototype.forEach.call(els, function (el) {
@@ -160,6 +212,7 @@ var MB = (function () {
       chart.on("finished", function () { drawn[id] = true; });
       var option = JSON.parse(el.textContent);
       chart.setOption(revive(option, option));
+      legend(id, chart);
       charts.push(chart);
     });
     var t = null;

@@ -2,6 +2,8 @@ package charts
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -21,9 +23,19 @@ import (
 // they are other processes' or nobody's memory.
 
 // stateNames are the series of the map, one per strategies.BlockState in
-// its order, with their colours.
-var stateNames = [...]string{"cached free", "allocated", "pending free", "unmapped"}
-var stateColours = [...]string{"#91cc75", "#5470c6", "#fac858", "#c8c8c8"}
+// its order, then the part of a preallocated region placement never
+// reached (unusedState), with their colours.
+var stateNames = [...]string{"cached free", "allocated", "pending free", "unmapped", "preallocated, never used"}
+var stateColours = [...]string{"#91cc75", "#5470c6", "#fac858", "#c8c8c8", "#ffffff"}
+
+// unusedState is the map's own state past the BlockStates: the bytes of a
+// preallocated region above its peak footprint, which no allocation ever
+// reached (see cutAtFootprint).
+const unusedState = 4
+
+// unusedShare is the width of the never-used item of a row: a thin
+// item, whatever its bytes (its tooltip and the row's label say them).
+const unusedShare = 0.03
 
 // minBlockPct: blocks narrower than this share of their row (about a
 // pixel on a 1000-pixel row) are aggregated with their neighbours in the
@@ -32,12 +44,6 @@ var stateColours = [...]string{"#91cc75", "#5470c6", "#fac858", "#c8c8c8"}
 // holds most of its bytes and says in its tooltip how many blocks it
 // stands for.
 const minBlockPct = 0.1
-
-// stateRow is one row of the map.
-type stateRow struct {
-	label  string
-	layout []strategies.Segment
-}
 
 // block item dimensions: x0 %, x1 %, row, bytes, requested bytes (of the
 // allocated blocks), blocks, allocated bytes, offset in its segment.
@@ -68,8 +74,10 @@ func layoutBytes(l []strategies.Segment) (mapped, unmapped int64) {
 // own size, except that an unmapped range (address space an expandable
 // segment reserved without pages, often many times the mapped bytes) is
 // drawn at most a tenth of the mapped bytes wide, so that what is mapped
-// stays visible. It reports whether it shortened anything.
-func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[]segItem) (shortened bool) {
+// stays visible. unused bytes (a preallocation never used, cut off the
+// layout by cutAtFootprint) are one thin item at the row's end,
+// unusedShare of it. It reports whether it shortened anything.
+func stateItems(row int, l []strategies.Segment, unused int64, blocks *[len(stateNames)][]blockItem, segs *[]segItem) (shortened bool) {
 	mapped, _ := layoutBytes(l)
 	width := func(b strategies.Block) int64 {
 		if b.State == strategies.BlockUnmapped && mapped > 0 && b.Size > mapped/10 {
@@ -87,6 +95,13 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 		}
 		total += max(s.Size-covered, 0)
 	}
+	var unusedWidth int64
+	if unused > 0 {
+		// unusedShare of the row: w = share × (total + w).
+		unusedWidth = max(int64(float64(total)*unusedShare/(1-unusedShare)), 1)
+		total += unusedWidth
+		shortened = shortened || unusedWidth < unused
+	}
 	if total == 0 {
 		return shortened
 	}
@@ -99,7 +114,7 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 		var agg struct {
 			start, end, size, req, alloc, off int64
 			n                                 int
-			by                                [4]int64
+			by                                [len(stateNames)]int64
 		}
 		flush := func() {
 			if agg.n == 0 {
@@ -112,7 +127,7 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 				}
 			}
 			blocks[st] = append(blocks[st], blockItem{pct(agg.start), pct(agg.end), float64(row), float64(agg.size), float64(agg.req), float64(agg.n), float64(agg.alloc), float64(agg.off)})
-			agg.n, agg.size, agg.req, agg.alloc, agg.by = 0, 0, 0, 0, [4]int64{}
+			agg.n, agg.size, agg.req, agg.alloc, agg.by = 0, 0, 0, 0, [len(stateNames)]int64{}
 		}
 		cursor := s.Addr
 		for _, b := range s.Blocks {
@@ -122,7 +137,7 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 			}
 			cursor = b.Addr + b.Size
 			w := width(b)
-			st := min(int(b.State), len(stateNames)-1)
+			st := min(int(b.State), unusedState-1)
 			var req, alloc int64
 			if b.State == strategies.BlockAllocated {
 				req, alloc = b.Requested, b.Size
@@ -154,13 +169,81 @@ func stateItems(row int, l []strategies.Segment, blocks *[4][]blockItem, segs *[
 			Name:  fmt.Sprintf("segment 0x%x · %s · pool %s · stream %d · %d blocks", s.Addr, units.Bytes(float64(s.Size), units.Auto), s.Pool, s.Stream, len(s.Blocks)),
 		})
 	}
+	if unused > 0 {
+		var off int64
+		if n := len(l); n > 0 {
+			off = l[n-1].Addr + l[n-1].Size - l[0].Addr
+		}
+		blocks[unusedState] = append(blocks[unusedState], blockItem{pct(pos), 100, float64(row), float64(unused), 0, 1, 0, float64(off)})
+	}
 	return shortened
 }
 
-// rowLabel names a row: strategy, moment, bytes held.
-func rowLabel(strategy, moment string, l []strategies.Segment) string {
+// cutAtFootprint cuts a preallocated region's layout at its peak
+// footprint (harness.Result.PeakFootprint: the highest point placement
+// ever carved out of the region, from its start): what lies above was
+// never used by any allocation, and is returned as unused bytes rather
+// than drawn as a region of "cached free". l is not modified. A layout
+// with anything in use above the cut (which a Footprinter does not
+// allow) is returned whole.
+func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.Segment, unused int64) {
+	if len(l) == 0 || footprint <= 0 {
+		return l, 0
+	}
+	at := l[0].Addr + footprint
+	for _, s := range l {
+		if s.Addr+s.Size <= at {
+			cut = append(cut, s)
+			continue
+		}
+		if s.Addr >= at {
+			for _, b := range s.Blocks {
+				if b.State != strategies.BlockFree {
+					return l, 0
+				}
+			}
+			unused += s.Size
+			continue
+		}
+		c := s
+		c.Size = at - s.Addr
+		c.Blocks = nil
+		for _, b := range s.Blocks {
+			switch {
+			case b.Addr+b.Size <= at:
+				c.Blocks = append(c.Blocks, b)
+			case b.State != strategies.BlockFree:
+				return l, 0
+			case b.Addr < at:
+				b.Size = at - b.Addr
+				c.Blocks = append(c.Blocks, b)
+			}
+		}
+		unused += s.Size - c.Size
+		cut = append(cut, c)
+	}
+	return cut, unused
+}
+
+// rowLabel names a row: a swatch of the strategy's colour (rich text
+// style s<i> of the axis, i its position in the report), the strategy,
+// whether it fit, the moment, and the bytes held (for a preallocated
+// region: how much of it was ever used).
+func rowLabel(colour int, strategy, failed, moment string, l []strategies.Segment, unused int64) string {
 	m, u := layoutBytes(l)
-	s := fmt.Sprintf("%s\n%s\n%s held", strategy, moment, units.Bytes(float64(m), units.Auto))
+	// Braces would start rich text: a strategy spec has none, but a
+	// label must not restyle itself.
+	strategy = strings.NewReplacer("{", "(", "}", ")").Replace(strategy)
+	s := fmt.Sprintf("{s%d| }  %s", colour, strategy)
+	if failed != "" {
+		s += "  {failed|✕ did not fit}"
+	}
+	s += "\n" + moment + "\n"
+	if unused > 0 {
+		s += fmt.Sprintf("%s of a %s region ever used", units.Bytes(float64(m), units.Auto), units.Bytes(float64(m+unused), units.Auto))
+	} else {
+		s += units.Bytes(float64(m), units.Auto) + " held"
+	}
 	if u > 0 {
 		s += " + " + units.Bytes(float64(u), units.Auto) + " unmapped"
 	}
@@ -168,60 +251,105 @@ func rowLabel(strategy, moment string, l []strategies.Segment) string {
 }
 
 // stateChart draws a group's allocator states: for each run its layout at
-// peak live and at peak reserved.
-func stateChart(id string, g *group) (Chart, bool, error) {
+// peak live, and at its peak footprint (Run.FootprintLayout; without it,
+// for a strategy without a reservation policy, Result.PeakLayout at peak
+// reserved), one row when the two are the same event. A preallocated region is cut
+// at the peak footprint in both rows, with the rest one thin item,
+// "preallocated, never used": 60 GiB of which placement ever used 700 MiB
+// is not a bar of cached free memory.
+func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
+	type stateRow struct {
+		label  string
+		layout []strategies.Segment
+		unused int64
+	}
 	var rows []stateRow
 	for _, r := range g.runs {
 		res := r.Result
-		if r.LiveLayout != nil {
-			rows = append(rows, stateRow{rowLabel(res.Strategy, fmt.Sprintf("at peak live, event %d", res.PeakLiveEvent), r.LiveLayout), r.LiveLayout})
+		ci := slices.Index(rep.strategyOrder(), r.key().strategy)
+		failed := ""
+		if o := g.outcome(r.key().strategy); o.failed() {
+			failed = o.long()
 		}
-		if res.PeakLayout != nil {
-			rows = append(rows, stateRow{rowLabel(res.Strategy, "at peak reserved", res.PeakLayout), res.PeakLayout})
+		add := func(moment string, l []strategies.Segment) {
+			var unused int64
+			if policy(res) {
+				l, unused = cutAtFootprint(l, res.PeakFootprint)
+			}
+			rows = append(rows, stateRow{rowLabel(ci, res.Strategy, failed, moment, l, unused), l, unused})
 		}
+		switch {
+		case r.LiveLayout != nil && res.PeakFootprintEvent == res.PeakLiveEvent:
+			add(fmt.Sprintf("at peak live and peak footprint, event %d", res.PeakLiveEvent), r.LiveLayout)
+			continue
+		case r.LiveLayout != nil:
+			add(fmt.Sprintf("at peak live, event %d", res.PeakLiveEvent), r.LiveLayout)
+		}
+		switch {
+		case r.FootprintLayout != nil:
+			add(fmt.Sprintf("at peak footprint, event %d", res.PeakFootprintEvent), r.FootprintLayout)
+		case !policy(res) && res.PeakLayout != nil:
+			add("at peak reserved (its peak footprint)", res.PeakLayout)
+		}
+		// Without FootprintLayout, a preallocated region at peak
+		// reserved would be its first event, an empty region: not drawn.
 	}
 	if len(rows) == 0 {
 		return Chart{}, false, nil
 	}
-	var blocks [4][]blockItem
+	var blocks [len(stateNames)][]blockItem
 	var segs []segItem
 	labels := make([]string, len(rows))
 	shortened := false
 	for i, row := range rows {
 		labels[i] = row.label
-		if stateItems(i, row.layout, &blocks, &segs) {
+		if stateItems(i, row.layout, row.unused, &blocks, &segs) {
 			shortened = true
 		}
 	}
 	xName := "% of the bytes held at that moment, segments in address order"
 	if shortened {
-		xName = "share of the row, segments in address order (unmapped ranges drawn shortened)"
+		xName = "share of the row, segments in address order (unmapped ranges and unused preallocations drawn shortened)"
 	}
-	height := 110 + 58*len(rows)
+	rich := map[string]any{"failed": map[string]any{"color": failedRed, "fontWeight": "bold"}}
+	for i, s := range rep.strategyOrder() {
+		rich[fmt.Sprintf("s%d", i)] = map[string]any{"backgroundColor": rep.colourOf(s), "width": 10, "height": 10, "borderRadius": 2}
+	}
+	height := 110 + 66*len(rows)
 	c := gecharts.NewCustom()
 	c.SetGlobalOptions(commonOpts(id, height)...)
 	c.SetGlobalOptions(
-		gecharts.WithLegendOpts(opts.Legend{Top: "0"}),
 		gecharts.WithTooltipOpts(opts.Tooltip{Trigger: "item", Formatter: fn("stateTip")}),
-		gecharts.WithGridOpts(opts.Grid{Left: "250", Right: "40", Top: "36", Bottom: "80"}),
+		gecharts.WithGridOpts(opts.Grid{Left: "270", Right: "40", Top: "16", Bottom: "80"}),
 		gecharts.WithXAxisOpts(opts.XAxis{Type: "value", Min: 0, Max: 100, Name: xName, NameLocation: "middle", NameGap: 24, AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
-		gecharts.WithYAxisOpts(opts.YAxis{Type: "category", Data: labels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Show: opts.Bool(true), Interval: "0", FontSize: 11, Width: 230, Overflow: "truncate"}}),
 		gecharts.WithDataZoomOpts(
 			opts.DataZoom{Type: "inside", XAxisIndex: []int{0}, FilterMode: "weakFilter"},
 			opts.DataZoom{Type: "slider", XAxisIndex: []int{0}, FilterMode: "weakFilter", Start: 0, End: 100},
 		),
 	)
+	var legend []legendItem
 	for st := range stateNames {
 		data := blocks[st]
 		if data == nil {
 			data = []blockItem{}
 		}
+		render := "blockRender"
+		if st == unusedState {
+			render = "unusedRender"
+		}
 		c.AddSeries(stateNames[st], nil, gecharts.WithSeriesOpts(func(s *gecharts.SingleSeries) {
 			s.Data = data
-			s.RenderItem = fn("blockRender")
+			s.RenderItem = fn(render)
 			s.Color = stateColours[st]
 			s.Encode = &opts.Encode{X: []int{0, 1}, Y: 2}
 		}))
+		if len(data) > 0 || st <= int(strategies.BlockAllocated) {
+			mark := "bar"
+			if st == unusedState {
+				mark = "unused"
+			}
+			legend = append(legend, legendItem{Name: stateNames[st], Colour: stateColours[st], Mark: mark})
+		}
 	}
 	c.AddSeries("segment", nil, gecharts.WithSeriesOpts(func(s *gecharts.SingleSeries) {
 		s.Data = segs
@@ -229,6 +357,10 @@ func stateChart(id string, g *group) (Chart, bool, error) {
 		s.Color = "#444444"
 		s.Encode = &opts.Encode{X: []int{0, 1}, Y: 2}
 	}))
-	js, err := optionJSON(c, nil)
-	return Chart{ID: id, Height: height, Option: js}, true, err
+	legend = append(legend, legendItem{Name: "segment", Colour: "#444444", Mark: "outline"})
+	js, err := optionJSON(c, map[string]any{"yAxis": []any{map[string]any{
+		"type": "category", "data": labels, "inverse": true,
+		"axisLabel": map[string]any{"show": true, "interval": 0, "fontSize": 11, "lineHeight": 15, "rich": rich},
+	}}})
+	return Chart{ID: id, Height: height, Option: js, Legend: legend}, true, err
 }

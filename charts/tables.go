@@ -18,14 +18,27 @@ import (
 // row per metric, a column per strategy, each column after the first
 // with its delta against the first. The figures are internal/benchtab's,
 // the tables `membench compare -col /strategy` prints: every membench
-// metric is exact (assume=exact) and lower is better, so every change
-// shows as a delta ("0.00%" when equal, "?" from a zero baseline), and a
-// row's values share one prefix. The page only turns benchstat's table
-// per unit into one table per trace.
+// metric is exact (assume=exact) with the direction the harness gives it
+// (better=lower, fit better=higher, first-oom-event neither), so every
+// change shows as a delta ("0.00%" when equal, "?" from a zero baseline),
+// and a row's values share one prefix. The page only turns benchstat's
+// table per unit into one table per trace, and never colours a run that
+// did not fit as an improvement: its column has no colours, and when the
+// baseline did not fit no column has any.
 type compTable struct {
 	Title      string
 	Strategies []string
+	Cols       []compCol
 	Rows       []compRow
+	// Note explains an uncoloured table (the baseline did not fit).
+	Note string
+}
+
+// compCol heads a strategy's columns.
+type compCol struct {
+	Strategy string
+	Colour   string
+	Failed   string // how it did not fit, or ""
 }
 
 type compRow struct {
@@ -80,12 +93,32 @@ func compTables(rep *Report) ([]compTable, error) {
 	var ts []compTable
 	for _, g := range rep.groups() {
 		t := compTable{Title: g.title(many), Strategies: g.strategies()}
+		failed := make([]bool, len(t.Strategies))
+		for i, s := range t.Strategies {
+			c := compCol{Strategy: s, Colour: rep.colourOf(s)}
+			if o := g.outcome(s); o.failed() {
+				c.Failed, failed[i] = o.long(), true
+			}
+			t.Cols = append(t.Cols, c)
+		}
+		if failed[0] {
+			t.Note = t.Strategies[0] + ", the baseline, did not fit: changes against it are shown but not coloured."
+		}
 		byUnit, err := g.comparison()
 		if err != nil {
 			return nil, fmt.Errorf("comparison table of %s: %w", t.Title, err)
 		}
 		for _, u := range g.units() {
-			t.Rows = append(t.Rows, compRowOf(u, t.Strategies, byUnit[u]))
+			row := compRowOf(u, t.Strategies, byUnit[u])
+			for i := range row.Cells {
+				if failed[i] || failed[0] {
+					row.Cells[i].Class = ""
+				}
+				if failed[i] {
+					row.Cells[i].Class = "failed"
+				}
+			}
+			t.Rows = append(t.Rows, row)
 		}
 		ts = append(ts, t)
 	}
@@ -104,7 +137,14 @@ func (g *group) comparison() (map[string]*benchtab.Table, error) {
 	}
 	us := g.units()
 	for _, u := range us {
-		for _, kv := range [][2]string{{"assume", "exact"}, {"better", "lower"}} {
+		kvs := [][2]string{{"assume", "exact"}}
+		switch betterOf(u) {
+		case -1:
+			kvs = append(kvs, [2]string{"better", "lower"})
+		case +1:
+			kvs = append(kvs, [2]string{"better", "higher"})
+		}
+		for _, kv := range kvs {
 			m := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: kv[0]}, OrigUnit: u, Value: kv[1]}
 			if err := b.AddUnit(m); err != nil {
 				return nil, err
@@ -130,6 +170,18 @@ func (g *group) comparison() (map[string]*benchtab.Table, error) {
 		byUnit[t.Unit] = t
 	}
 	return byUnit, nil
+}
+
+// betterOf is the direction of a unit as the harness writes it in its
+// Unit lines (harness.Metric.Better); lower for any other unit, such as
+// the capacity search's.
+func betterOf(unit string) int {
+	for _, m := range harness.Metrics {
+		if m.Unit == unit {
+			return m.Better
+		}
+	}
+	return -1
 }
 
 // compRowOf lays out the unit's table t (nil if no strategy has the
@@ -236,6 +288,7 @@ type runRow struct {
 	Knobs                   string
 	Events                  string
 	Outcome                 string
+	Failed                  bool
 	Notes                   []note
 }
 
@@ -253,9 +306,10 @@ func runRows(rep *Report) []runRow {
 		}
 		row.Events = fmt.Sprintf("%d (%d allocs, %d frees)", res.Events, res.Allocs, res.Frees)
 		if res.Fit() {
-			row.Outcome = "fits"
+			row.Outcome = "✓ fits"
 		} else {
-			row.Outcome = fmt.Sprintf("%d allocations failed", res.OOMCount)
+			row.Failed = true
+			row.Outcome = "✕ " + outcome{known: true, firstOOM: res.FirstOOMEvent(), ooms: res.OOMCount}.long()
 			if len(res.OOMs) > 0 {
 				row.Notes = append(row.Notes, note{Text: fmt.Sprintf("first OOM at event %d: %s", res.OOMs[0].Event, res.OOMs[0].Message)})
 			}

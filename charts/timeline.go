@@ -4,12 +4,14 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"membench/harness"
+	"membench/internal/units"
 )
 
 // timelineAxis maps event indexes to the timeline's x values: seconds
@@ -87,18 +89,21 @@ func seriesPoints(ax timelineAxis, s []harness.Sample, live bool) []point {
 }
 
 // timelineChart draws one group's memory over the trace: a reserved step
-// line per strategy, live bytes (one line when every strategy saw the
-// same live bytes, which is so unless some allocation failed), phase
-// marks as bands and lines, OOMs as points where they happened.
+// line per strategy, live bytes (one area for the strategies that saw the
+// same live bytes, which is all of them unless allocations failed, and a
+// dashed line for each that saw others), the
+// device's capacity as a horizontal line, phase marks as bands and lines,
+// OOMs as points where they happened, and for each run that did not fit a
+// vertical line at its first OOM, labelled.
 //
 // When the series differ in scale by more than 8× (a preallocated 60 GiB
-// region against a few hundred MiB of PyTorch segments) the y axis is
-// logarithmic, base 2, so that every series' shape shows. Its floor is
-// 16 times below the smallest series' maximum (and at most 24 binary
-// orders below the largest); values under the floor, such as the empty
-// allocator before the first event, are drawn on it, and the tooltip
-// says "under" it. The maximum of every series is above the floor and
-// drawn exactly.
+// region against a few hundred MiB of PyTorch segments, or an 80 GiB card
+// against them) the y axis is logarithmic, base 2, so that every series'
+// shape shows. Its floor is 16 times below the smallest series' maximum
+// (and at most 24 binary orders below the largest); values under the
+// floor, such as the empty allocator before the first event, are drawn on
+// it, and the tooltip says "under" it. The maximum of every series is
+// above the floor and drawn exactly.
 func timelineChart(id string, g *group, colourOf func(string) string) (Chart, error) {
 	const height = 440
 	ax := newTimelineAxis(g.runs)
@@ -112,22 +117,44 @@ func timelineChart(id string, g *group, colourOf func(string) string) (Chart, er
 	for i, r := range g.runs {
 		down[i] = Downsample(r.Result.Timeline, MaxPoints)
 	}
-	sameLive := true
-	for _, d := range down[1:] {
-		if !sameLiveBytes(d, down[0]) {
-			sameLive = false
+	// Live bytes depend on the trace alone unless allocations failed: the
+	// runs whose live bytes are the reference's (the first run that fit)
+	// share one "live" area; any other gets a dashed line of its own.
+	ref := 0
+	for i, r := range g.runs {
+		if r.Result.Fit() {
+			ref = i
+			break
 		}
 	}
 	var ss []series
-	if sameLive {
-		ss = append(ss, series{"live", "#555555", false, true, seriesPoints(ax, down[0], true)})
-	} else {
-		for i, r := range g.runs {
-			ss = append(ss, series{"live · " + r.Result.Strategy, colourOf(r.key().strategy), true, false, seriesPoints(ax, down[i], true)})
+	var legend []legendItem
+	failed := func(r *Run) string {
+		if o := g.outcome(r.key().strategy); o.failed() {
+			return o.long()
 		}
+		return ""
+	}
+	ss = append(ss, series{"live", "#555555", false, true, seriesPoints(ax, down[ref], true)})
+	legend = append(legend, legendItem{Name: "live", Colour: "#555555", Mark: "area"})
+	for i, r := range g.runs {
+		if sameLiveBytes(down[i], down[ref]) {
+			continue
+		}
+		n := "live · " + r.Result.Strategy
+		ss = append(ss, series{n, colourOf(r.key().strategy), true, false, seriesPoints(ax, down[i], true)})
+		legend = append(legend, legendItem{Name: n, Colour: colourOf(r.key().strategy), Mark: "dashed", Failed: failed(r)})
 	}
 	for i, r := range g.runs {
-		ss = append(ss, series{"reserved · " + r.Result.Strategy, colourOf(r.key().strategy), false, false, seriesPoints(ax, down[i], false)})
+		n := "reserved · " + r.Result.Strategy
+		ss = append(ss, series{n, colourOf(r.key().strategy), false, false, seriesPoints(ax, down[i], false)})
+		legend = append(legend, legendItem{Name: n, Colour: colourOf(r.key().strategy), Mark: "line", Failed: failed(r)})
+	}
+	// The device's capacity, across the whole trace.
+	if c := g.capacity(); c > 0 && len(ax.ref) > 0 {
+		n := "capacity · " + g.runs[0].Result.Device + " (" + units.Bytes(c, units.Auto) + ")"
+		ss = append(ss, series{n, capacityColour, true, false, []point{{ax.sampleX(ax.ref[0]), c}, {ax.endX(), c}}})
+		legend = append(legend, legendItem{Name: n, Colour: capacityColour, Mark: "dashed"})
 	}
 
 	// The scale: log when the series' maxima are far apart.
@@ -148,6 +175,9 @@ func timelineChart(id string, g *group, colourOf func(string) string) (Chart, er
 		floor = max(floor, math.Exp2(math.Floor(math.Log2(top)))/(1<<24), 1)
 		y = bytesAxis("bytes (log scale)", true)
 		y.Min = floor
+		// The next power of two up, or ECharts rounds to a power of its
+		// own choosing (an 80 GiB card drew to 1 TiB).
+		y.Max = math.Exp2(math.Ceil(math.Log2(top * 1.05)))
 		for _, x := range ss {
 			for j := range x.pts {
 				x.pts[j][1] = max(x.pts[j][1], floor)
@@ -162,9 +192,8 @@ func timelineChart(id string, g *group, colourOf func(string) string) (Chart, er
 		xa.Min = 0
 	}
 	line.SetGlobalOptions(
-		gecharts.WithLegendOpts(opts.Legend{Type: "scroll", Top: "0"}),
 		gecharts.WithTooltipOpts(opts.Tooltip{Trigger: "axis", Formatter: fn("timelineTip"), AxisPointer: &opts.AxisPointer{Type: "line"}}),
-		gecharts.WithGridOpts(opts.Grid{Left: "80", Right: "40", Top: "40", Bottom: "80"}),
+		gecharts.WithGridOpts(opts.Grid{Left: "80", Right: "40", Top: "30", Bottom: "80"}),
 		gecharts.WithXAxisOpts(xa),
 		gecharts.WithYAxisOpts(y),
 		gecharts.WithDataZoomOpts(zoom()...),
@@ -197,17 +226,31 @@ func timelineChart(id string, g *group, colourOf func(string) string) (Chart, er
 			}
 		}
 		col := colourOf(r.key().strategy)
-		line.AddSeries("OOM · "+r.Result.Strategy, nil, gecharts.WithSeriesOpts(func(s *gecharts.SingleSeries) {
+		n := "OOM · " + r.Result.Strategy
+		first := r.Result.OOMs[0].Event
+		// The first OOM: a red line across the plot, labelled.
+		ml := []interface{}{map[string]any{"xAxis": ax.eventX(first), "name": "✕ " + r.Result.Strategy + " did not fit: first OOM, event " + strconv.FormatInt(first, 10)}}
+		line.AddSeries(n, nil, gecharts.WithSeriesOpts(func(s *gecharts.SingleSeries) {
 			s.Type = "scatter"
 			s.Data = pts
 			s.Symbol = "triangle"
 			s.SymbolSize = 11
-			s.ItemStyle = &opts.ItemStyle{Color: col, BorderColor: "#c23531", BorderWidth: 2}
+			s.Color = col
+			s.ItemStyle = &opts.ItemStyle{Color: col, BorderColor: failedRed, BorderWidth: 2}
+			s.MarkLines = &opts.MarkLines{Data: ml, MarkLineStyle: opts.MarkLineStyle{
+				Symbol:    []string{"none", "none"},
+				Label:     &opts.Label{Show: opts.Bool(true), Position: "insideEndBottom", Formatter: "{b}", FontSize: 11, Color: failedRed},
+				LineStyle: &opts.LineStyle{Color: failedRed, Type: "solid", Width: 1.5},
+			}}
 		}))
+		legend = append(legend, legendItem{Name: n, Colour: col, Mark: "triangle", Failed: failed(r)})
 	}
 	js, err := optionJSON(line, nil)
-	return Chart{ID: id, Height: height, Option: js}, err
+	return Chart{ID: id, Height: height, Option: js, Legend: legend}, err
 }
+
+// capacityColour draws the device's capacity on timelines.
+const capacityColour = "#222222"
 
 // sameLiveBytes: two downsampled timelines with the same events and live
 // bytes (reserved may differ).

@@ -124,3 +124,52 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("verdict text:\n%s", out)
 	}
 }
+
+// TestPeakFootprintEvent: the replay names the event right after which
+// its footprint first reached its peak. Replaying the events up to it
+// reaches PeakFootprint and the events before it do not; for a
+// preallocated region (jax, tf, the TPU heap) the layout there has a block
+// in use ending exactly PeakFootprint bytes above the region's start (what
+// the report's state map draws), and for the others the event is where
+// peak reserved was reached.
+func TestPeakFootprintEvent(t *testing.T) {
+	evs := loadCorpus(t, "gpt-train")
+	for _, c := range []struct{ spec, dev string }{
+		{"jax", "a100-80g"}, {"tf", "a100-80g"}, {"torch", "a100-80g"}, {"jax:preallocate=false", "a100-80g"},
+		{"jax", "tpu-v5e"}, {"jax:mem_fraction=0.0001", "a100-80g"},
+	} {
+		dev := device(t, c.dev)
+		r := replayEvents(t, "gpt-train", evs, c.spec, dev)
+		ev := r.PeakFootprintEvent
+		if ev < 0 || ev >= r.Events {
+			t.Errorf("%s on %s: peak footprint event %d of %d", c.spec, c.dev, ev, r.Events)
+			continue
+		}
+		at := replayEvents(t, "gpt-train", evs[:ev+1], c.spec, dev)
+		before := replayEvents(t, "gpt-train", evs[:ev], c.spec, dev)
+		if at.PeakFootprint != r.PeakFootprint || before.PeakFootprint >= r.PeakFootprint {
+			t.Errorf("%s on %s: footprint %d; %d up to event %d, %d before it", c.spec, c.dev, r.PeakFootprint, at.PeakFootprint, ev, before.PeakFootprint)
+		}
+		if r.PeakFootprint == r.PeakReserved {
+			if at.PeakReserved != r.PeakReserved {
+				t.Errorf("%s on %s: peak reserved %d, %d up to event %d", c.spec, c.dev, r.PeakReserved, at.PeakReserved, ev)
+			}
+			continue
+		}
+		l, err := LayoutAt("gpt-train", &traces.SliceReader{Events: evs}, c.spec, dev, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := false
+		for _, s := range l {
+			for _, b := range s.Blocks {
+				if b.State == strategies.BlockAllocated && b.Addr+b.Size-l[0].Addr == r.PeakFootprint {
+					top = true
+				}
+			}
+		}
+		if len(l) != 1 || !top {
+			t.Errorf("%s on %s: layout at event %d has %d regions and no block in use ending at the footprint %d", c.spec, c.dev, ev, len(l), r.PeakFootprint)
+		}
+	}
+}

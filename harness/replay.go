@@ -50,18 +50,24 @@ type Result struct {
 	// (strategies.Footprinter), PeakReserved for a model without a
 	// reservation policy of its own.
 	PeakFootprint int64
-	PeakAllocated int64 // max bytes in live blocks as the allocator rounds them
-	DeviceMallocs int64
-	DeviceFrees   int64
-	ModeledSec    float64
-	DefragEvents  int64 // relocations of live buffers (TPU runtime model, defrag=true)
-	DefragMoved   int64 // bytes those relocations moved
-	OOMs          []OOMRecord
-	OOMCount      int64
-	Timeline      []Sample
-	Marks         []Mark
-	PeakLayout    []strategies.Segment
-	DeviceNotes   []string
+	// PeakFootprintEvent is the event right after which the footprint
+	// first reached PeakFootprint (for a model without a Footprinter,
+	// where peak reserved was first reached): the moment the report draws
+	// a preallocating allocator's state (LayoutAt), since its layout at
+	// peak reserved is its first event, an empty region.
+	PeakFootprintEvent int64
+	PeakAllocated      int64 // max bytes in live blocks as the allocator rounds them
+	DeviceMallocs      int64
+	DeviceFrees        int64
+	ModeledSec         float64
+	DefragEvents       int64 // relocations of live buffers (TPU runtime model, defrag=true)
+	DefragMoved        int64 // bytes those relocations moved
+	OOMs               []OOMRecord
+	OOMCount           int64
+	Timeline           []Sample
+	Marks              []Mark
+	PeakLayout         []strategies.Segment
+	DeviceNotes        []string
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
@@ -128,6 +134,8 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		res.Notes = n.Notes()
 	}
 	layouter, _ := a.(strategies.Layouter)
+	footprinter, _ := a.(strategies.Footprinter)
+	var peakFootprint int64 // so far, for PeakFootprintEvent
 	tl := newTimeline(opts.Samples)
 	// ids: the trace's live allocations and their handles; an allocation
 	// that failed stays live with handle -1 so that its free is accepted
@@ -200,6 +208,13 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
 			res.PeakLayout = res.PeakLayout[:0]
 			layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+		}
+		fp := mem.Peak()
+		if footprinter != nil {
+			fp = footprinter.PeakFootprint()
+		}
+		if fp > peakFootprint {
+			peakFootprint, res.PeakFootprintEvent = fp, i
 		}
 		res.PeakReserved = max(res.PeakReserved, mem.Peak())
 		tl.add(i, ev.Time, liveBytes, reserved)

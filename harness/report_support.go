@@ -10,9 +10,9 @@ import (
 // LayoutAt replays the events 0..event of r (inclusive) through spec on
 // dev and returns the allocator's layout right after event: the report's
 // allocator state at a chosen moment, such as a Result's PeakLiveEvent,
-// which is the same moment for every strategy. (Options.KeepLayout gives
-// the layout at peak reserved, which for a preallocating allocator is its
-// first event.) It costs a replay of that prefix. A model that does not
+// which is the same moment for every strategy, or its PeakFootprintEvent.
+// (Options.KeepLayout gives the layout at peak reserved, which for a
+// preallocating allocator is its first event.) It costs a replay of that prefix. A model that does not
 // declare strategies.Layouter has no layout to give: nil.
 func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, event int64) ([]strategies.Segment, error) {
 	mem := strategies.NewMemory(&dev)

@@ -89,7 +89,9 @@ func reportCommand() *cli.Command {
 }
 
 // reportRun is one job of the report: the replay, keeping the layout at
-// peak reserved, and the layout at its peak-live event.
+// peak reserved, and the layouts at its peak-live and peak-footprint
+// events (a preallocated region's layout at peak reserved is its first
+// event).
 func reportRun(j harness.Job, opts harness.Options) (charts.Run, error) {
 	res, err := harness.ReplayJob(j, opts)
 	if err != nil {
@@ -98,6 +100,9 @@ func reportRun(j harness.Job, opts harness.Options) (charts.Run, error) {
 	run := charts.Run{Result: res, Device: j.Device}
 	if res.PeakLive > 0 {
 		run.LiveLayout, err = harness.LayoutAtJob(j, res.PeakLiveEvent)
+	}
+	if err == nil && res.PeakFootprintEvent != res.PeakLiveEvent {
+		run.FootprintLayout, err = harness.LayoutAtJob(j, res.PeakFootprintEvent)
 	}
 	return run, err
 }

@@ -1,0 +1,261 @@
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"membench/strategies"
+)
+
+// option decodes a chart's option.
+func option(t *testing.T, c Chart) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(c.Option, &v); err != nil {
+		t.Fatalf("%s: %v", c.ID, err)
+	}
+	return v
+}
+
+func chartByID(t *testing.T, cs []Chart, id string) Chart {
+	t.Helper()
+	for _, c := range cs {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no chart %s", id)
+	return Chart{}
+}
+
+// seriesData returns the data of the series named name.
+func seriesData(t *testing.T, opt map[string]any, name string) []any {
+	t.Helper()
+	for _, s := range opt["series"].([]any) {
+		m := s.(map[string]any)
+		if m["name"] == name {
+			d, _ := m["data"].([]any)
+			return d
+		}
+	}
+	t.Fatalf("no series %q in %v", name, seriesNames(opt))
+	return nil
+}
+
+func barValue(x any) float64 {
+	switch v := x.(type) {
+	case float64:
+		return v
+	case map[string]any:
+		return v["value"].(float64)
+	}
+	return 0
+}
+
+// TestFailedRunMarked: in the fixed report jax:mem_fraction=0.3 does not
+// fit (its first OOM is the 200 MiB request at event 52), and its peak
+// footprint (24 MiB) is the lowest of all. It is never drawn or ranked as
+// the best: in the peaks charts its bar is the tallest (the device's
+// capacity, 100 % in the percentage charts), hatched and labelled with
+// its first OOM; the timeline marks the first OOM with a labelled line;
+// the verdict names jax, the least footprint among those that fit; the
+// comparison table colours nothing in its column; every legend and table
+// says it did not fit.
+func TestFailedRunMarked(t *testing.T) {
+	rep := smallReport(t, false)
+	const bad = "jax:mem_fraction=0.3"
+	r := rep.Runs[3].Result
+	if r.Strategy != bad || r.Fit() || r.FirstOOMEvent() != 52 {
+		t.Fatalf("fixture: %s fit %v first OOM %d", r.Strategy, r.Fit(), r.FirstOOMEvent())
+	}
+	for _, o := range rep.Runs[:3] {
+		if !o.Result.Fit() || o.Result.PeakFootprint <= r.PeakFootprint {
+			t.Fatalf("fixture: %s fit %v footprint %d, the failed run's %d", o.Result.Strategy, o.Result.Fit(), o.Result.PeakFootprint, r.PeakFootprint)
+		}
+	}
+	cs, err := Charts(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := float64(rep.Runs[0].Device.Capacity)
+	for _, c := range []struct {
+		id     string
+		height float64
+	}{{"chart-peaks", capacity}, {"chart-frag", 100}, {"chart-frag-policy", 100}} {
+		opt := option(t, chartByID(t, cs, c.id))
+		d := seriesData(t, opt, bad)
+		item, ok := d[0].(map[string]any)
+		if !ok {
+			t.Fatalf("%s: %s is drawn as %v, want a marked item", c.id, bad, d[0])
+		}
+		label := item["label"].(map[string]any)
+		if barValue(item) != c.height || !strings.Contains(label["formatter"].(string), "did not fit (first OOM at event 52)") || !strings.Contains(item["failed"].(string), "1 allocation failed (first OOM at event 52)") {
+			t.Errorf("%s: failed bar %v", c.id, item)
+		}
+		if item["itemStyle"].(map[string]any)["decal"] == nil {
+			t.Errorf("%s: failed bar not hatched", c.id)
+		}
+		for _, s := range rep.Runs[:3] {
+			if v := barValue(seriesData(t, opt, s.Result.Strategy)[0]); v >= barValue(item) {
+				t.Errorf("%s: %s at %v is not below the failed bar at %v", c.id, s.Result.Strategy, v, barValue(item))
+			}
+		}
+		leg := chartByID(t, cs, c.id).Legend
+		if i := legendIndex(leg, bad); i < 0 || leg[i].Failed == "" {
+			t.Errorf("%s: legend does not mark %s: %+v", c.id, bad, leg)
+		}
+	}
+
+	tl := option(t, chartByID(t, cs, "chart-timeline-0"))
+	var ml string
+	for _, s := range tl["series"].([]any) {
+		m := s.(map[string]any)
+		if m["name"] == "OOM · "+bad {
+			ml = string(mustJSON(t, m["markLine"]))
+		}
+	}
+	if !strings.Contains(ml, "did not fit: first OOM, event 52") {
+		t.Errorf("timeline: no first-OOM line for %s: %s", bad, ml)
+	}
+
+	p, err := build(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Verdicts[0]
+	for _, row := range v.Rows {
+		switch {
+		case row.Strategy == bad && (!row.Failed || row.Least || !strings.Contains(row.Fit, "did not fit")):
+			t.Errorf("verdict row %+v", row)
+		case row.Strategy == "jax" && !row.Least:
+			t.Errorf("verdict: jax (the least footprint that fit) not marked: %+v", row)
+		case row.Strategy != "jax" && row.Least:
+			t.Errorf("verdict: %s marked as the least", row.Strategy)
+		}
+	}
+	sum := strings.Join(v.Summary, " ")
+	for _, want := range []string{"3 of 4 strategies fit on a100-40g:capacity=512MiB; " + bad + " did not.", "Needs the least: jax, a peak footprint of 221 MiB"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("verdict %q lacks %q", sum, want)
+		}
+	}
+
+	tab := p.Comparison[0]
+	if tab.Cols[3].Strategy != bad || tab.Cols[3].Failed == "" || tab.Note != "" {
+		t.Errorf("comparison columns %+v, note %q", tab.Cols, tab.Note)
+	}
+	better := 0
+	for _, row := range tab.Rows {
+		if c := row.Cells[3]; c.Class != "failed" {
+			t.Errorf("comparison %s: the failed column's cell has class %q", row.Unit, c.Class)
+		}
+		for _, c := range row.Cells {
+			if c.Class == "better" {
+				better++
+			}
+		}
+		if row.Unit == "fit" && (row.Cells[0].Value != "1.000" || row.Cells[3].Value != "0.000") {
+			t.Errorf("fit row %+v", row.Cells)
+		}
+	}
+	if better == 0 {
+		t.Error("no improvement coloured between the runs that fit")
+	}
+	if !p.Runs[3].Failed || !strings.Contains(p.Runs[3].Outcome, "did not fit") || p.Runs[0].Failed {
+		t.Errorf("runs table: %+v / %+v", p.Runs[3], p.Runs[0])
+	}
+
+	var b bytes.Buffer
+	if err := Write(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		`<tr data-strategy="` + bad + `" class="failed">`,
+		`<tr data-strategy="jax" class="least">`,
+		`<th class="failed" title="did not fit: 1 allocation failed (first OOM at event 52)" data-strategy="` + bad + `">`,
+		`<span class="failtag">✕ did not fit</span>`,
+		`<h2 id="verdict">1. Verdict</h2>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if i, j := strings.Index(page, `id="verdict"`), strings.Index(page, `id="timelines"`); i < 0 || i > j {
+		t.Error("the verdict is not the first section")
+	}
+}
+
+func legendIndex(l []legendItem, name string) int {
+	for i, it := range l {
+		if it.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestFailedBaseline: when the first strategy (the comparison's baseline)
+// did not fit, no change is coloured, and the table says why.
+func TestFailedBaseline(t *testing.T) {
+	rep := smallReport(t, false)
+	rep.Runs = append(rep.Runs[3:], rep.Runs[:3]...)
+	p, err := build(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := p.Comparison[0]
+	if !strings.Contains(tab.Note, "the baseline, did not fit") {
+		t.Errorf("note %q", tab.Note)
+	}
+	for _, row := range tab.Rows {
+		for i, c := range row.Cells {
+			if c.Class == "better" || c.Class == "worse" || (i == 0) != (c.Class == "failed") {
+				t.Errorf("%s: cell %d class %q", row.Unit, i, c.Class)
+			}
+		}
+	}
+	for _, row := range p.Verdicts[0].Rows {
+		if row.Least != (row.Strategy == "jax") {
+			t.Errorf("verdict row %+v", row)
+		}
+	}
+}
+
+// TestMeasurementsFailed: results read from a file mark a run that did
+// not fit from its fit metric (or, in files written before it, its
+// oom-events), in the charts and the verdict, at the capacity of the
+// device the name gives.
+func TestMeasurementsFailed(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 1 fit -1 first-oom-event 100000000 peak-footprint-B 10 placement-frag-% 90000000 peak-live-B 100000000 peak-reserved-B 10 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=jax:mem_fraction=0.0001 1 0 fit 7 first-oom-event 4000000 peak-footprint-B 5 placement-frag-% 3800000 peak-live-B 4000000 peak-reserved-B 5 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=tf 1 2000000 peak-footprint-B 3 placement-frag-% 1 oom-events
+`
+	ms, err := ReadResults(strings.NewReader(results), "r.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &Report{Measurements: ms}
+	cs, err := Charts(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := strategies.ParseDevice("a100-40g")
+	opt := option(t, chartByID(t, cs, "chart-peaks"))
+	for _, s := range []string{"jax:mem_fraction=0.0001", "tf"} {
+		item, ok := seriesData(t, opt, s)[0].(map[string]any)
+		if !ok || barValue(item) != float64(d.Capacity) {
+			t.Errorf("%s: bar %v, want a failed bar at %d", s, item, d.Capacity)
+		}
+	}
+	p, err := build(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Verdicts[0]
+	if !v.Rows[0].Least || !v.Rows[1].Failed || !strings.Contains(v.Rows[1].Fit, "first OOM at event 7") || !v.Rows[2].Failed {
+		t.Errorf("verdict rows %+v", v.Rows)
+	}
+}

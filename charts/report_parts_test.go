@@ -1,0 +1,207 @@
+package charts
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"membench/strategies"
+)
+
+// TestCutAtFootprint: a region is cut at the footprint from its start,
+// splitting the free block across the cut; what is above is returned as
+// unused bytes; the input is not modified; a layout with a block in use
+// above the cut is returned whole.
+func TestCutAtFootprint(t *testing.T) {
+	seg := strategies.Segment{Addr: 1 << 20, Size: 1000, Pool: "bfc", Blocks: []strategies.Block{
+		{Addr: 1 << 20, Size: 100, Requested: 90, State: strategies.BlockAllocated},
+		{Addr: 1<<20 + 100, Size: 50, State: strategies.BlockFree},
+		{Addr: 1<<20 + 150, Size: 100, Requested: 100, State: strategies.BlockAllocated},
+		{Addr: 1<<20 + 250, Size: 750, State: strategies.BlockFree},
+	}}
+	l := []strategies.Segment{seg}
+	orig := []strategies.Segment{seg}
+	orig[0].Blocks = append([]strategies.Block(nil), seg.Blocks...)
+	cut, unused := cutAtFootprint(l, 300)
+	if unused != 700 || len(cut) != 1 || cut[0].Size != 300 || len(cut[0].Blocks) != 4 || cut[0].Blocks[3].Size != 50 {
+		t.Errorf("cut %+v, unused %d", cut, unused)
+	}
+	if !reflect.DeepEqual(l, orig) {
+		t.Error("the input layout was modified")
+	}
+	if cut, unused := cutAtFootprint(l, 200); unused != 0 || !reflect.DeepEqual(cut, l) {
+		t.Errorf("a block in use above the cut: cut %+v, unused %d; want the layout whole", cut, unused)
+	}
+	// A later region wholly above the cut, free, is unused too.
+	two := []strategies.Segment{seg, {Addr: 1<<20 + 4096, Size: 512, Blocks: []strategies.Block{{Addr: 1<<20 + 4096, Size: 512}}}}
+	if _, unused := cutAtFootprint(two, 250); unused != 750+512 {
+		t.Errorf("unused %d, want %d", unused, 750+512)
+	}
+}
+
+// TestStateMapAtFootprint: jax preallocates 384 MiB of the test device
+// and its placement needs 221 MiB: its state row is cut there, the rest
+// one thin "preallocated, never used" item of unusedShare of the row
+// holding the 163 MiB, and the row's label says how much of the region
+// was ever used. PyTorch's rows are whole. The failed run's rows say it
+// did not fit, and each row has its strategy's colour.
+func TestStateMapAtFootprint(t *testing.T) {
+	rep := smallReport(t, false)
+	jax := rep.Runs[1].Result
+	if jax.Strategy != "jax" || jax.PeakFootprint >= jax.PeakReserved {
+		t.Fatalf("fixture: %s footprint %d reserved %d", jax.Strategy, jax.PeakFootprint, jax.PeakReserved)
+	}
+	cs, err := Charts(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := option(t, chartByID(t, cs, "chart-state-0"))
+	labels := opt["yAxis"].([]any)[0].(map[string]any)["data"].([]any)
+	unused := seriesData(t, opt, "preallocated, never used")
+	var jaxRows []int
+	for i, l := range labels {
+		l := l.(string)
+		if strings.Contains(l, "  jax\n") {
+			jaxRows = append(jaxRows, i)
+			if !strings.Contains(l, "221 MiB of a 384 MiB region ever used") || !strings.HasPrefix(l, "{s1| }") {
+				t.Errorf("jax row label %q", l)
+			}
+		}
+		if strings.Contains(l, "jax:mem_fraction=0.3") && (!strings.Contains(l, "{failed|✕ did not fit}") || !strings.HasPrefix(l, "{s3| }")) {
+			t.Errorf("failed run's row label %q", l)
+		}
+		if strings.Contains(l, "  torch\n") && !strings.HasPrefix(l, "{s0| }") {
+			t.Errorf("torch row label %q", l)
+		}
+	}
+	n := 0
+	for _, u := range unused {
+		v := u.([]any)
+		x0, x1, row, b := v[0].(float64), v[1].(float64), int(v[2].(float64)), int64(v[3].(float64))
+		if x1 != 100 || x1-x0 > 100*unusedShare+0.01 || x1-x0 < 100*unusedShare-0.5 {
+			t.Errorf("unused item %v: not a thin item at the row's end", v)
+		}
+		if !containsInt(jaxRows, row) {
+			continue // jax:mem_fraction=0.3 preallocates too
+		}
+		n++
+		if b != jax.PeakReserved-jax.PeakFootprint {
+			t.Errorf("unused item %v: %d bytes, want %d", v, b, jax.PeakReserved-jax.PeakFootprint)
+		}
+	}
+	if len(jaxRows) == 0 || n != len(jaxRows) {
+		t.Fatalf("jax rows %v, unused items %v", jaxRows, unused)
+	}
+	// Only jax is cut.
+	for _, st := range stateNames[:unusedState] {
+		for _, d := range seriesData(t, opt, st) {
+			if v := d.([]any); v[1].(float64) > 100-100*unusedShare+0.01 && containsInt(jaxRows, int(v[2].(float64))) {
+				t.Errorf("jax row %v: a %s block past the cut", v[2], st)
+			}
+		}
+	}
+	if i := legendIndex(chartByID(t, cs, "chart-state-0").Legend, "preallocated, never used"); i < 0 {
+		t.Error("state legend lacks the never-used item")
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTimelineCapacity: the device's capacity is a line across the whole
+// timeline, and the y axis reaches it.
+func TestTimelineCapacity(t *testing.T) {
+	rep := smallReport(t, false)
+	cs, err := Charts(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := option(t, chartByID(t, cs, "chart-timeline-0"))
+	c := float64(rep.Runs[0].Device.Capacity)
+	d := seriesData(t, opt, "capacity · a100-40g:capacity=512MiB (512 MiB)")
+	live := seriesData(t, opt, "live")
+	first, last := live[0].([]any)[0].(float64), live[len(live)-1].([]any)[0].(float64)
+	if len(d) != 2 || d[0].([]any)[1].(float64) != c || d[1].([]any)[1].(float64) != c || d[0].([]any)[0].(float64) != first || d[1].([]any)[0].(float64) != last {
+		t.Errorf("capacity series %v, want %v from %v to %v", d, c, first, last)
+	}
+	y := opt["yAxis"].([]any)[0].(map[string]any)
+	if m, ok := y["max"].(float64); ok && m < c {
+		t.Errorf("y axis max %v under the capacity %v", m, c)
+	}
+}
+
+// TestLegendsAndColours: every chart hides ECharts' legend (which pages
+// or truncates) for the page's own, which names every series that has
+// data; and a strategy has one colour in every chart, legend and table.
+func TestLegendsAndColours(t *testing.T) {
+	rep := smallReport(t, true)
+	cs, err := Charts(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	colours := map[string]map[string]bool{}
+	see := func(strategy, colour string) {
+		if colours[strategy] == nil {
+			colours[strategy] = map[string]bool{}
+		}
+		colours[strategy][colour] = true
+	}
+	strats := rep.strategyOrder()
+	for _, c := range cs {
+		opt := option(t, c)
+		if lg := opt["legend"].(map[string]any); lg["show"] != false {
+			t.Errorf("%s: ECharts legend %v, want hidden", c.ID, lg)
+		}
+		for _, s := range opt["series"].([]any) {
+			m := s.(map[string]any)
+			name := m["name"].(string)
+			if d, _ := m["data"].([]any); len(d) > 0 && legendIndex(c.Legend, name) < 0 {
+				t.Errorf("%s: series %q not in the legend", c.ID, name)
+			}
+			for _, st := range strats {
+				if name == st || strings.HasSuffix(name, " · "+st) {
+					c, _ := m["color"].(string)
+					if c == "" {
+						t.Errorf("%s: series %q has no colour", name, c)
+					}
+					see(st, c)
+				}
+			}
+		}
+		for _, it := range c.Legend {
+			for _, st := range strats {
+				if it.Name == st || strings.HasSuffix(it.Name, " · "+st) {
+					see(st, it.Colour)
+				}
+			}
+		}
+	}
+	p, err := build(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Verdicts[0].Rows {
+		see(r.Strategy, r.Colour)
+	}
+	for _, c := range p.Comparison[0].Cols {
+		see(c.Strategy, c.Colour)
+	}
+	seen := map[string]string{}
+	for i, s := range strats {
+		if len(colours[s]) != 1 || !colours[s][colour(i)] {
+			t.Errorf("%s: colours %v, want only %s", s, colours[s], colour(i))
+		}
+		for c := range colours[s] {
+			if o, dup := seen[c]; dup {
+				t.Errorf("%s and %s share %s", s, o, c)
+			}
+			seen[c] = s
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package charts
+
+import (
+	"fmt"
+	"strings"
+
+	"membench/internal/units"
+	"membench/strategies"
+)
+
+// verdict is the page's first section for one trace on one device: which
+// strategies fit, what each one's placement needed and cost, and which
+// needs the least among those that fit. A run that did not fit is listed
+// as such and is never the least: its figures are low because it could
+// not obtain memory.
+type verdict struct {
+	Title   string
+	Rows    []verdictRow
+	Cols    verdictCols
+	Summary []string // sentences, in order
+}
+
+// verdictCols says which optional columns the group has figures for.
+type verdictCols struct {
+	Card, Capacity bool
+}
+
+type verdictRow struct {
+	Strategy string
+	Colour   string
+	Fit      string // "fits", "did not fit: …", or "–" when unknown
+	Failed   bool
+	// Least marks the strategies that fit with the least peak footprint.
+	Least                         bool
+	Footprint, PlacementFrag      string
+	Reserved, Frag                string
+	MinCard, MinCapacity          string
+	footprint, card, capacityByte float64 // for the summary; 0 when unknown
+	reserved                      float64
+}
+
+func verdicts(rep *Report) []verdict {
+	many := rep.manyDevices()
+	var vs []verdict
+	for _, g := range rep.groups() {
+		vs = append(vs, g.verdict(rep, many))
+	}
+	return vs
+}
+
+func (g *group) verdict(rep *Report, many bool) verdict {
+	v := verdict{Title: g.title(many)}
+	bytesOf := func(s, unit string) (string, float64) {
+		if x, ok := g.metric(s, unit); ok {
+			return units.Bytes(x, units.Auto), x
+		}
+		return "–", 0
+	}
+	pctOf := func(s, unit string) string {
+		if x, ok := g.metric(s, unit); ok {
+			return fmtFixed(x, 2) + " %"
+		}
+		return "–"
+	}
+	least := -1.0
+	var fit, failed []string
+	for _, s := range g.strategies() {
+		o := g.outcome(s)
+		r := verdictRow{Strategy: s, Colour: rep.colourOf(s), Fit: "–"}
+		switch {
+		case o.failed():
+			r.Fit, r.Failed = "✕ "+o.long(), true
+			failed = append(failed, s)
+		case o.known:
+			r.Fit = "✓ fits"
+			fit = append(fit, s)
+		}
+		r.Footprint, r.footprint = bytesOf(s, "peak-footprint-B")
+		r.PlacementFrag = pctOf(s, "placement-frag-%")
+		r.Reserved, r.reserved = bytesOf(s, "peak-reserved-B")
+		r.Frag = pctOf(s, "frag-%")
+		r.MinCard, r.card = bytesOf(s, "min-card-B")
+		r.MinCapacity, r.capacityByte = bytesOf(s, CapacityUnit)
+		v.Cols.Card = v.Cols.Card || r.card > 0
+		v.Cols.Capacity = v.Cols.Capacity || r.capacityByte > 0
+		if r.Failed {
+			// Its figures are what it managed before it ran out.
+			r.Footprint, r.PlacementFrag, r.Frag = "("+r.Footprint+")", "–", "–"
+		}
+		if o.known && o.fit && r.footprint > 0 && (least < 0 || r.footprint < least) {
+			least = r.footprint
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	var leastNames []string
+	var leastRow verdictRow
+	for i := range v.Rows {
+		r := &v.Rows[i]
+		if !r.Failed && r.Fit != "–" && least > 0 && r.footprint == least {
+			r.Least = true
+			leastNames = append(leastNames, r.Strategy)
+			if len(leastNames) == 1 {
+				leastRow = *r
+			}
+		}
+	}
+
+	n := len(g.strategies())
+	where := ""
+	if g.device != "" {
+		where = " on " + g.device
+	}
+	switch {
+	case len(fit)+len(failed) == 0:
+		v.Summary = append(v.Summary, "The results give no fit or OOM figures for this trace.")
+	case len(failed) == 0:
+		v.Summary = append(v.Summary, fmt.Sprintf("Every strategy fit%s (%d of %d).", where, len(fit), n))
+	case len(fit) == 0:
+		v.Summary = append(v.Summary, fmt.Sprintf("No strategy fit%s: allocations failed in every run, so none has a footprint to compare.", where))
+	default:
+		v.Summary = append(v.Summary, fmt.Sprintf("%d of %d strategies fit%s; %s did not.", len(fit), n, where, list(failed)))
+	}
+	if len(leastNames) > 0 {
+		s := fmt.Sprintf("Needs the least: %s, a peak footprint of %s (placement-frag %s)", list(leastNames), leastRow.Footprint, leastRow.PlacementFrag)
+		if pl, ok := rep.peakLive(g); ok && pl > 0 {
+			s += fmt.Sprintf(" for %s live at the peak", units.Bytes(pl, units.Auto))
+		}
+		if len(fit) > 1 {
+			s += fmt.Sprintf(", the least of the %d that fit", len(fit))
+		}
+		v.Summary = append(v.Summary, s+".")
+	}
+	var policies []string
+	for _, r := range v.Rows {
+		if !r.Failed && r.Fit != "–" && r.footprint > 0 && r.reserved > r.footprint {
+			policies = append(policies, r.Strategy+" "+r.Reserved)
+		}
+	}
+	if len(policies) > 0 {
+		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or growth is turned on; membench capacity finds the smallest card.", list(policies)))
+	}
+	if k := g.bestKnob(v.Rows); k != "" {
+		v.Summary = append(v.Summary, k)
+	}
+	return v
+}
+
+// bestKnob compares each strategy with knobs set against the same
+// framework at its defaults, in the group, and says which knob helps
+// most: one that makes a run fit, or else the largest saving of the
+// smallest card (min-card-B) when both have it, of peak footprint
+// otherwise. "" when no knob helps or none was tried.
+func (g *group) bestKnob(rows []verdictRow) string {
+	byName := map[string]verdictRow{}
+	for _, r := range rows {
+		byName[r.Strategy] = r
+	}
+	best, bestGain := "", 0.0
+	for _, r := range rows {
+		sp, err := strategies.ParseSpec(r.Strategy)
+		if err != nil || len(sp.Params) == 0 || r.Failed || r.Fit == "–" {
+			continue
+		}
+		base, ok := byName[sp.Name]
+		if !ok || base.Fit == "–" {
+			continue
+		}
+		knob := strings.TrimPrefix(r.Strategy, sp.Name+":")
+		if base.Failed {
+			s := fmt.Sprintf("Knob that helps most: %s makes %s fit (at its defaults it did not).", knob, sp.Name)
+			if bestGain < 2 {
+				best, bestGain = s, 2 // fitting beats any saving
+			}
+			continue
+		}
+		what, a, b := "peak footprint", base.footprint, r.footprint
+		if base.card > 0 && r.card > 0 {
+			what, a, b = "smallest card", base.card, r.card
+		}
+		if a <= 0 || b <= 0 || b >= a {
+			continue
+		}
+		if gain := 1 - b/a; gain > bestGain {
+			best, bestGain = fmt.Sprintf("Knob that helps most: %s on %s, %s %s against %s at its defaults (−%s %%).",
+				knob, sp.Name, what, units.Bytes(b, units.Auto), units.Bytes(a, units.Auto), fmtFixed(100*gain, 1)), gain
+		}
+	}
+	return best
+}
+
+// list joins names for a sentence: "a", "a and b", "a, b and c".
+func list(ss []string) string {
+	switch len(ss) {
+	case 0:
+		return ""
+	case 1:
+		return ss[0]
+	}
+	return strings.Join(ss[:len(ss)-1], ", ") + " and " + ss[len(ss)-1]
+}
