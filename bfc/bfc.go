@@ -263,7 +263,7 @@ func (a *Allocator) extend(r int64) bool {
 	}
 	grew := false
 	for r > a.curr {
-		a.curr *= 2
+		a.curr = doubled(a.curr)
 		grew = true
 	}
 	bytes := min(a.curr, avail)
@@ -283,7 +283,7 @@ func (a *Allocator) extend(r int64) bool {
 		addr, ok = a.mem.Malloc(bytes)
 	}
 	if !grew {
-		a.curr *= 2
+		a.curr = doubled(a.curr)
 	}
 	a.stats.PoolBytes += bytes
 	a.stats.PeakPoolBytes = max(a.stats.PeakPoolBytes, a.stats.PoolBytes)
@@ -292,6 +292,22 @@ func (a *Allocator) extend(r int64) bool {
 	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, alive: true})
 	a.free.Insert(a.key(h))
 	return true
+}
+
+// doubled is curr_region_allocation_bytes_ *= 2, saturating: TSL's size_t
+// would wrap to 0 after 64 doublings and its loop `while (rounded_bytes >
+// curr_region_allocation_bytes_)` would never end. Preallocated with
+// garbage collection, every extend after freeing the regions doubles it
+// (found by a capacity search that hung); nothing requests more than
+// 2^62 bytes, so the cap changes no decision.
+func doubled(curr int64) int64 {
+	if curr <= 0 {
+		return MinAllocationSize
+	}
+	if curr >= 1<<62 {
+		return 1 << 62
+	}
+	return curr * 2
 }
 
 // deallocateFreeRegions is DeallocateFreeRegions (§2.5).

@@ -1022,3 +1022,20 @@ func TestPeakFootprint(t *testing.T) {
 		t.Errorf("growing: PeakFootprint = %d, want the peak pool %d", got, want)
 	}
 }
+
+// TestRegionGrowthSaturates: preallocated with garbage collection, every
+// extend after the regions were freed doubles the next region's size; it
+// must saturate, not wrap to zero and loop for ever (a capacity search of
+// tf:per_process_gpu_memory_fraction=1 hung on it).
+func TestRegionGrowthSaturates(t *testing.T) {
+	a := &Allocator{curr: 1 << 61}
+	for range 200 {
+		a.curr = doubled(a.curr)
+		if a.curr <= 0 {
+			t.Fatalf("region size wrapped to %d", a.curr)
+		}
+	}
+	if doubled(0) <= 0 {
+		t.Error("doubled(0) must grow")
+	}
+}
