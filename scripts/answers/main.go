@@ -151,9 +151,30 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "context, not the BFC. The settings that brought the card down most, each\n")
 	fmt.Fprintf(w, "measured by its own capacity search (`membench capacity`):\n\n")
 	for _, s := range defaults {
+		// A fraction knob's value depends on the trace (the largest the
+		// smallest card allows): group those by variable, with the range.
+		counts, values := map[string]int{}, map[string]*span{}
+		for line, n := range knobs[s] {
+			name, val, _ := strings.Cut(line, "=")
+			val, _, _ = strings.Cut(val, " ")
+			var f float64
+			if _, err := fmt.Sscanf(val, "%g", &f); err == nil && strings.Contains(val, ".") {
+				if values[name] == nil {
+					values[name] = &span{}
+				}
+				values[name].add(f)
+				counts[name] += n
+				continue
+			}
+			counts[line] += n
+		}
 		var ks []string
-		for _, k := range sortedKeys(knobs[s]) {
-			ks = append(ks, fmt.Sprintf("`%s` (%d of %d traces)", k, knobs[s][k], card[s].n))
+		for _, k := range sortedKeys(counts) {
+			if v := values[k]; v != nil {
+				ks = append(ks, fmt.Sprintf("`%s` at the largest fraction the smallest card allows (%.2f–%.2f; %d of %d traces)", k, v.lo, v.hi, counts[k], card[s].n))
+				continue
+			}
+			ks = append(ks, fmt.Sprintf("`%s` (%d of %d traces)", k, counts[k], card[s].n))
 		}
 		if len(ks) == 0 {
 			ks = []string{"none of the settings tried made the card smaller"}
