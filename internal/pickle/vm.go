@@ -1,7 +1,6 @@
 package pickle
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -228,9 +227,13 @@ type Machine struct {
 	lim    Limits
 	b      Builder
 	root   Node
-	r      *bufio.Reader
-	pos    int64 // bytes consumed
-	opPos  int64 // offset of the current opcode
+	r      io.Reader
+	buf    []byte // the input window (see fill)
+	i, n   int    // next unread byte, end of the window's data
+	off0   int64  // input offset of buf[0]
+	rerr   error  // the reader's error (io.EOF at the end)
+	zero   int    // reads that returned nothing
+	opPos  int64  // offset of the current opcode
 	op     byte
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
@@ -261,11 +264,8 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 			}
 		}
 	}
-	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4096 {
-		d.r = br
-	} else {
-		d.r = bufio.NewReaderSize(r, 64<<10)
-	}
+	d.r = r
+	d.buf = make([]byte, windowSize)
 	d.stack = make([]Val, 0, 64)
 	d.intern = make(map[string]string)
 	return d
@@ -463,11 +463,10 @@ func (d *Machine) addItems(n int) error {
 // in the memo (a skipped string must then be kept: a later GET may use
 // it where it is needed).
 func (d *Machine) nextIsPut() bool {
-	b, err := d.r.Peek(1)
-	if err != nil {
+	if d.i >= d.n && !d.fill(1) {
 		return false
 	}
-	switch b[0] {
+	switch d.buf[d.i] {
 	case opPut, opBinPut, opLongBinPut, opMemoize:
 		return true
 	}
@@ -877,19 +876,22 @@ func (d *Machine) Run() (Val, error) {
 
 func (d *Machine) run() (Val, error) {
 	for {
-		d.opPos = d.pos
+		if d.n-d.i < 16 {
+			d.fill(16) // best effort: the arguments are checked anyway
+		}
+		d.opPos = d.off0 + int64(d.i)
 		d.op = 0
-		op, err := d.r.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				if d.pos == 0 {
+		if d.i >= d.n {
+			if d.rerr == nil || d.rerr == io.EOF {
+				if d.opPos == 0 {
 					return Val{}, &Error{Offset: 0, Msg: "empty input", Err: io.ErrUnexpectedEOF}
 				}
-				return Val{}, &Error{Offset: d.pos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
+				return Val{}, &Error{Offset: d.opPos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
 			}
-			return Val{}, &Error{Offset: d.pos, Msg: "read", Err: err}
+			return Val{}, &Error{Offset: d.opPos, Msg: "read", Err: d.rerr}
 		}
-		d.pos++
+		op := d.buf[d.i]
+		d.i++
 		d.op = op
 		if err := d.step(op); err != nil {
 			if err == errStop {
