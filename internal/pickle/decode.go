@@ -211,7 +211,7 @@ func DecodeLimits(r io.Reader, lim Limits) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := v.Any()
+	x, err := m.Any(&v)
 	if err != nil {
 		return nil, m.errf(err, "")
 	}
@@ -468,14 +468,24 @@ func (d *Machine) parseInt(line []byte) (Val, error) {
 	if z.IsInt64() {
 		return IntVal(z.Int64()), nil
 	}
-	return Val{Kind: KindBigInt, V: z}, nil
+	return Val{Kind: KindBigInt, N: d.newObj(z)}, nil
 }
 
-// decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4).
-func decodeLong(b []byte) Val {
+// long is the value of a LONG1 or LONG4 argument.
+func (d *Machine) long(b []byte) Val {
+	v, z := decodeLong(b)
+	if z != nil {
+		return Val{Kind: KindBigInt, N: d.newObj(z)}
+	}
+	return v
+}
+
+// decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4):
+// an int, or a *big.Int beyond int64.
+func decodeLong(b []byte) (Val, *big.Int) {
 	n := len(b)
 	if n == 0 {
-		return IntVal(0)
+		return IntVal(0), nil
 	}
 	if n <= 8 {
 		var u uint64
@@ -483,7 +493,7 @@ func decodeLong(b []byte) Val {
 			u = u<<8 | uint64(b[i])
 		}
 		shift := uint(64 - 8*n)
-		return IntVal(int64(u<<shift) >> shift) // sign-extend
+		return IntVal(int64(u<<shift) >> shift), nil // sign-extend
 	}
 	be := make([]byte, n)
 	for i := range b {
@@ -494,9 +504,9 @@ func decodeLong(b []byte) Val {
 		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
 	}
 	if z.IsInt64() {
-		return IntVal(z.Int64())
+		return IntVal(z.Int64()), nil
 	}
-	return Val{Kind: KindBigInt, V: z}
+	return Val{}, z
 }
 
 func truncate(b []byte) string {

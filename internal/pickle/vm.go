@@ -61,11 +61,11 @@ const (
 	KindNone
 	KindBool
 	KindInt
-	KindBigInt // V is a *big.Int beyond int64
+	KindBigInt // a *big.Int beyond int64 (Machine.Obj)
 	KindFloat  // N holds the bits
-	KindStr
-	KindBytes   // V is a []byte
-	KindValue   // V is a generic container: *List, *Dict or Tuple
+	KindStr    // Machine.Str
+	KindBytes  // a []byte (Machine.Obj)
+	KindValue  // a generic container: *List, *Dict or Tuple (Machine.Obj)
 	KindNode    // a Builder's container; N is its handle
 	KindSkipped // a value that was not built; N is its offset
 	kindShared  // the memo's copy of a Builder's container
@@ -93,15 +93,20 @@ const (
 	NodeValue Node = 1
 )
 
-// Val is a value on the machine's stack or in its memo.
+// Val is a value on the machine's stack or in its memo: 16 bytes and no
+// pointers, so that pushing, memoizing and copying one is cheap and the
+// collector has nothing to scan. Strings, bytes, big ints and generic
+// containers live in the machine's tables (N is their index; see
+// Machine.Str, Machine.Obj, Machine.Any).
 type Val struct {
 	Kind  Kind
 	Shape Shape
 	Node  Node  // KindNode, KindSkipped, kindShared: the node it was built as
 	Depth int32 // nesting depth: 0 for scalars
-	N     int64
-	S     string
-	V     any
+	// N is the int, the float's bits, the string's index (≥ 0: interned;
+	// < 0: ^N is its slot in the object table), the object's slot, the
+	// Builder's handle, or the offset of a skipped or shared value.
+	N int64
 }
 
 // IntVal is an int.
@@ -146,9 +151,31 @@ func (v *Val) TypeName() string {
 	return "value"
 }
 
+// Str returns the string of a KindStr value ("" for any other).
+func (d *Machine) Str(v *Val) string {
+	if v.Kind != KindStr {
+		return ""
+	}
+	if v.N >= 0 {
+		return d.strs[v.N]
+	}
+	s, _ := d.objs[^v.N].(string)
+	return s
+}
+
+// Obj returns the *big.Int, []byte or generic container (*List, *Dict or
+// Tuple) of a KindBigInt, KindBytes or KindValue value (nil for any other).
+func (d *Machine) Obj(v *Val) any {
+	switch v.Kind {
+	case KindBigInt, KindBytes, KindValue:
+		return d.objs[v.N]
+	}
+	return nil
+}
+
 // Any returns v in Decode's value model. Builder containers and skipped
 // values have none.
-func (v *Val) Any() (any, error) {
+func (d *Machine) Any(v *Val) (any, error) {
 	switch v.Kind {
 	case KindNone:
 		return nil, nil
@@ -159,9 +186,9 @@ func (v *Val) Any() (any, error) {
 	case KindFloat:
 		return v.Float(), nil
 	case KindStr:
-		return v.S, nil
+		return d.Str(v), nil
 	case KindBigInt, KindBytes, KindValue:
-		return v.V, nil
+		return d.objs[v.N], nil
 	case KindSkipped:
 		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.N)
 	case KindNode, kindShared:
@@ -245,7 +272,12 @@ type Machine struct {
 	tmp    []byte
 	text   int64 // bytes of text kept
 	items  int   // generic containers and items built
-	intern map[string]string
+	intern map[string]int32 // interned string → index in strs
+	strs   []string         // the interned strings; strs[0] is ""
+	objs   []any            // the object table (Val.N of objects and long strings)
+	ofree  []int64          // free slots of objs
+	onew   int              // objects added since the last sweep
+	olive  int              // objects live after the last sweep
 	one    [1]Val // APPEND's item
 }
 
@@ -267,7 +299,9 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	d.r = r
 	d.buf = make([]byte, windowSize)
 	d.stack = make([]Val, 0, 64)
-	d.intern = make(map[string]string)
+	d.intern = make(map[string]int32)
+	d.strs = append(make([]string, 0, 64), "")
+	d.intern[""] = 0
 	return d
 }
 
@@ -479,21 +513,81 @@ func (d *Machine) pushStr(b []byte, node Node) error {
 	if node == NodeSkip && !d.nextIsPut() {
 		return d.push(Val{Kind: KindSkipped, N: d.opPos})
 	}
-	return d.push(Val{Kind: KindStr, S: d.str(b)})
+	return d.push(d.str(b))
 }
 
-func (d *Machine) str(b []byte) string {
+// str returns a string value of b: interned when short (repeated keys
+// and actions then cost no allocation), else in the object table.
+func (d *Machine) str(b []byte) Val {
 	if len(b) <= internMax {
-		if s, ok := d.intern[string(b)]; ok {
-			return s
+		if i, ok := d.intern[string(b)]; ok {
+			return Val{Kind: KindStr, N: int64(i)}
 		}
-		s := string(b)
-		if len(d.intern) < internCap {
-			d.intern[s] = s
+		if len(d.strs) < internCap {
+			s := string(b)
+			d.intern[s] = int32(len(d.strs))
+			d.strs = append(d.strs, s)
+			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
 		}
-		return s
 	}
-	return string(b)
+	return Val{Kind: KindStr, N: ^d.newObj(string(b))}
+}
+
+// newObj stores x in the object table and returns its slot. Slots are
+// reused once no value on the stack or in the memo refers to them: a
+// sweep, run after as many new objects as the stack, memo and live
+// objects hold (so its cost is linear overall), frees the others.
+func (d *Machine) newObj(x any) int64 {
+	d.onew++
+	if len(d.ofree) == 0 && d.onew > 4096 && d.onew > d.olive+cap(d.stack)+d.memoN+len(d.sparse) {
+		d.sweep()
+	}
+	if k := len(d.ofree); k > 0 {
+		i := d.ofree[k-1]
+		d.ofree = d.ofree[:k-1]
+		d.objs[i] = x
+		return i
+	}
+	d.objs = append(d.objs, x)
+	return int64(len(d.objs) - 1)
+}
+
+// sweep frees the object slots no value on the stack (up to its
+// capacity: items being moved sit above its top) or in the memo uses.
+func (d *Machine) sweep() {
+	used := make([]bool, len(d.objs))
+	mark := func(vs []Val) {
+		for i := range vs {
+			v := &vs[i]
+			switch v.Kind {
+			case KindBigInt, KindBytes, KindValue:
+				used[v.N] = true
+			case KindStr:
+				if v.N < 0 {
+					used[^v.N] = true
+				}
+			}
+		}
+	}
+	mark(d.stack[:cap(d.stack)])
+	mark(d.one[:])
+	for _, c := range d.memo {
+		mark(c)
+	}
+	for _, v := range d.sparse {
+		mark([]Val{v})
+	}
+	d.ofree = d.ofree[:0]
+	d.olive = 0
+	for i := range d.objs {
+		if used[i] {
+			d.olive++
+		} else {
+			d.objs[i] = nil
+			d.ofree = append(d.ofree, int64(i))
+		}
+	}
+	d.onew = 0
 }
 
 // containerShape is the shape of the container each container opcode
@@ -593,17 +687,17 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindStr, S: d.str(b)})
+		return d.push(d.str(b))
 	case short:
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindBytes, V: append([]byte{}, b...)})
+		return d.push(Val{Kind: KindBytes, N: d.newObj(append([]byte{}, b...))})
 	case kind == KindStr:
 		// b is this string's own buffer, never written again: no copy.
-		return d.push(Val{Kind: KindStr, S: unsafe.String(&b[0], len(b))})
+		return d.push(Val{Kind: KindStr, N: ^d.newObj(unsafe.String(&b[0], len(b)))})
 	}
-	return d.push(Val{Kind: KindBytes, V: b})
+	return d.push(Val{Kind: KindBytes, N: d.newObj(b)})
 }
 
 // newContainer pushes an empty container of the given shape.
@@ -621,7 +715,7 @@ func (d *Machine) newContainer(shape Shape) error {
 		} else {
 			v = &List{}
 		}
-		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, V: v})
+		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(v)})
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
 		if err != nil {
@@ -678,9 +772,9 @@ func (d *Machine) appendTo(c *Val, items []Val) error {
 	if err := d.addItems(len(items)); err != nil {
 		return err
 	}
-	l := c.V.(*List)
+	l := d.objs[c.N].(*List)
 	for i := range items {
-		x, err := items[i].Any()
+		x, err := d.Any(&items[i])
 		if err != nil {
 			return d.errf(err, "")
 		}
@@ -710,14 +804,14 @@ func (d *Machine) setItems(c *Val, kv []Val, one bool) error {
 	if err := d.addItems(len(kv) / 2); err != nil {
 		return err
 	}
-	m := c.V.(*Dict)
+	m := d.objs[c.N].(*Dict)
 	m.grow(len(kv) / 2)
 	for i := 0; i < len(kv); i += 2 {
-		k, err := kv[i].Any()
+		k, err := d.Any(&kv[i])
 		if err != nil {
 			return d.errf(err, "")
 		}
-		v, err := kv[i+1].Any()
+		v, err := d.Any(&kv[i+1])
 		if err != nil {
 			return d.errf(err, "")
 		}
@@ -755,7 +849,7 @@ func (d *Machine) fromItems(shape Shape) error {
 		}
 		switch shape {
 		case ShapeDict:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &Dict{}}
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
 		case ShapeTuple:
 			t := make(Tuple, len(items))
 			c = Val{Kind: KindValue, Shape: shape, Depth: 1}
@@ -766,13 +860,13 @@ func (d *Machine) fromItems(shape Shape) error {
 				return err
 			}
 			for i := range items {
-				if t[i], err = items[i].Any(); err != nil {
+				if t[i], err = d.Any(&items[i]); err != nil {
 					return d.errf(err, "")
 				}
 			}
-			c.V = t
+			c.N = d.newObj(t)
 		default:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &List{}}
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
 		}
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
@@ -996,7 +1090,7 @@ func (d *Machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		return d.push(decodeLong(b))
+		return d.push(d.long(b))
 
 	case opFloat:
 		line, err := d.readLine()
@@ -1062,7 +1156,7 @@ func (d *Machine) step(op byte) error {
 		if err := d.addItems(1); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, V: Tuple{}})
+		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, N: d.newObj(Tuple{})})
 	case opTuple1, opTuple2, opTuple3:
 		return d.tupleN(int(op-opTuple1) + 1)
 
