@@ -61,11 +61,11 @@ const (
 	KindNone
 	KindBool
 	KindInt
-	KindBigInt // a *big.Int beyond int64 (Machine.Obj)
-	KindFloat  // N holds the bits
-	KindStr    // Machine.Str
-	KindBytes  // a []byte (Machine.Obj)
-	KindValue  // a generic container: *List, *Dict or Tuple (Machine.Obj)
+	KindBigInt  // a *big.Int beyond int64 (Machine.Obj)
+	KindFloat   // N holds the bits
+	KindStr     // Machine.Str
+	KindBytes   // a []byte (Machine.Obj)
+	KindValue   // a generic container: *List, *Dict or Tuple (Machine.Obj)
 	KindNode    // a Builder's container; N is its handle
 	KindSkipped // a value that was not built; N is its offset
 	kindShared  // the memo's copy of a Builder's container
@@ -270,15 +270,15 @@ type Machine struct {
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
-	text   int64 // bytes of text kept
-	items  int   // generic containers and items built
+	text   int64            // bytes of text kept
+	items  int              // generic containers and items built
 	intern map[string]int32 // interned string → index in strs
 	strs   []string         // the interned strings; strs[0] is ""
 	objs   []any            // the object table (Val.N of objects and long strings)
 	ofree  []int64          // free slots of objs
 	onew   int              // objects added since the last sweep
 	olive  int              // objects live after the last sweep
-	one    [1]Val // APPEND's item
+	one    [1]Val           // APPEND's item
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
