@@ -63,25 +63,66 @@ const (
 // (old releases: blocks tile the segment).
 const noAddr = math.MinInt64
 
-// rec is a container of the schema being built.
+// rec is a container of the schema being built. Trace entries and
+// blocks, the many, are small; the other nodes (segments, lists, the top
+// level) have their fields in a recExt.
 type rec struct {
-	node    pickle.Node
-	off     int64
-	bad     bool // opened with the wrong shape: its items are dropped
-	top     bool
-	err     *pathErr
-	seen    uint16
-	entry   TraceEntry
-	seg     Segment
-	blk     Block
-	segs    []Segment
-	blocks  []Block
-	traces  [][]TraceEntry
+	node  pickle.Node
+	seen  uint16
+	bad   bool // opened with the wrong shape: its items are dropped
+	top   bool
+	off   int64
+	err   *pathErr
+	entry TraceEntry
+	blk   Block
+	*recExt
+}
+
+type recExt struct {
+	seg    Segment
+	segs   []Segment
+	blocks []Block
+	traces [][]TraceEntry
+	// entries is the trace being filled; once it holds entryChunk
+	// entries, full chunks move to chunks (growing one slice would copy
+	// the trace over and over).
 	entries []TraceEntry
+	chunks  [][]TraceEntry
 	// top-level dict
 	keyS, keyT  bool
 	settings    any
 	hasSettings bool
+}
+
+const entryChunk = 8192
+
+func (r *rec) addEntry(e TraceEntry) {
+	if len(r.entries) == cap(r.entries) {
+		switch c := cap(r.entries); {
+		case c == 0:
+			r.entries = make([]TraceEntry, 0, 256)
+		case c < entryChunk:
+			r.entries = append(make([]TraceEntry, 0, 2*c), r.entries...)
+		default:
+			r.chunks = append(r.chunks, r.entries)
+			r.entries = make([]TraceEntry, 0, entryChunk)
+		}
+	}
+	r.entries = append(r.entries, e)
+}
+
+func (r *rec) nEntries() int { return len(r.chunks)*entryChunk + len(r.entries) }
+
+// takeEntries returns the trace in one slice.
+func (r *rec) takeEntries() []TraceEntry {
+	if r.chunks == nil {
+		return r.entries
+	}
+	out := make([]TraceEntry, 0, r.nEntries())
+	for _, c := range r.chunks {
+		out = append(out, c...)
+	}
+	return append(out, r.entries...)
 }
 
 // pathErr is a schema error, reported once the value it concerns is part
@@ -205,6 +246,9 @@ func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, err
 	}
 	r := &b.recs[h]
 	*r = rec{node: n, off: off}
+	if n != nEntry && n != nBlock {
+		r.recExt = &recExt{}
+	}
 	wantDict := n == nSegment || n == nBlock || n == nEntry
 	switch {
 	case n == nTop:
@@ -537,7 +581,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		if err := b.claim(x, want); err != nil {
 			return nil, err
 		}
-		c := &rec{node: want}
+		c := &rec{node: want, recExt: &recExt{}}
 		items, err := seq(x)
 		if err != nil {
 			r.fail(&pathErr{path: path, msg: err.Error(), off: r.off})
@@ -585,7 +629,7 @@ func (b *builder) genericTrace(x any) (*rec, error) {
 	if err != nil {
 		return nil, &pathErr{msg: err.Error()}
 	}
-	c := &rec{node: nTrace}
+	c := &rec{node: nTrace, recExt: &recExt{}}
 	for i, it := range items {
 		if err := b.count(1); err != nil {
 			return nil, err
@@ -694,7 +738,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 		case nTraces:
 			idx, want = len(r.traces), nTrace
 		case nTrace:
-			idx, want = len(r.entries), nEntry
+			idx, want = r.nEntries(), nEntry
 		default:
 			b.dropVal(v)
 			continue
@@ -717,9 +761,9 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			case nBlock:
 				r.blocks = append(r.blocks, cr.blk)
 			case nTrace:
-				r.traces = append(r.traces, cr.entries)
+				r.traces = append(r.traces, cr.takeEntries())
 			case nEntry:
-				r.entries = append(r.entries, cr.entry)
+				r.addEntry(cr.entry)
 			}
 			b.release(v.N)
 		case pickle.KindValue:
@@ -741,8 +785,9 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 					r.traces = append(r.traces, tr.entries)
 				}
 			case nEntry:
-				r.entries = append(r.entries, TraceEntry{})
-				perr = decodeEntry(&r.entries[idx], b.m.Obj(v))
+				var e TraceEntry
+				perr = decodeEntry(&e, b.m.Obj(v))
+				r.addEntry(e)
 			}
 			if perr != nil {
 				if pe, ok := perr.(*pathErr); ok {
