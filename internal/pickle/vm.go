@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -987,6 +988,57 @@ func (d *Machine) run() (Val, error) {
 		op := d.buf[d.i]
 		d.i++
 		d.op = op
+		// The opcodes that make up most of a snapshot, when their
+		// argument is in the window and nothing can go wrong; anything
+		// else (an error included) is step's.
+		if d.n-d.i >= 8 && len(d.stack)+len(d.marks) < d.lim.MaxStack {
+			switch op {
+			case opBinGet, opLongBinGet:
+				var idx uint
+				k := 1
+				if op == opBinGet {
+					idx = uint(d.buf[d.i])
+				} else {
+					idx, k = uint(binary.LittleEndian.Uint32(d.buf[d.i:])), 4
+				}
+				if idx < uint(d.memoN) {
+					if v := d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
+						d.i += k
+						d.stack = append(d.stack, v)
+						continue
+					}
+				}
+			case opMark:
+				d.marks = append(d.marks, len(d.stack))
+				continue
+			case opBinInt1:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(d.buf[d.i])})
+				d.i++
+				continue
+			case opBinInt2:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint16(d.buf[d.i:]))})
+				d.i += 2
+				continue
+			case opBinInt:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(d.buf[d.i:])))})
+				d.i += 4
+				continue
+			case opLong1:
+				if n := int(d.buf[d.i]); n <= 7 {
+					var u uint64
+					for j := n; j >= 1; j-- {
+						u = u<<8 | uint64(d.buf[d.i+j])
+					}
+					shift := uint(64 - 8*n)
+					if n == 0 {
+						u, shift = 0, 0
+					}
+					d.stack = append(d.stack, Val{Kind: KindInt, N: int64(u<<shift) >> shift})
+					d.i += 1 + n
+					continue
+				}
+			}
+		}
 		if err := d.step(op); err != nil {
 			if err == errStop {
 				return d.pop()
