@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
 	"unsafe"
 )
 
@@ -298,7 +299,7 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 		}
 	}
 	d.r = r
-	d.buf = make([]byte, windowSize)
+	d.buf = windowPool.Get().(*[windowSize]byte)[:]
 	d.stack = make([]Val, 0, 64)
 	d.intern = make(map[string]int32)
 	d.strs = append(make([]string, 0, 64), "")
@@ -915,7 +916,9 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	}
 	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
 		for uint64(d.memoN) <= idx {
-			d.memo = append(d.memo, make([]Val, memoChunk))
+			c := memoPool.Get().(*[memoChunk]Val)
+			*c = [memoChunk]Val{}
+			d.memo = append(d.memo, c[:])
 			d.memoN += memoChunk
 		}
 	}
@@ -964,9 +967,33 @@ func (d *Machine) Run() (Val, error) {
 	v, err := d.run()
 	if err != nil {
 		d.discard(d.stack)
+	}
+	d.release()
+	if err != nil {
 		return Val{}, err
 	}
 	return v, nil
+}
+
+// The window and the memo's chunks are reused by the next machine: a
+// snapshot's memo alone is a megabyte.
+var (
+	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
+	memoPool   = sync.Pool{New: func() any { return new([memoChunk]Val) }}
+)
+
+// release returns the window and the memo to their pools once the pickle
+// has run (the object and string tables stay: Any, Obj and Str use them).
+func (d *Machine) release() {
+	if len(d.buf) == windowSize {
+		windowPool.Put((*[windowSize]byte)(d.buf))
+	}
+	for _, c := range d.memo {
+		memoPool.Put((*[memoChunk]Val)(c))
+	}
+	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
+	d.i, d.n = 0, 0
+	d.stack, d.marks = nil, nil
 }
 
 func (d *Machine) run() (Val, error) {

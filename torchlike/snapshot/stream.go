@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 
 	"membench/internal/pickle"
 	"membench/torchlike"
@@ -83,46 +84,55 @@ type recExt struct {
 	segs   []Segment
 	blocks []Block
 	traces [][]TraceEntry
-	// entries is the trace being filled; once it holds entryChunk
-	// entries, full chunks move to chunks (growing one slice would copy
-	// the trace over and over).
+	// entries is the trace being filled, in chunks of entryChunk
+	// (growing one slice would copy the trace over and over): the full
+	// ones are in chunks; takeEntries joins them.
 	entries []TraceEntry
-	chunks  [][]TraceEntry
+	chunks  []*[entryChunk]TraceEntry
 	// top-level dict
 	keyS, keyT  bool
 	settings    any
 	hasSettings bool
 }
 
-const entryChunk = 8192
+const entryChunk = 1024
+
+// entryPool holds the chunks of traces being filled, reused by the next
+// trace.
+var entryPool = sync.Pool{New: func() any { return new([entryChunk]TraceEntry) }}
 
 func (r *rec) addEntry(e TraceEntry) {
 	if len(r.entries) == cap(r.entries) {
-		switch c := cap(r.entries); {
-		case c == 0:
-			r.entries = make([]TraceEntry, 0, 256)
-		case c < entryChunk:
-			r.entries = append(make([]TraceEntry, 0, 2*c), r.entries...)
-		default:
-			r.chunks = append(r.chunks, r.entries)
-			r.entries = make([]TraceEntry, 0, entryChunk)
-		}
+		c := entryPool.Get().(*[entryChunk]TraceEntry)
+		r.chunks = append(r.chunks, c)
+		r.entries = c[:0]
 	}
 	r.entries = append(r.entries, e)
 }
 
-func (r *rec) nEntries() int { return len(r.chunks)*entryChunk + len(r.entries) }
+func (r *rec) nEntries() int {
+	if len(r.chunks) == 0 {
+		return len(r.entries)
+	}
+	return (len(r.chunks)-1)*entryChunk + len(r.entries)
+}
 
-// takeEntries returns the trace in one slice.
+// takeEntries returns the trace in one slice, its chunks to the pool.
 func (r *rec) takeEntries() []TraceEntry {
 	if r.chunks == nil {
 		return r.entries
 	}
 	out := make([]TraceEntry, 0, r.nEntries())
-	for _, c := range r.chunks {
-		out = append(out, c...)
+	for _, c := range r.chunks[:len(r.chunks)-1] {
+		out = append(out, c[:]...)
 	}
-	return append(out, r.entries...)
+	out = append(out, r.entries...)
+	for _, c := range r.chunks {
+		*c = [entryChunk]TraceEntry{}
+		entryPool.Put(c)
+	}
+	r.chunks, r.entries = nil, nil
+	return out
 }
 
 // pathErr is a schema error, reported once the value it concerns is part
