@@ -1036,6 +1036,9 @@ func (d *Machine) run() (Val, error) {
 					}
 				}
 			case opMark:
+				if d.skipBatch() {
+					continue
+				}
 				d.marks = append(d.marks, len(d.stack))
 				continue
 			case opBinInt1:
@@ -1073,6 +1076,66 @@ func (d *Machine) run() (Val, error) {
 			return Val{}, err
 		}
 	}
+}
+
+// skipBatch runs, after a MARK, a batch of GETs appended to a skipped
+// list (a snapshot's stack frames: MARK, GETs of frames seen before,
+// APPENDS) without pushing and discarding each item: what the batch
+// changes is only the list's depth. It reports false, having done
+// nothing, for any other batch, one not wholly in the window, or one that
+// would fail (step then runs it and reports the error).
+func (d *Machine) skipBatch() bool {
+	t := len(d.stack)
+	if t == 0 || (len(d.marks) > 0 && d.marks[len(d.marks)-1] >= t) {
+		return false
+	}
+	c := &d.stack[t-1]
+	if c.Kind != KindSkipped || (c.Shape != ShapeList && c.Shape != ShapeSet) {
+		return false
+	}
+	room := d.lim.MaxStack - t - len(d.marks) - 1 // pushes the batch may make
+	depth, cnt := int32(-1), 0
+	buf := d.buf[:d.n]
+	for j := d.i; j < len(buf); {
+		var idx uint
+		switch buf[j] {
+		case opBinGet:
+			if j+2 > len(buf) {
+				return false
+			}
+			idx = uint(buf[j+1])
+			j += 2
+		case opLongBinGet:
+			if j+5 > len(buf) {
+				return false
+			}
+			idx = uint(binary.LittleEndian.Uint32(buf[j+1:]))
+			j += 5
+		case opAppends:
+			if cnt > 0 && depth >= c.Depth {
+				if int(depth)+1 > d.lim.MaxDepth {
+					return false
+				}
+				c.Depth = depth + 1
+			}
+			d.i = j + 1
+			return true
+		default:
+			return false
+		}
+		if idx >= uint(d.memoN) {
+			return false
+		}
+		v := &d.memo[idx/memoChunk][idx%memoChunk]
+		if v.Kind == kindUnset || v.Kind == kindShared || v.Kind == KindNode {
+			return false
+		}
+		depth = max(depth, v.Depth)
+		if cnt++; cnt > room {
+			return false
+		}
+	}
+	return false
 }
 
 var errStop = errors.New("STOP")

@@ -55,3 +55,44 @@ func TestObjectSweep(t *testing.T) {
 		t.Fatalf("big: %v", items[len(items)-1])
 	}
 }
+
+// TestSkipBatch checks that a batch of GETs appended to a skipped list
+// (run without pushing them) ends as the same batch run one opcode at a
+// time does: the same depth limit, the same errors at the same offsets.
+func TestSkipBatch(t *testing.T) {
+	lim := DefaultLimits
+	lim.MaxDepth = 3
+	run := func(p string, root Node) (Val, error) {
+		return NewMachine(strings.NewReader(p), nil, root, lim).Run()
+	}
+	// Lists nested through the memo: each level holds the previous one
+	// twice (and is dropped from the stack).
+	nest := func(levels int) string {
+		p := "]\x940"
+		for k := 1; k < levels; k++ {
+			p += "](" + "h" + string(rune(k-1)) + "h" + string(rune(k-1)) + "e\x940"
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name, p string
+		want    string
+	}{
+		{"depth ok", "\x80\x02]" + nest(3) + ".", ""},
+		{"depth over", "\x80\x02]" + nest(4) + ".", "nesting depth 4 exceeds the limit of 3"},
+		{"undefined", "\x80\x02](h\x05e.", "memo index 5 not defined"},
+		{"long get undefined", "\x80\x02]\x94(j\x00\x00\x00\x00j\x07\x00\x00\x00e.", "memo index 7 not defined"},
+		{"not a batch", "\x80\x02]\x94(h\x00Ne.", ""},
+	} {
+		_, err1 := run(c.p, NodeSkip)
+		_, err2 := run(c.p, NodeValue)
+		for _, err := range []error{err1, err2} {
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("%s: %v, want %q", c.name, err, c.want)
+			}
+		}
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Errorf("%s: skipped %v, built %v", c.name, err1, err2)
+		}
+	}
+}
