@@ -276,6 +276,7 @@ type Machine struct {
 	items  int              // generic containers and items built
 	intern map[string]int32 // interned string → index in strs
 	strs   []string         // the interned strings; strs[0] is ""
+	scache [256]int32       // recent strs indices by a hash of the bytes (0: none)
 	objs   []any            // the object table (Val.N of objects and long strings)
 	ofree  []int64          // free slots of objs
 	onew   int              // objects added since the last sweep
@@ -522,7 +523,17 @@ func (d *Machine) pushStr(b []byte, node Node) error {
 // and actions then cost no allocation), else in the object table.
 func (d *Machine) str(b []byte) Val {
 	if len(b) <= internMax {
+		// A direct-mapped cache in front of the map: a snapshot's
+		// strings are few and repeat.
+		h := uint(len(b)) & 255
+		if len(b) > 0 {
+			h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
+		}
+		if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
+			return Val{Kind: KindStr, N: int64(i)}
+		}
 		if i, ok := d.intern[string(b)]; ok {
+			d.scache[h] = i
 			return Val{Kind: KindStr, N: int64(i)}
 		}
 		if len(d.strs) < internCap {
