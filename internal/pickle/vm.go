@@ -275,7 +275,7 @@ type Machine struct {
 	text   int64            // bytes of text kept
 	items  int              // generic containers and items built
 	intern map[string]int32 // interned string → index in strs
-	strs   []string         // the interned strings; strs[0] is ""
+	strs   []string         // the interned strings (strs[0] is "") and the long ones
 	scache [256]int32       // recent strs indices by a hash of the bytes (0: none)
 	objs   []any            // the object table (Val.N of objects and long strings)
 	ofree  []int64          // free slots of objs
@@ -536,14 +536,25 @@ func (d *Machine) str(b []byte) Val {
 			d.scache[h] = i
 			return Val{Kind: KindStr, N: int64(i)}
 		}
-		if len(d.strs) < internCap {
+		if len(d.intern) < internCap {
 			s := string(b)
 			d.intern[s] = int32(len(d.strs))
 			d.strs = append(d.strs, s)
 			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
 		}
 	}
+	if len(b) > internMax {
+		return d.longStr(string(b))
+	}
 	return Val{Kind: KindStr, N: ^d.newObj(string(b))}
+}
+
+// longStr is a string value for s, longer than internMax: kept in strs
+// without interning (it costs more text than its slot, so MaxText bounds
+// the slots too).
+func (d *Machine) longStr(s string) Val {
+	d.strs = append(d.strs, s)
+	return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
 }
 
 // newObj stores x in the object table and returns its slot. Slots are
@@ -708,7 +719,7 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		return d.push(Val{Kind: KindBytes, N: d.newObj(append([]byte{}, b...))})
 	case kind == KindStr:
 		// b is this string's own buffer, never written again: no copy.
-		return d.push(Val{Kind: KindStr, N: ^d.newObj(unsafe.String(&b[0], len(b)))})
+		return d.push(d.longStr(unsafe.String(&b[0], len(b))))
 	}
 	return d.push(Val{Kind: KindBytes, N: d.newObj(b)})
 }
