@@ -46,7 +46,7 @@
 package pickle
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -211,7 +211,7 @@ func DecodeLimits(r io.Reader, lim Limits) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := v.Any()
+	x, err := m.Any(&v)
 	if err != nil {
 		return nil, m.errf(err, "")
 	}
@@ -243,30 +243,83 @@ func (d *Machine) memoIndex(op byte) (uint64, error) {
 	return uint64(d.nmemo), nil // opMemoize
 }
 
-func (d *Machine) readByte() (byte, error) {
-	b, err := d.r.ReadByte()
-	if err != nil {
-		if err == io.EOF {
-			return 0, d.truncated()
-		}
-		return 0, d.errf(err, "read")
+// The input is read into a window, d.buf[:d.n], of which d.buf[d.i:] is
+// not yet consumed; d.off0 is the input offset of d.buf[0]. Opcodes and
+// their arguments are decoded from the window with index arithmetic; the
+// window is refilled (its unread tail moved to the front) only when an
+// argument reaches past its end, so memory stays bounded by the window
+// whatever the input's length.
+
+// windowSize is the window's usual size (it grows for a longer short
+// argument, at most to shortMax plus a little).
+const windowSize = 64 << 10
+
+// pos is the input offset of the next unread byte.
+func (d *Machine) pos() int64 { return d.off0 + int64(d.i) }
+
+// fill reads until at least k bytes are unread in the window or the input
+// ends (or fails); it reports whether k bytes are there.
+func (d *Machine) fill(k int) bool {
+	if d.n-d.i >= k {
+		return true
 	}
-	d.pos++
+	if d.rerr != nil {
+		return false
+	}
+	if d.i > 0 {
+		copy(d.buf, d.buf[d.i:d.n])
+		d.off0 += int64(d.i)
+		d.n -= d.i
+		d.i = 0
+	}
+	if k > len(d.buf) {
+		nb := make([]byte, max(k, 2*len(d.buf)))
+		copy(nb, d.buf[:d.n])
+		d.buf = nb
+	}
+	for d.n < k {
+		m, err := d.r.Read(d.buf[d.n:])
+		d.n += m
+		if err != nil {
+			d.rerr = err
+			return d.n >= k
+		}
+		if m == 0 {
+			d.zero++
+			if d.zero > 100 {
+				d.rerr = io.ErrNoProgress
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// short is the error of an argument that the input does not hold.
+func (d *Machine) short() error {
+	if d.rerr == nil || d.rerr == io.EOF {
+		return d.truncated()
+	}
+	return d.errf(d.rerr, "read")
+}
+
+func (d *Machine) readByte() (byte, error) {
+	if d.i >= d.n && !d.fill(1) {
+		return 0, d.short()
+	}
+	b := d.buf[d.i]
+	d.i++
 	return b, nil
 }
 
 // peekN returns the next n bytes and consumes them; the slice is valid
-// until the next read. n must be at most the buffer size.
+// until the next read.
 func (d *Machine) peekN(n int) ([]byte, error) {
-	b, err := d.r.Peek(n)
-	if len(b) < n {
-		if err == io.EOF || err == nil {
-			return nil, d.truncated()
-		}
-		return nil, d.errf(err, "read")
+	if d.n-d.i < n && !d.fill(n) {
+		return nil, d.short()
 	}
-	d.r.Discard(n)
-	d.pos += int64(n)
+	b := d.buf[d.i : d.i+n : d.i+n]
+	d.i += n
 	return b, nil
 }
 
@@ -275,8 +328,34 @@ func (d *Machine) checkLen(n uint64) error {
 	if n > MaxLen {
 		return d.errf(nil, "length %d exceeds the %d-byte limit", n, MaxLen)
 	}
-	if d.size >= 0 && int64(n) > d.size-d.pos {
-		return d.errf(io.ErrUnexpectedEOF, "length %d exceeds the %d bytes left in the input", n, d.size-d.pos)
+	if d.size >= 0 && int64(n) > d.size-d.pos() {
+		return d.errf(io.ErrUnexpectedEOF, "length %d exceeds the %d bytes left in the input", n, d.size-d.pos())
+	}
+	return nil
+}
+
+// readFull fills p from the window, then from the reader itself.
+func (d *Machine) readFull(p []byte) error {
+	k := copy(p, d.buf[d.i:d.n])
+	d.i += k
+	if k == len(p) {
+		return nil
+	}
+	// The window is empty: read past it, then start it afresh.
+	d.off0 += int64(d.n)
+	d.i, d.n = 0, 0
+	if d.rerr != nil {
+		return d.short()
+	}
+	m, err := io.ReadFull(d.r, p[k:])
+	d.off0 += int64(m)
+	if err != nil {
+		if err != io.ErrUnexpectedEOF && err != io.EOF {
+			d.rerr = err
+		} else {
+			d.rerr = io.EOF
+		}
+		return d.short()
 	}
 	return nil
 }
@@ -294,10 +373,8 @@ func (d *Machine) readData(n uint64) ([]byte, error) {
 			return nil, err
 		}
 		buf := make([]byte, n)
-		k, err := io.ReadFull(d.r, buf)
-		d.pos += int64(k)
-		if err != nil {
-			return nil, d.truncated()
+		if err := d.readFull(buf); err != nil {
+			return nil, err
 		}
 		return buf, nil
 	}
@@ -308,10 +385,8 @@ func (d *Machine) readData(n uint64) ([]byte, error) {
 			return nil, err
 		}
 		buf = append(buf, make([]byte, m)...)
-		k, err := io.ReadFull(d.r, buf[len(buf)-int(m):])
-		d.pos += int64(k)
-		if err != nil {
-			return nil, d.truncated()
+		if err := d.readFull(buf[len(buf)-int(m):]); err != nil {
+			return nil, err
 		}
 	}
 	return buf, nil
@@ -320,36 +395,42 @@ func (d *Machine) readData(n uint64) ([]byte, error) {
 // readLine reads a protocol-0 argument line and returns it without its
 // newline. The slice is only valid until the next read.
 func (d *Machine) readLine() ([]byte, error) {
-	line, err := d.r.ReadSlice('\n')
-	if err == nil {
-		d.pos += int64(len(line))
-		return line[:len(line)-1], nil
-	}
-	if err != bufio.ErrBufferFull {
-		d.pos += int64(len(line))
-		if err == io.EOF {
-			return nil, d.truncated()
-		}
-		return nil, d.errf(err, "read")
-	}
-	d.tmp = append(d.tmp[:0], line...)
-	d.pos += int64(len(line))
+	scanned := 0
 	for {
-		line, err = d.r.ReadSlice('\n')
-		d.pos += int64(len(line))
-		d.tmp = append(d.tmp, line...)
+		if k := bytes.IndexByte(d.buf[d.i+scanned:d.n], '\n'); k >= 0 {
+			line := d.buf[d.i : d.i+scanned+k]
+			d.i += scanned + k + 1
+			return line, nil
+		}
+		scanned = d.n - d.i
+		if scanned >= windowSize {
+			break // a long line: gather it in d.tmp
+		}
+		if !d.fill(scanned + 1) {
+			d.i = d.n
+			return nil, d.short()
+		}
+	}
+	d.tmp = append(d.tmp[:0], d.buf[d.i:d.n]...)
+	d.i = d.n
+	for {
+		if !d.fill(1) {
+			return nil, d.short()
+		}
+		w := d.buf[d.i:d.n]
+		k := bytes.IndexByte(w, '\n')
+		if k < 0 {
+			k = len(w)
+		}
+		d.tmp = append(d.tmp, w[:k]...)
 		if len(d.tmp) > MaxLen {
 			return nil, d.errf(nil, "line longer than %d bytes", MaxLen)
 		}
-		if err == nil {
-			return d.tmp[:len(d.tmp)-1], nil
+		if k < len(w) {
+			d.i += k + 1
+			return d.tmp, nil
 		}
-		if err != bufio.ErrBufferFull {
-			if err == io.EOF {
-				return nil, d.truncated()
-			}
-			return nil, d.errf(err, "read")
-		}
+		d.i = d.n
 	}
 }
 
@@ -387,14 +468,24 @@ func (d *Machine) parseInt(line []byte) (Val, error) {
 	if z.IsInt64() {
 		return IntVal(z.Int64()), nil
 	}
-	return Val{Kind: KindBigInt, V: z}, nil
+	return Val{Kind: KindBigInt, N: d.newObj(z)}, nil
 }
 
-// decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4).
-func decodeLong(b []byte) Val {
+// long is the value of a LONG1 or LONG4 argument.
+func (d *Machine) long(b []byte) Val {
+	v, z := decodeLong(b)
+	if z != nil {
+		return Val{Kind: KindBigInt, N: d.newObj(z)}
+	}
+	return v
+}
+
+// decodeLong decodes a little-endian two's-complement integer (LONG1/LONG4):
+// an int, or a *big.Int beyond int64.
+func decodeLong(b []byte) (Val, *big.Int) {
 	n := len(b)
 	if n == 0 {
-		return IntVal(0)
+		return IntVal(0), nil
 	}
 	if n <= 8 {
 		var u uint64
@@ -402,7 +493,7 @@ func decodeLong(b []byte) Val {
 			u = u<<8 | uint64(b[i])
 		}
 		shift := uint(64 - 8*n)
-		return IntVal(int64(u<<shift) >> shift) // sign-extend
+		return IntVal(int64(u<<shift) >> shift), nil // sign-extend
 	}
 	be := make([]byte, n)
 	for i := range b {
@@ -413,9 +504,9 @@ func decodeLong(b []byte) Val {
 		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
 	}
 	if z.IsInt64() {
-		return IntVal(z.Int64())
+		return IntVal(z.Int64()), nil
 	}
-	return Val{Kind: KindBigInt, V: z}
+	return Val{}, z
 }
 
 func truncate(b []byte) string {

@@ -1,13 +1,14 @@
 package pickle
 
 import (
-	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"strconv"
+	"sync"
 	"unsafe"
 )
 
@@ -62,11 +63,11 @@ const (
 	KindNone
 	KindBool
 	KindInt
-	KindBigInt // V is a *big.Int beyond int64
-	KindFloat  // N holds the bits
-	KindStr
-	KindBytes   // V is a []byte
-	KindValue   // V is a generic container: *List, *Dict or Tuple
+	KindBigInt  // a *big.Int beyond int64 (Machine.Obj)
+	KindFloat   // N holds the bits
+	KindStr     // Machine.Str
+	KindBytes   // a []byte (Machine.Obj)
+	KindValue   // a generic container: *List, *Dict or Tuple (Machine.Obj)
 	KindNode    // a Builder's container; N is its handle
 	KindSkipped // a value that was not built; N is its offset
 	kindShared  // the memo's copy of a Builder's container
@@ -94,15 +95,20 @@ const (
 	NodeValue Node = 1
 )
 
-// Val is a value on the machine's stack or in its memo.
+// Val is a value on the machine's stack or in its memo: 16 bytes and no
+// pointers, so that pushing, memoizing and copying one is cheap and the
+// collector has nothing to scan. Strings, bytes, big ints and generic
+// containers live in the machine's tables (N is their index; see
+// Machine.Str, Machine.Obj, Machine.Any).
 type Val struct {
 	Kind  Kind
 	Shape Shape
 	Node  Node  // KindNode, KindSkipped, kindShared: the node it was built as
 	Depth int32 // nesting depth: 0 for scalars
-	N     int64
-	S     string
-	V     any
+	// N is the int, the float's bits, the string's index (≥ 0: interned;
+	// < 0: ^N is its slot in the object table), the object's slot, the
+	// Builder's handle, or the offset of a skipped or shared value.
+	N int64
 }
 
 // IntVal is an int.
@@ -147,9 +153,31 @@ func (v *Val) TypeName() string {
 	return "value"
 }
 
+// Str returns the string of a KindStr value ("" for any other).
+func (d *Machine) Str(v *Val) string {
+	if v.Kind != KindStr {
+		return ""
+	}
+	if v.N >= 0 {
+		return d.strs[v.N]
+	}
+	s, _ := d.objs[^v.N].(string)
+	return s
+}
+
+// Obj returns the *big.Int, []byte or generic container (*List, *Dict or
+// Tuple) of a KindBigInt, KindBytes or KindValue value (nil for any other).
+func (d *Machine) Obj(v *Val) any {
+	switch v.Kind {
+	case KindBigInt, KindBytes, KindValue:
+		return d.objs[v.N]
+	}
+	return nil
+}
+
 // Any returns v in Decode's value model. Builder containers and skipped
 // values have none.
-func (v *Val) Any() (any, error) {
+func (d *Machine) Any(v *Val) (any, error) {
 	switch v.Kind {
 	case KindNone:
 		return nil, nil
@@ -160,9 +188,9 @@ func (v *Val) Any() (any, error) {
 	case KindFloat:
 		return v.Float(), nil
 	case KindStr:
-		return v.S, nil
+		return d.Str(v), nil
 	case KindBigInt, KindBytes, KindValue:
-		return v.V, nil
+		return d.objs[v.N], nil
 	case KindSkipped:
 		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.N)
 	case KindNode, kindShared:
@@ -228,9 +256,13 @@ type Machine struct {
 	lim    Limits
 	b      Builder
 	root   Node
-	r      *bufio.Reader
-	pos    int64 // bytes consumed
-	opPos  int64 // offset of the current opcode
+	r      io.Reader
+	buf    []byte // the input window (see fill)
+	i, n   int    // next unread byte, end of the window's data
+	off0   int64  // input offset of buf[0]
+	rerr   error  // the reader's error (io.EOF at the end)
+	zero   int    // reads that returned nothing
+	opPos  int64  // offset of the current opcode
 	op     byte
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
@@ -240,10 +272,16 @@ type Machine struct {
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
-	text   int64 // bytes of text kept
-	items  int   // generic containers and items built
-	intern map[string]string
-	one    [1]Val // APPEND's item
+	text   int64            // bytes of text kept
+	items  int              // generic containers and items built
+	intern map[string]int32 // interned string → index in strs
+	strs   []string         // the interned strings (strs[0] is "") and the long ones
+	scache [256]int32       // recent strs indices by a hash of the bytes (0: none)
+	objs   []any            // the object table (Val.N of objects and long strings)
+	ofree  []int64          // free slots of objs
+	onew   int              // objects added since the last sweep
+	olive  int              // objects live after the last sweep
+	one    [1]Val           // APPEND's item
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -261,13 +299,12 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 			}
 		}
 	}
-	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4096 {
-		d.r = br
-	} else {
-		d.r = bufio.NewReaderSize(r, 64<<10)
-	}
+	d.r = r
+	d.buf = windowPool.Get().(*[windowSize]byte)[:]
 	d.stack = make([]Val, 0, 64)
-	d.intern = make(map[string]string)
+	d.intern = make(map[string]int32)
+	d.strs = append(make([]string, 0, 64), "")
+	d.intern[""] = 0
 	return d
 }
 
@@ -463,11 +500,10 @@ func (d *Machine) addItems(n int) error {
 // in the memo (a skipped string must then be kept: a later GET may use
 // it where it is needed).
 func (d *Machine) nextIsPut() bool {
-	b, err := d.r.Peek(1)
-	if err != nil {
+	if d.i >= d.n && !d.fill(1) {
 		return false
 	}
-	switch b[0] {
+	switch d.buf[d.i] {
 	case opPut, opBinPut, opLongBinPut, opMemoize:
 		return true
 	}
@@ -480,21 +516,102 @@ func (d *Machine) pushStr(b []byte, node Node) error {
 	if node == NodeSkip && !d.nextIsPut() {
 		return d.push(Val{Kind: KindSkipped, N: d.opPos})
 	}
-	return d.push(Val{Kind: KindStr, S: d.str(b)})
+	return d.push(d.str(b))
 }
 
-func (d *Machine) str(b []byte) string {
+// str returns a string value of b: interned when short (repeated keys
+// and actions then cost no allocation), else in the object table.
+func (d *Machine) str(b []byte) Val {
 	if len(b) <= internMax {
-		if s, ok := d.intern[string(b)]; ok {
-			return s
+		// A direct-mapped cache in front of the map: a snapshot's
+		// strings are few and repeat.
+		h := uint(len(b)) & 255
+		if len(b) > 0 {
+			h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
 		}
-		s := string(b)
+		if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
+			return Val{Kind: KindStr, N: int64(i)}
+		}
+		if i, ok := d.intern[string(b)]; ok {
+			d.scache[h] = i
+			return Val{Kind: KindStr, N: int64(i)}
+		}
 		if len(d.intern) < internCap {
-			d.intern[s] = s
+			s := string(b)
+			d.intern[s] = int32(len(d.strs))
+			d.strs = append(d.strs, s)
+			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
 		}
-		return s
 	}
-	return string(b)
+	if len(b) > internMax {
+		return d.longStr(string(b))
+	}
+	return Val{Kind: KindStr, N: ^d.newObj(string(b))}
+}
+
+// longStr is a string value for s, longer than internMax: kept in strs
+// without interning (it costs more text than its slot, so MaxText bounds
+// the slots too).
+func (d *Machine) longStr(s string) Val {
+	d.strs = append(d.strs, s)
+	return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
+}
+
+// newObj stores x in the object table and returns its slot. Slots are
+// reused once no value on the stack or in the memo refers to them: a
+// sweep, run after as many new objects as the stack, memo and live
+// objects hold (so its cost is linear overall), frees the others.
+func (d *Machine) newObj(x any) int64 {
+	d.onew++
+	if len(d.ofree) == 0 && d.onew > 4096 && d.onew > d.olive+cap(d.stack)+d.memoN+len(d.sparse) {
+		d.sweep()
+	}
+	if k := len(d.ofree); k > 0 {
+		i := d.ofree[k-1]
+		d.ofree = d.ofree[:k-1]
+		d.objs[i] = x
+		return i
+	}
+	d.objs = append(d.objs, x)
+	return int64(len(d.objs) - 1)
+}
+
+// sweep frees the object slots no value on the stack (up to its
+// capacity: items being moved sit above its top) or in the memo uses.
+func (d *Machine) sweep() {
+	used := make([]bool, len(d.objs))
+	mark := func(vs []Val) {
+		for i := range vs {
+			v := &vs[i]
+			switch v.Kind {
+			case KindBigInt, KindBytes, KindValue:
+				used[v.N] = true
+			case KindStr:
+				if v.N < 0 {
+					used[^v.N] = true
+				}
+			}
+		}
+	}
+	mark(d.stack[:cap(d.stack)])
+	mark(d.one[:])
+	for _, c := range d.memo {
+		mark(c)
+	}
+	for _, v := range d.sparse {
+		mark([]Val{v})
+	}
+	d.ofree = d.ofree[:0]
+	d.olive = 0
+	for i := range d.objs {
+		if used[i] {
+			d.olive++
+		} else {
+			d.objs[i] = nil
+			d.ofree = append(d.ofree, int64(i))
+		}
+	}
+	d.onew = 0
 }
 
 // containerShape is the shape of the container each container opcode
@@ -594,17 +711,17 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindStr, S: d.str(b)})
+		return d.push(d.str(b))
 	case short:
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindBytes, V: append([]byte{}, b...)})
+		return d.push(Val{Kind: KindBytes, N: d.newObj(append([]byte{}, b...))})
 	case kind == KindStr:
 		// b is this string's own buffer, never written again: no copy.
-		return d.push(Val{Kind: KindStr, S: unsafe.String(&b[0], len(b))})
+		return d.push(d.longStr(unsafe.String(&b[0], len(b))))
 	}
-	return d.push(Val{Kind: KindBytes, V: b})
+	return d.push(Val{Kind: KindBytes, N: d.newObj(b)})
 }
 
 // newContainer pushes an empty container of the given shape.
@@ -622,7 +739,7 @@ func (d *Machine) newContainer(shape Shape) error {
 		} else {
 			v = &List{}
 		}
-		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, V: v})
+		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(v)})
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
 		if err != nil {
@@ -679,9 +796,9 @@ func (d *Machine) appendTo(c *Val, items []Val) error {
 	if err := d.addItems(len(items)); err != nil {
 		return err
 	}
-	l := c.V.(*List)
+	l := d.objs[c.N].(*List)
 	for i := range items {
-		x, err := items[i].Any()
+		x, err := d.Any(&items[i])
 		if err != nil {
 			return d.errf(err, "")
 		}
@@ -711,14 +828,14 @@ func (d *Machine) setItems(c *Val, kv []Val, one bool) error {
 	if err := d.addItems(len(kv) / 2); err != nil {
 		return err
 	}
-	m := c.V.(*Dict)
+	m := d.objs[c.N].(*Dict)
 	m.grow(len(kv) / 2)
 	for i := 0; i < len(kv); i += 2 {
-		k, err := kv[i].Any()
+		k, err := d.Any(&kv[i])
 		if err != nil {
 			return d.errf(err, "")
 		}
-		v, err := kv[i+1].Any()
+		v, err := d.Any(&kv[i+1])
 		if err != nil {
 			return d.errf(err, "")
 		}
@@ -756,7 +873,7 @@ func (d *Machine) fromItems(shape Shape) error {
 		}
 		switch shape {
 		case ShapeDict:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &Dict{}}
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
 		case ShapeTuple:
 			t := make(Tuple, len(items))
 			c = Val{Kind: KindValue, Shape: shape, Depth: 1}
@@ -767,13 +884,13 @@ func (d *Machine) fromItems(shape Shape) error {
 				return err
 			}
 			for i := range items {
-				if t[i], err = items[i].Any(); err != nil {
+				if t[i], err = d.Any(&items[i]); err != nil {
 					return d.errf(err, "")
 				}
 			}
-			c.V = t
+			c.N = d.newObj(t)
 		default:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, V: &List{}}
+			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
 		}
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
@@ -821,7 +938,9 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	}
 	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
 		for uint64(d.memoN) <= idx {
-			d.memo = append(d.memo, make([]Val, memoChunk))
+			c := memoPool.Get().(*[memoChunk]Val)
+			*c = [memoChunk]Val{}
+			d.memo = append(d.memo, c[:])
 			d.memoN += memoChunk
 		}
 	}
@@ -870,27 +989,108 @@ func (d *Machine) Run() (Val, error) {
 	v, err := d.run()
 	if err != nil {
 		d.discard(d.stack)
+	}
+	d.release()
+	if err != nil {
 		return Val{}, err
 	}
 	return v, nil
 }
 
+// The window and the memo's chunks are reused by the next machine: a
+// snapshot's memo alone is a megabyte.
+var (
+	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
+	memoPool   = sync.Pool{New: func() any { return new([memoChunk]Val) }}
+)
+
+// release returns the window and the memo to their pools once the pickle
+// has run (the object and string tables stay: Any, Obj and Str use them).
+func (d *Machine) release() {
+	if len(d.buf) == windowSize {
+		windowPool.Put((*[windowSize]byte)(d.buf))
+	}
+	for _, c := range d.memo {
+		memoPool.Put((*[memoChunk]Val)(c))
+	}
+	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
+	d.i, d.n = 0, 0
+	d.stack, d.marks = nil, nil
+}
+
 func (d *Machine) run() (Val, error) {
 	for {
-		d.opPos = d.pos
+		if d.n-d.i < 16 {
+			d.fill(16) // best effort: the arguments are checked anyway
+		}
+		d.opPos = d.off0 + int64(d.i)
 		d.op = 0
-		op, err := d.r.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				if d.pos == 0 {
+		if d.i >= d.n {
+			if d.rerr == nil || d.rerr == io.EOF {
+				if d.opPos == 0 {
 					return Val{}, &Error{Offset: 0, Msg: "empty input", Err: io.ErrUnexpectedEOF}
 				}
-				return Val{}, &Error{Offset: d.pos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
+				return Val{}, &Error{Offset: d.opPos, Msg: "truncated input: no STOP opcode", Err: io.ErrUnexpectedEOF}
 			}
-			return Val{}, &Error{Offset: d.pos, Msg: "read", Err: err}
+			return Val{}, &Error{Offset: d.opPos, Msg: "read", Err: d.rerr}
 		}
-		d.pos++
+		op := d.buf[d.i]
+		d.i++
 		d.op = op
+		// The opcodes that make up most of a snapshot, when their
+		// argument is in the window and nothing can go wrong; anything
+		// else (an error included) is step's.
+		if d.n-d.i >= 8 && len(d.stack)+len(d.marks) < d.lim.MaxStack {
+			switch op {
+			case opBinGet, opLongBinGet:
+				var idx uint
+				k := 1
+				if op == opBinGet {
+					idx = uint(d.buf[d.i])
+				} else {
+					idx, k = uint(binary.LittleEndian.Uint32(d.buf[d.i:])), 4
+				}
+				if idx < uint(d.memoN) {
+					if v := d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
+						d.i += k
+						d.stack = append(d.stack, v)
+						continue
+					}
+				}
+			case opMark:
+				if d.skipBatch() {
+					continue
+				}
+				d.marks = append(d.marks, len(d.stack))
+				continue
+			case opBinInt1:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(d.buf[d.i])})
+				d.i++
+				continue
+			case opBinInt2:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint16(d.buf[d.i:]))})
+				d.i += 2
+				continue
+			case opBinInt:
+				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(d.buf[d.i:])))})
+				d.i += 4
+				continue
+			case opLong1:
+				if n := int(d.buf[d.i]); n <= 7 {
+					var u uint64
+					for j := n; j >= 1; j-- {
+						u = u<<8 | uint64(d.buf[d.i+j])
+					}
+					shift := uint(64 - 8*n)
+					if n == 0 {
+						u, shift = 0, 0
+					}
+					d.stack = append(d.stack, Val{Kind: KindInt, N: int64(u<<shift) >> shift})
+					d.i += 1 + n
+					continue
+				}
+			}
+		}
 		if err := d.step(op); err != nil {
 			if err == errStop {
 				return d.pop()
@@ -898,6 +1098,66 @@ func (d *Machine) run() (Val, error) {
 			return Val{}, err
 		}
 	}
+}
+
+// skipBatch runs, after a MARK, a batch of GETs appended to a skipped
+// list (a snapshot's stack frames: MARK, GETs of frames seen before,
+// APPENDS) without pushing and discarding each item: what the batch
+// changes is only the list's depth. It reports false, having done
+// nothing, for any other batch, one not wholly in the window, or one that
+// would fail (step then runs it and reports the error).
+func (d *Machine) skipBatch() bool {
+	t := len(d.stack)
+	if t == 0 || (len(d.marks) > 0 && d.marks[len(d.marks)-1] >= t) {
+		return false
+	}
+	c := &d.stack[t-1]
+	if c.Kind != KindSkipped || (c.Shape != ShapeList && c.Shape != ShapeSet) {
+		return false
+	}
+	room := d.lim.MaxStack - t - len(d.marks) - 1 // pushes the batch may make
+	depth, cnt := int32(-1), 0
+	buf := d.buf[:d.n]
+	for j := d.i; j < len(buf); {
+		var idx uint
+		switch buf[j] {
+		case opBinGet:
+			if j+2 > len(buf) {
+				return false
+			}
+			idx = uint(buf[j+1])
+			j += 2
+		case opLongBinGet:
+			if j+5 > len(buf) {
+				return false
+			}
+			idx = uint(binary.LittleEndian.Uint32(buf[j+1:]))
+			j += 5
+		case opAppends:
+			if cnt > 0 && depth >= c.Depth {
+				if int(depth)+1 > d.lim.MaxDepth {
+					return false
+				}
+				c.Depth = depth + 1
+			}
+			d.i = j + 1
+			return true
+		default:
+			return false
+		}
+		if idx >= uint(d.memoN) {
+			return false
+		}
+		v := &d.memo[idx/memoChunk][idx%memoChunk]
+		if v.Kind == kindUnset || v.Kind == kindShared || v.Kind == KindNode {
+			return false
+		}
+		depth = max(depth, v.Depth)
+		if cnt++; cnt > room {
+			return false
+		}
+	}
+	return false
 }
 
 var errStop = errors.New("STOP")
@@ -994,7 +1254,7 @@ func (d *Machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
-		return d.push(decodeLong(b))
+		return d.push(d.long(b))
 
 	case opFloat:
 		line, err := d.readLine()
@@ -1060,7 +1320,7 @@ func (d *Machine) step(op byte) error {
 		if err := d.addItems(1); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, V: Tuple{}})
+		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, N: d.newObj(Tuple{})})
 	case opTuple1, opTuple2, opTuple3:
 		return d.tupleN(int(op-opTuple1) + 1)
 

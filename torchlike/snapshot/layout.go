@@ -187,6 +187,16 @@ type recon struct {
 	segs          []*rseg
 	live          map[int64]*rblock
 	assume        []Assumption
+	slab          []rblock // blocks are allocated from slabs, not one by one
+}
+
+// newBlock returns a new block holding b.
+func (r *recon) newBlock(b rblock) *rblock {
+	if len(r.slab) == cap(r.slab) {
+		r.slab = make([]rblock, 0, 256)
+	}
+	r.slab = append(r.slab, b)
+	return &r.slab[len(r.slab)-1]
 }
 
 func (r *recon) note(entry int, format string, args ...any) {
@@ -349,8 +359,8 @@ func (r *recon) loadFinal(segs []Segment) error {
 				return fmt.Errorf("%s: blocks[%d] (%#x, %d bytes) does not lie inside the segment: %w",
 					where, bi, b.Address, b.Size, ErrInconsistent)
 			}
-			rs.blocks = append(rs.blocks, &rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
-				pending: b.State == StateActivePendingFree, seg: rs})
+			rs.blocks = append(rs.blocks, r.newBlock(rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
+				pending: b.State == StateActivePendingFree, seg: rs}))
 		}
 		slices.SortFunc(rs.blocks, func(a, b *rblock) int { return cmp.Compare(a.addr, b.addr) })
 		for k, b := range rs.blocks {
@@ -522,8 +532,8 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 	// A free_completed was preceded by its free_requested: the block was
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
-	b := &rblock{addr: a, size: size, req: e.Size, pending: e.Action == torchlike.ActionFreeCompleted,
-		est: true, entry: i, minGap: maxBytes, seg: sg}
+	b := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: e.Action == torchlike.ActionFreeCompleted,
+		est: true, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
 	sg.blocks = slices.Insert(sg.blocks, k, b)
 	r.live[a] = b

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 
 	"membench/internal/pickle"
 	"membench/torchlike"
@@ -63,25 +64,75 @@ const (
 // (old releases: blocks tile the segment).
 const noAddr = math.MinInt64
 
-// rec is a container of the schema being built.
+// rec is a container of the schema being built. Trace entries and
+// blocks, the many, are small; the other nodes (segments, lists, the top
+// level) have their fields in a recExt.
 type rec struct {
-	node    pickle.Node
-	off     int64
-	bad     bool // opened with the wrong shape: its items are dropped
-	top     bool
-	err     *pathErr
-	seen    uint16
-	entry   TraceEntry
-	seg     Segment
-	blk     Block
-	segs    []Segment
-	blocks  []Block
-	traces  [][]TraceEntry
+	node  pickle.Node
+	seen  uint16
+	bad   bool // opened with the wrong shape: its items are dropped
+	top   bool
+	off   int64
+	err   *pathErr
+	entry TraceEntry
+	blk   Block
+	*recExt
+}
+
+type recExt struct {
+	seg    Segment
+	segs   []Segment
+	blocks []Block
+	traces [][]TraceEntry
+	// entries is the trace being filled, in chunks of entryChunk
+	// (growing one slice would copy the trace over and over): the full
+	// ones are in chunks; takeEntries joins them.
 	entries []TraceEntry
+	chunks  []*[entryChunk]TraceEntry
 	// top-level dict
 	keyS, keyT  bool
 	settings    any
 	hasSettings bool
+}
+
+const entryChunk = 1024
+
+// entryPool holds the chunks of traces being filled, reused by the next
+// trace.
+var entryPool = sync.Pool{New: func() any { return new([entryChunk]TraceEntry) }}
+
+func (r *rec) addEntry(e TraceEntry) {
+	if len(r.entries) == cap(r.entries) {
+		c := entryPool.Get().(*[entryChunk]TraceEntry)
+		r.chunks = append(r.chunks, c)
+		r.entries = c[:0]
+	}
+	r.entries = append(r.entries, e)
+}
+
+func (r *rec) nEntries() int {
+	if len(r.chunks) == 0 {
+		return len(r.entries)
+	}
+	return (len(r.chunks)-1)*entryChunk + len(r.entries)
+}
+
+// takeEntries returns the trace in one slice, its chunks to the pool.
+func (r *rec) takeEntries() []TraceEntry {
+	if r.chunks == nil {
+		return r.entries
+	}
+	out := make([]TraceEntry, 0, r.nEntries())
+	for _, c := range r.chunks[:len(r.chunks)-1] {
+		out = append(out, c[:]...)
+	}
+	out = append(out, r.entries...)
+	for _, c := range r.chunks {
+		*c = [entryChunk]TraceEntry{}
+		entryPool.Put(c)
+	}
+	r.chunks, r.entries = nil, nil
+	return out
 }
 
 // pathErr is a schema error, reported once the value it concerns is part
@@ -112,11 +163,79 @@ func asPathErr(err error, off int64) *pathErr {
 
 // builder is the pickle.Builder of the snapshot schema.
 type builder struct {
+	m       *pickle.Machine
 	recs    []rec
 	free    []int64
 	records int
 	lim     Limits
 	claimed map[any]bool
+	fields  []field // field of each interned string (by its index), 0 = not yet known
+}
+
+// field is a dict key of the schema, decided once per interned string.
+type field uint8
+
+const (
+	kUnknown field = iota + 1 // a key the schema does not read
+	kSegments
+	kDeviceTraces
+	kAllocatorSettings
+	kDevice
+	kAddress
+	kTotalSize
+	kAllocatedSize
+	kActiveSize
+	kRequestedSize
+	kStream
+	kSegmentType
+	kIsExpandable
+	kSegmentPoolID
+	kBlocks
+	kSize
+	kState
+	kAction
+	kAddr
+	kTimeUS
+	kDeviceFree
+)
+
+var fieldNames = [...]string{
+	kSegments: "segments", kDeviceTraces: "device_traces", kAllocatorSettings: "allocator_settings",
+	kDevice: "device", kAddress: "address", kTotalSize: "total_size", kAllocatedSize: "allocated_size",
+	kActiveSize: "active_size", kRequestedSize: "requested_size", kStream: "stream",
+	kSegmentType: "segment_type", kIsExpandable: "is_expandable", kSegmentPoolID: "segment_pool_id",
+	kBlocks: "blocks", kSize: "size", kState: "state", kAction: "action", kAddr: "addr",
+	kTimeUS: "time_us", kDeviceFree: "device_free",
+}
+
+func fieldOf(s string) field {
+	for f, n := range fieldNames {
+		if n != "" && n == s {
+			return field(f)
+		}
+	}
+	return kUnknown
+}
+
+// key is the field of a str dict key (kUnknown for other keys): a table
+// lookup for an interned string after its first use.
+func (b *builder) key(k *pickle.Val) field {
+	if k.Kind != pickle.KindStr {
+		return kUnknown
+	}
+	if k.N < 0 {
+		return fieldOf(b.m.Str(k))
+	}
+	if k.N < int64(len(b.fields)) {
+		if f := b.fields[k.N]; f != 0 {
+			return f
+		}
+	} else {
+		b.fields = append(b.fields, make([]field, int(k.N)+1-len(b.fields))...)
+	}
+	f := fieldOf(b.m.Str(k))
+	b.fields[k.N] = f
+	return f
 }
 
 func (b *builder) Describe(n pickle.Node) string {
@@ -137,6 +256,9 @@ func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, err
 	}
 	r := &b.recs[h]
 	*r = rec{node: n, off: off}
+	if n != nEntry && n != nBlock {
+		r.recExt = &recExt{}
+	}
 	wantDict := n == nSegment || n == nBlock || n == nEntry
 	switch {
 	case n == nTop:
@@ -184,32 +306,33 @@ func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
 	if key == nil || key.Kind != pickle.KindStr {
 		return pickle.NodeSkip
 	}
+	f := b.key(key)
 	switch r.node {
 	case nTop:
-		switch key.S {
-		case "segments":
+		switch f {
+		case kSegments:
 			return nSegments
-		case "device_traces":
+		case kDeviceTraces:
 			return nTraces
-		case "allocator_settings":
+		case kAllocatorSettings:
 			return pickle.NodeValue
 		}
 	case nSegment:
-		switch key.S {
-		case "blocks":
+		switch f {
+		case kBlocks:
 			return nBlocks
-		case "device", "address", "total_size", "allocated_size", "active_size", "requested_size",
-			"stream", "segment_type", "is_expandable", "segment_pool_id":
+		case kDevice, kAddress, kTotalSize, kAllocatedSize, kActiveSize, kRequestedSize,
+			kStream, kSegmentType, kIsExpandable, kSegmentPoolID:
 			return pickle.NodeValue
 		}
 	case nBlock:
-		switch key.S {
-		case "address", "size", "requested_size", "state":
+		switch f {
+		case kAddress, kSize, kRequestedSize, kState:
 			return pickle.NodeValue
 		}
 	case nEntry:
-		switch key.S {
-		case "action", "addr", "size", "stream", "time_us", "device_free":
+		switch f {
+		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
 			return pickle.NodeValue
 		}
 	}
@@ -222,7 +345,9 @@ func (r *rec) fail(e *pathErr) {
 	}
 }
 
-func (r *rec) failKey(key, msg string) { r.fail(&pathErr{path: "." + key, msg: msg, off: r.off}) }
+func (r *rec) failKey(key field, msg string) {
+	r.fail(&pathErr{path: "." + fieldNames[key], msg: msg, off: r.off})
+}
 
 func shortInt(z *big.Int) string {
 	s := z.String()
@@ -234,7 +359,7 @@ func shortInt(z *big.Int) string {
 
 // int reads an int field into dst; it reports whether the field is
 // present (None counts as absent, as newer writers emit None).
-func (r *rec) int(key string, v *pickle.Val, dst *int64) bool {
+func (b *builder) int(r *rec, key field, v *pickle.Val, dst *int64) bool {
 	switch v.Kind {
 	case pickle.KindInt:
 		*dst = v.N
@@ -242,17 +367,17 @@ func (r *rec) int(key string, v *pickle.Val, dst *int64) bool {
 	case pickle.KindNone:
 		return false
 	case pickle.KindBigInt:
-		r.failKey(key, "int "+shortInt(v.V.(*big.Int))+" does not fit in 64 bits")
+		r.failKey(key, "int "+shortInt(b.m.Obj(v).(*big.Int))+" does not fit in 64 bits")
 	default:
 		r.failKey(key, "want int, got "+v.TypeName())
 	}
 	return false
 }
 
-func (r *rec) str(key string, v *pickle.Val, dst *string) bool {
+func (b *builder) str(r *rec, key field, v *pickle.Val, dst *string) bool {
 	switch v.Kind {
 	case pickle.KindStr:
-		*dst = v.S
+		*dst = b.m.Str(v)
 		return true
 	case pickle.KindNone:
 		return false
@@ -261,7 +386,7 @@ func (r *rec) str(key string, v *pickle.Val, dst *string) bool {
 	return false
 }
 
-func (r *rec) bool(key string, v *pickle.Val, dst *bool) {
+func (r *rec) bool(key field, v *pickle.Val, dst *bool) {
 	switch v.Kind {
 	case pickle.KindBool:
 		*dst = v.N != 0
@@ -294,7 +419,7 @@ func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
 			b.dropVal(v)
 			continue
 		}
-		if err := b.setItem(r, k.S, v); err != nil {
+		if err := b.setItem(r, b.key(k), v); err != nil {
 			return err
 		}
 		r = &b.recs[c.N] // setItem may have grown b.recs
@@ -309,11 +434,11 @@ func (b *builder) dropVal(v *pickle.Val) {
 	}
 }
 
-func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
+func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 	switch r.node {
 	case nTop:
 		switch key {
-		case "segments":
+		case kSegments:
 			r.keyS = true
 			segs, err := b.takeList(r, v, nSegments, "segments")
 			if err != nil {
@@ -322,7 +447,7 @@ func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
 			if segs != nil {
 				r.segs = segs.segs
 			}
-		case "device_traces":
+		case kDeviceTraces:
 			r.keyT = true
 			tr, err := b.takeList(r, v, nTraces, "device_traces")
 			if err != nil {
@@ -331,8 +456,8 @@ func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
 			if tr != nil {
 				r.traces = tr.traces
 			}
-		case "allocator_settings":
-			x, err := v.Any()
+		case kAllocatorSettings:
+			x, err := b.m.Any(v)
 			if err != nil {
 				r.fail(&pathErr{path: "allocator_settings", msg: err.Error(), off: r.off})
 			}
@@ -343,34 +468,34 @@ func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
 	case nSegment:
 		sg := &r.seg
 		switch key {
-		case "device":
+		case kDevice:
 			var dev int64
-			if r.int(key, v, &dev) {
+			if b.int(r, key, v, &dev) {
 				if dev < 0 || dev > 1<<20 {
 					r.failKey(key, fmt.Sprintf("device %d out of range", dev))
 				}
 			}
 			sg.Device = int(dev)
-		case "address":
-			r.mark(fAddress, r.int(key, v, &sg.Address))
-		case "total_size":
-			r.mark(fTotalSize, r.int(key, v, &sg.TotalSize))
-		case "allocated_size":
-			r.int(key, v, &sg.AllocatedSize)
-		case "active_size":
-			r.int(key, v, &sg.ActiveSize)
-		case "requested_size":
-			r.int(key, v, &sg.RequestedSize)
-		case "stream":
-			r.int(key, v, &sg.Stream)
-		case "is_expandable":
+		case kAddress:
+			r.mark(fAddress, b.int(r, key, v, &sg.Address))
+		case kTotalSize:
+			r.mark(fTotalSize, b.int(r, key, v, &sg.TotalSize))
+		case kAllocatedSize:
+			b.int(r, key, v, &sg.AllocatedSize)
+		case kActiveSize:
+			b.int(r, key, v, &sg.ActiveSize)
+		case kRequestedSize:
+			b.int(r, key, v, &sg.RequestedSize)
+		case kStream:
+			b.int(r, key, v, &sg.Stream)
+		case kIsExpandable:
 			r.bool(key, v, &sg.IsExpandable)
-		case "segment_type":
-			r.mark(fSegType, r.str(key, v, &sg.SegmentType))
-		case "segment_pool_id":
-			x, _ := v.Any()
+		case kSegmentType:
+			r.mark(fSegType, b.str(r, key, v, &sg.SegmentType))
+		case kSegmentPoolID:
+			x, _ := b.m.Any(v)
 			sg.PrivatePool = privatePool(x)
-		case "blocks":
+		case kBlocks:
 			l, err := b.takeList(r, v, nBlocks, ".blocks")
 			if err != nil {
 				return err
@@ -386,34 +511,34 @@ func (b *builder) setItem(r *rec, key string, v *pickle.Val) error {
 	case nBlock:
 		bl := &r.blk
 		switch key {
-		case "address":
-			if !r.int(key, v, &bl.Address) {
+		case kAddress:
+			if !b.int(r, key, v, &bl.Address) {
 				bl.Address = noAddr
 			}
-		case "size":
-			r.mark(fSize, r.int(key, v, &bl.Size))
-		case "requested_size":
-			r.mark(fRequested, r.int(key, v, &bl.RequestedSize))
-		case "state":
-			r.mark(fState, r.str(key, v, &bl.State))
+		case kSize:
+			r.mark(fSize, b.int(r, key, v, &bl.Size))
+		case kRequestedSize:
+			r.mark(fRequested, b.int(r, key, v, &bl.RequestedSize))
+		case kState:
+			r.mark(fState, b.str(r, key, v, &bl.State))
 		default:
 			b.dropVal(v)
 		}
 	case nEntry:
 		e := &r.entry
 		switch key {
-		case "action":
-			r.mark(fAction, r.str(key, v, &e.Action))
-		case "addr":
-			r.int(key, v, &e.Addr)
-		case "size":
-			r.int(key, v, &e.Size)
-		case "stream":
-			r.int(key, v, &e.Stream)
-		case "time_us":
-			r.int(key, v, &e.TimeUS)
-		case "device_free":
-			r.int(key, v, &e.DeviceFree)
+		case kAction:
+			r.mark(fAction, b.str(r, key, v, &e.Action))
+		case kAddr:
+			b.int(r, key, v, &e.Addr)
+		case kSize:
+			b.int(r, key, v, &e.Size)
+		case kStream:
+			b.int(r, key, v, &e.Stream)
+		case kTimeUS:
+			b.int(r, key, v, &e.TimeUS)
+		case kDeviceFree:
+			b.int(r, key, v, &e.DeviceFree)
 		default:
 			b.dropVal(v)
 		}
@@ -462,11 +587,11 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		}
 		return &c, nil
 	case pickle.KindValue:
-		x := v.V
+		x := b.m.Obj(v)
 		if err := b.claim(x, want); err != nil {
 			return nil, err
 		}
-		c := &rec{node: want}
+		c := &rec{node: want, recExt: &recExt{}}
 		items, err := seq(x)
 		if err != nil {
 			r.fail(&pathErr{path: path, msg: err.Error(), off: r.off})
@@ -514,7 +639,7 @@ func (b *builder) genericTrace(x any) (*rec, error) {
 	if err != nil {
 		return nil, &pathErr{msg: err.Error()}
 	}
-	c := &rec{node: nTrace}
+	c := &rec{node: nTrace, recExt: &recExt{}}
 	for i, it := range items {
 		if err := b.count(1); err != nil {
 			return nil, err
@@ -623,7 +748,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 		case nTraces:
 			idx, want = len(r.traces), nTrace
 		case nTrace:
-			idx, want = len(r.entries), nEntry
+			idx, want = r.nEntries(), nEntry
 		default:
 			b.dropVal(v)
 			continue
@@ -646,32 +771,33 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			case nBlock:
 				r.blocks = append(r.blocks, cr.blk)
 			case nTrace:
-				r.traces = append(r.traces, cr.entries)
+				r.traces = append(r.traces, cr.takeEntries())
 			case nEntry:
-				r.entries = append(r.entries, cr.entry)
+				r.addEntry(cr.entry)
 			}
 			b.release(v.N)
 		case pickle.KindValue:
-			if err := b.claim(v.V, want); err != nil {
+			if err := b.claim(b.m.Obj(v), want); err != nil {
 				return err
 			}
 			var perr error
 			switch want {
 			case nSegment:
 				r.segs = append(r.segs, Segment{})
-				perr = decodeSegment(&r.segs[idx], v.V)
+				perr = decodeSegment(&r.segs[idx], b.m.Obj(v))
 			case nBlock:
 				r.blocks = append(r.blocks, Block{})
-				perr = decodeBlock(&r.blocks[idx], v.V, noAddr)
+				perr = decodeBlock(&r.blocks[idx], b.m.Obj(v), noAddr)
 			case nTrace:
 				var tr *rec
-				tr, perr = b.genericTrace(v.V)
+				tr, perr = b.genericTrace(b.m.Obj(v))
 				if tr != nil {
 					r.traces = append(r.traces, tr.entries)
 				}
 			case nEntry:
-				r.entries = append(r.entries, TraceEntry{})
-				perr = decodeEntry(&r.entries[idx], v.V)
+				var e TraceEntry
+				perr = decodeEntry(&e, b.m.Obj(v))
+				r.addEntry(e)
 			}
 			if perr != nil {
 				if pe, ok := perr.(*pathErr); ok {
@@ -755,6 +881,7 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	b := &builder{lim: lim}
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
+	b.m = m
 	root, err := m.Run()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -789,12 +916,13 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 		}
 		return s, nil
 	case pickle.KindValue:
-		if err := b.claim(root.V, nTop); err != nil {
+		x := m.Obj(&root)
+		if err := b.claim(x, nTop); err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		return FromValue(root.V)
+		return FromValue(x)
 	}
-	x, _ := root.Any()
+	x, _ := m.Any(&root)
 	return FromValue(x)
 }
 
