@@ -190,6 +190,10 @@ func (s *Source) Cache(max int) {
 	}
 }
 
+// Cached reports whether the trace's events are in memory (Cache kept
+// them), so that many replays of it cost no decoding.
+func (s *Source) Cached() bool { return s.events != nil }
+
 // DefaultCacheEvents is the largest trace Cache keeps in memory: 4 M
 // events, about 250 MB.
 const DefaultCacheEvents = 4 << 20

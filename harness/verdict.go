@@ -17,21 +17,31 @@ type Verdict struct {
 	Trace, Device string
 	Fit           []*Result // fitting runs, least peak footprint first
 	Failed        []*Result // in the order given
+	// Advice, when the caller measured it, answers the card questions
+	// for each strategy (keyed by Result.Strategy).
+	Advice map[string]*Advice
 }
 
 // Verdicts groups results by trace and device, in the order they first
 // appear, ranking the runs that fit by peak footprint (ties by peak
-// reserved, then by the order given).
-func Verdicts(results []*Result) []Verdict {
+// reserved, then by the order given). advice, if not nil, is parallel to
+// results (nil where not measured).
+func Verdicts(results []*Result, advice ...*Advice) []Verdict {
 	var out []Verdict
 	index := map[string]int{}
-	for _, r := range results {
+	for ri, r := range results {
 		key := r.Trace + "\x00" + r.Device
 		i, ok := index[key]
 		if !ok {
 			i = len(out)
 			index[key] = i
 			out = append(out, Verdict{Trace: r.Trace, Device: r.Device})
+		}
+		if len(advice) == len(results) && advice[ri] != nil {
+			if out[i].Advice == nil {
+				out[i].Advice = map[string]*Advice{}
+			}
+			out[i].Advice[r.Strategy] = advice[ri]
 		}
 		if r.Fit() {
 			out[i].Fit = append(out[i].Fit, r)
@@ -78,12 +88,26 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 			}
 			fmt.Fprintf(&b, "\n  %s: fits; placement needs %s (placement-frag %.1f%%), reserves %s",
 				r.Strategy, units.Bytes(float64(r.PeakFootprint), 2), r.PlacementFragPct(), units.Bytes(float64(r.PeakReserved), 2))
+			writeAdvice(&b, v.Advice[r.Strategy])
 		}
 		for _, r := range v.Failed {
 			fmt.Fprintf(&b, "\n  %s: does not fit: %d allocations failed, the first at event %d", r.Strategy, r.OOMCount, r.FirstOOMEvent())
+			writeAdvice(&b, v.Advice[r.Strategy])
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeAdvice adds the card answers of one strategy: the smallest card at
+// its settings and the knob that brings it down most, each measured.
+func writeAdvice(b *strings.Builder, a *Advice) {
+	if a == nil || a.Default == nil || a.Default.Unreachable {
+		return
+	}
+	fmt.Fprintf(b, "; smallest card %s", units.Bytes(float64(a.Default.MinCard()), 2))
+	if a.Knob != nil {
+		fmt.Fprintf(b, ", %s with %s", units.Bytes(float64(a.Knob.MinCard()), 2), a.KnobLine)
+	}
 }

@@ -159,8 +159,14 @@ func runCommand() *cli.Command {
 			}
 			if p.format == harness.FormatTable {
 				// The table's answer in words: what fits, least
-				// footprint first; what did not, never ranked.
-				if err := harness.WriteVerdicts(p.out, harness.Verdicts(results)); err != nil {
+				// footprint first; what did not, never ranked; and for
+				// traces small enough to search (kept in memory), the
+				// smallest card and the knob that helps most, measured.
+				advice, err := adviseSmall(c, p.jobs)
+				if err != nil {
+					return err
+				}
+				if err := harness.WriteVerdicts(p.out, harness.Verdicts(results, advice...)); err != nil {
 					return err
 				}
 			}
@@ -168,4 +174,25 @@ func runCommand() *cli.Command {
 			return p.commit()
 		},
 	}
+}
+
+// verdictCacheEvents bounds the traces whose smallest card `run` searches
+// for its verdict: a capacity search replays the trace some thirty times,
+// which is instant from memory for the corpus and too slow to do unasked
+// for a long recording (`membench capacity` does it on request).
+const verdictCacheEvents = 1 << 20
+
+// adviseSmall measures the card answers (harness.Advise) for every job
+// whose trace fits in verdictCacheEvents; nil for the others, which the
+// verdict then leaves to `membench capacity`.
+func adviseSmall(c *cli.Context, jobs []harness.Job) ([]*harness.Advice, error) {
+	for _, j := range jobs {
+		j.Source.Cache(verdictCacheEvents)
+	}
+	return harness.RunJobs(jobs, workers(c), func(j harness.Job) (*harness.Advice, error) {
+		if !j.Source.Cached() {
+			return nil, nil
+		}
+		return harness.Advise(j.Source, j.Spec, j.Device)
+	}, nil)
 }

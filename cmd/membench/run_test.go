@@ -111,3 +111,25 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunVerdict: the terminal table ends with the verdict: what fits,
+// least footprint first, with the smallest card and the knob that helps
+// most, measured; a run that did not fit is never ranked (issue 12).
+func TestRunVerdict(t *testing.T) {
+	out, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "jax:mem_fraction=0.0001", "--strategy", "jax", "--strategy", "torch", "--format", "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(out, "verdict: gpt-train on a100-80g")
+	if i < 0 {
+		t.Fatalf("no verdict:\n%s", out)
+	}
+	v := out[i:]
+	torch, jax, failed := strings.Index(v, "torch: fits"), strings.Index(v, "jax: fits"), strings.Index(v, "jax:mem_fraction=0.0001: does not fit")
+	if torch < 0 || jax < 0 || failed < 0 || !(torch < jax && jax < failed) {
+		t.Errorf("verdict order:\n%s", v)
+	}
+	if !strings.Contains(v, "smallest card") || !strings.Contains(v, "with XLA_PYTHON_CLIENT_") {
+		t.Errorf("verdict lacks the card answers:\n%s", v)
+	}
+}
