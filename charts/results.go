@@ -21,6 +21,11 @@ func ReadResults(r io.Reader, name string) ([]Measurement, error) {
 		case *benchfmt.SyntaxError:
 			return out, rec
 		case *benchfmt.Result:
+			if base, _ := rec.Name.Parts(); string(base) == "Placement" {
+				// `membench capacity`'s allocator limit for placement
+				// alone is no card: the page draws cards only.
+				continue
+			}
 			// The reader reuses rec on the next Scan: copy what we keep.
 			m := Measurement{Name: string(rec.Name.Full()), File: name}
 			_, m.Line = rec.Pos()

@@ -81,6 +81,9 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 		r.Frag = pctOf(s, "frag-%")
 		r.MinCard, r.card = bytesOf(s, "min-card-B")
 		r.MinCapacity, r.capacityByte = bytesOf(s, CapacityUnit)
+		if !o.known && r.card > 0 {
+			r.Fit = "– (capacity search only)"
+		}
 		v.Cols.Card = v.Cols.Card || r.card > 0
 		v.Cols.Capacity = v.Cols.Capacity || r.capacityByte > 0
 		if r.Failed {
@@ -105,7 +108,9 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 		}
 	}
 
-	n := len(g.strategies())
+	// Strategies known only from capacity searches (placement alone, a
+	// knob) have no run: they are listed but not counted as fitting or not.
+	n := len(fit) + len(failed)
 	where := ""
 	if g.device != "" {
 		where = " on " + g.device

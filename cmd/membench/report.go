@@ -71,6 +71,22 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// Unless capacity results were given, the verdict's card
+			// answers are measured here for traces kept in memory: the
+			// smallest card of each strategy and of the knob that
+			// helps most (the rows `membench capacity` would print).
+			if len(c.StringSlice("results")) == 0 {
+				advice, err := adviseSmall(c, m.jobs)
+				if err != nil {
+					return err
+				}
+				if ms, err := adviceMeasurements(advice); err != nil {
+					return err
+				} else if len(ms) > 0 {
+					rep.Measurements = append(rep.Measurements, ms...)
+					rep.Sources = append(rep.Sources, charts.Source{Name: "capacity searches of this report", Results: len(ms)})
+				}
+			}
 			var page bytes.Buffer
 			if err := charts.Write(&page, rep); err != nil {
 				return err
@@ -131,4 +147,34 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// adviceMeasurements turns measured card answers into the report's
+// measurements, through the same benchfmt rows `membench capacity` prints.
+func adviceMeasurements(advice []*harness.Advice) ([]charts.Measurement, error) {
+	var rows []harness.Row
+	seen := map[string]bool{}
+	for _, a := range advice {
+		if a == nil {
+			continue
+		}
+		for _, r := range []*harness.CapacityResult{a.Default, a.Placement, a.Knob} {
+			if r == nil || r.Unreachable {
+				continue
+			}
+			row := harness.CapacityRow(r)
+			if !seen[row.BenchName()] {
+				seen[row.BenchName()] = true
+				rows = append(rows, row)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := harness.WriteRows(&b, harness.FormatBenchfmt, rows); err != nil {
+		return nil, err
+	}
+	return charts.ReadResults(&b, "capacity searches of this report")
 }
