@@ -308,6 +308,19 @@ func (c *Config) allocSize(rounded int64) int64 {
 	return (rounded + RoundLarge - 1) / RoundLarge * RoundLarge
 }
 
+// KnownAction reports whether a snapshot trace action is one of the
+// vocabulary above (membench knows what it means, including the ones that
+// request nothing: segment_*, snapshot, user_defined).
+func KnownAction(a string) bool {
+	switch a {
+	case ActionAlloc, ActionFreeRequested, ActionFreeCompleted, ActionFree,
+		ActionSegmentAlloc, ActionSegmentFree, ActionSegmentMap, ActionSegmentUnmap,
+		ActionSnapshot, ActionOOM, ActionUserDefined:
+		return true
+	}
+	return false
+}
+
 // Adviser is what PyTorch's caching allocator offers a user short of
 // memory: it has no reservation policy (it reserves what its placement
 // needs), so there is no placement-alone variant; the knob worth measuring

@@ -175,6 +175,11 @@ func pprofLabel(s *profile.Sample, key string) string {
 }
 
 // pprofLiveSet selects the samples of one device and checks them.
+// maxPprofLiveBytes bounds a profile's live set: a byte count far beyond
+// any device (2^62 B, 4 EiB) that keeps every sum of it clear of int64
+// overflow.
+const maxPprofLiveBytes = 1 << 62
+
 func pprofLiveSet(name string, p *profile.Profile, device int) (Reader, error) {
 	fail := func(event int, format string, args ...any) (Reader, error) {
 		return nil, &PosError{File: name, Event: event, Err: fmt.Errorf(format, args...)}
@@ -235,8 +240,11 @@ func pprofLiveSet(name string, p *profile.Profile, device int) (Reader, error) {
 			return fail(int(total), "sample %d (%d allocations of %d bytes): the profile stands for more than %d allocations on device %s, %d before this sample (a live set replays as that many simultaneous allocations; the limit bounds a replay's memory)",
 				si, c, b, maxPprofAllocs, strconv.Quote(dev), total)
 		}
+		if b > maxPprofLiveBytes-liveBytes {
+			return fail(int(total), "%w: sample %d: the live set exceeds %d bytes (%d before this sample of %d)", ErrBadSize, si, int64(maxPprofLiveBytes), liveBytes, b)
+		}
 		total += c
-		liveBytes += b // no overflow: total <= 5e7 allocations of <= 2^50 bytes
+		liveBytes += b
 		kinds[pprofLabel(s, "kind")] += c
 		r.allocs = append(r.allocs, pprofAlloc{count: c, size: size, extra: extra})
 	}

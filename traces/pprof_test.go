@@ -339,3 +339,13 @@ func TestGoRuntimeProfiles(t *testing.T) {
 		t.Errorf("CPU profile: %v (x=%d)", err, x)
 	}
 }
+
+// TestPprofLiveBytesBounded: samples whose bytes add past int64 are an
+// error naming the sample, not a negative live set.
+func TestPprofLiveBytesBounded(t *testing.T) {
+	p := jaxProfile(t, jaxSample{1 << 13, 1 << 62, "buffer", "cuda:0"}, jaxSample{1 << 13, 1 << 62, "buffer", "cuda:0"}, jaxSample{1 << 13, 1 << 62, "buffer", "cuda:0"})
+	_, err := OpenReader("big.prof", bytes.NewReader(pprofBytes(t, p, false)), DefaultOpenOptions)
+	if err == nil || !strings.Contains(err.Error(), "big.prof") || !strings.Contains(err.Error(), "live set exceeds") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -34,6 +34,18 @@ func createOutput(path string, inputs []string) (*outFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
+	// CreateTemp makes the file 0600; the output gets the mode of the
+	// file it replaces, or what os.Create would give a new one (0666
+	// less the umask, which Chmod does not apply, so 0644 here).
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("output %s: %w", path, err)
+	}
 	return &outFile{File: f, path: path}, nil
 }
 
@@ -45,6 +57,13 @@ func notAnInput(path string, inputs []string) error {
 	}
 	for _, in := range inputs {
 		in, _, _ = strings.Cut(in, "#device=")
+		if in == "-" {
+			// Standard input redirected from the output file.
+			if st, err := os.Stdin.Stat(); err == nil && os.SameFile(st, out) {
+				return fmt.Errorf("output %s is the input - (standard input is that file): refusing to overwrite an input", path)
+			}
+			continue
+		}
 		if st, err := os.Stat(in); err == nil && os.SameFile(st, out) {
 			return fmt.Errorf("output %s is the input %s: refusing to overwrite an input", path, in)
 		}
@@ -79,13 +98,6 @@ func (o *outFile) Abort() {
 	os.Remove(o.File.Name())
 }
 
-// traceInputs lists the files a command reads through --trace.
-func traceInputs(traces []string) []string {
-	var out []string
-	for _, t := range traces {
-		if t != "-" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+// traceInputs lists the files a command reads through --trace ("-" is
+// standard input, checked against the output by identity too).
+func traceInputs(traces []string) []string { return traces }

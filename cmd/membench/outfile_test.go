@@ -72,3 +72,39 @@ func TestNoCommandOverwritesItsInput(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputModeAndStdin: an output gets the mode of the file it replaces,
+// or 0644, not CreateTemp's 0600; and standard input redirected from the
+// output file is refused like any other input.
+func TestOutputModeAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.txt")
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "torch", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(out); st.Mode().Perm() != 0o644 {
+		t.Errorf("new output mode %v", st.Mode().Perm())
+	}
+	os.Chmod(out, 0o640)
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "torch", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(out); st.Mode().Perm() != 0o640 {
+		t.Errorf("replaced output mode %v, want the old file's 0640", st.Mode().Perm())
+	}
+	in := filepath.Join(dir, "in.txt")
+	if _, _, err := runCLI(t, "traces", "convert", "gpt-train", in); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	if _, _, err := runCLI(t, "run", "--trace", "-", "--strategy", "torch", "--out", in); err == nil || !strings.Contains(err.Error(), "refusing to overwrite an input") {
+		t.Errorf("stdin redirected from the output: %v", err)
+	}
+}

@@ -159,19 +159,6 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 // is reported rather than silently dropped (the CLI prints it as a note).
 const IgnoredEntriesKey = "ignored-entries"
 
-// knownAction reports whether membench knows what a trace action means
-// (including the ones that give no event: segment_*, user_defined).
-func knownAction(a string) bool {
-	switch a {
-	case torchlike.ActionAlloc, torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted,
-		torchlike.ActionFree, torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree,
-		torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap, torchlike.ActionSnapshot,
-		torchlike.ActionOOM, torchlike.ActionUserDefined:
-		return true
-	}
-	return false
-}
-
 type unknownCount struct {
 	n     int    // entries with an unknown action
 	first int    // index of the first
@@ -182,7 +169,7 @@ func unknownActions(tr []TraceEntry) unknownCount {
 	var u unknownCount
 	var counts map[string]int
 	for i, e := range tr {
-		if knownAction(e.Action) {
+		if torchlike.KnownAction(e.Action) {
 			continue
 		}
 		if u.n == 0 {
@@ -231,7 +218,7 @@ func joinDevices(devs []int) string {
 func actionCounts(tr []TraceEntry) string {
 	counts := map[string]int{}
 	for _, e := range tr {
-		if knownAction(e.Action) {
+		if torchlike.KnownAction(e.Action) {
 			counts[e.Action]++
 		} else {
 			counts["(unknown)"]++ // named in ignored-entries
