@@ -73,7 +73,10 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	if g <= 0 {
 		g = 2 << 20
 	}
-	overhead := max(dev.Total-dev.Capacity, 0)
+	// The family's reserve (the CUDA context, the TPU runtime's), kept by
+	// device overrides: an overridden `gpu:capacity=24GiB` still holds a
+	// context beside the allocator's memory.
+	overhead := max(dev.Reserve, dev.Total-dev.Capacity, 0)
 	res := &CapacityResult{Trace: src.Name, Device: dev.Label(), Strategy: spec, Granularity: g, Overhead: overhead}
 	fits := func(c int64) (bool, error) {
 		d := dev
@@ -201,7 +204,7 @@ func Advise(src *Source, spec string, dev strategies.Device) (*Advice, error) {
 	limit := def.MinCapacity
 	if p, ok := a.Placement(sp, dev); ok {
 		bare := dev
-		bare.Total = bare.Capacity // the limit itself: no context, no reserve
+		bare.Total, bare.Reserve = bare.Capacity, 0 // the limit itself: no context, no reserve
 		pr, err := MinCapacity(src, p.String(), bare)
 		if err != nil {
 			return nil, err

@@ -52,14 +52,14 @@ func (s Spec) Has(keys ...string) bool {
 }
 
 // FractionForCard is the largest fraction, in hundredths, of a card of
-// limit + the device family's overhead (Total − Capacity, rounded up to
+// limit + the device family's reserve (Reserve, or Total − Capacity; rounded up to
 // the granularity) that a framework can take without reaching into the
 // CUDA context or runtime reserve: the value of a knob such as
 // XLA_PYTHON_CLIENT_MEM_FRACTION on the smallest card placement alone
 // needs. It is formatted for the knob line.
 func FractionForCard(dev Device, limit int64) string {
 	g := max(dev.Granularity, 1)
-	overhead := max(dev.Total-dev.Capacity, 0)
+	overhead := max(dev.Reserve, dev.Total-dev.Capacity, 0)
 	card := (limit + overhead + g - 1) / g * g
 	f := math.Floor(float64(card-overhead)/float64(card)*100) / 100
 	return fmt.Sprintf("%.2f", max(f, 0.01))

@@ -46,6 +46,13 @@ type Device struct {
 	// obtain: Total less the CUDA context or TPU runtime reservation.
 	// Device mallocs beyond it fail.
 	Capacity int64
+	// Reserve is what a card of this family keeps beyond its allocator's
+	// reach: the CUDA context on a GPU, the runtime's reserve on a TPU
+	// (both assumptions, presets.go). The presets' Capacity is Total less
+	// it; overrides such as `capacity=` keep it, so that a capacity
+	// search names a card to buy (Total = capacity + Reserve) on any
+	// device spec.
+	Reserve int64
 	// Free is cudaMemGetInfo's free figure when the framework starts;
 	// TensorFlow sizes its default limit from it (allocator-spec §2.8).
 	Free int64

@@ -24,6 +24,7 @@ func gpuCosts(d Device) Device {
 	)
 	d.Capacity = d.Total - contextOverhead
 	d.Free = d.Capacity
+	d.Reserve = contextOverhead
 	return d
 }
 
@@ -46,6 +47,7 @@ func tpuCosts(d Device) Device {
 	d.HostBytesPerSec = 16e9 // assumption: PCIe Gen3 x16 class host link
 	d.Capacity = d.Total - tpuRuntimeReserve
 	d.Free = d.Capacity
+	d.Reserve = tpuRuntimeReserve
 	d.Notes = append(d.Notes,
 		"TPU runtime closed source (allocator-spec §4): latencies, 512 B alignment, host link 16 GB/s and the 256 MiB runtime reserve are assumptions",
 		"relocatable: the TPU runtime defragments by moving live buffers (allocator-spec §3, jax-ml/jax#9064)",

@@ -152,3 +152,18 @@ func TestDeviceFiguresBounded(t *testing.T) {
 		t.Errorf("modelled time %v after saturation", s)
 	}
 }
+
+// TestReserveSurvivesOverrides: a capacity override keeps the family's
+// reserve (CUDA context, TPU runtime), so a capacity search on it still
+// names a card that holds one.
+func TestReserveSurvivesOverrides(t *testing.T) {
+	for spec, want := range map[string]int64{"gpu:capacity=3300MiB": 512 * MiB, "a100-40g": 512 * MiB, "tpu-v5e:capacity=8GiB": 256 * MiB} {
+		d, err := ParseDevice(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Reserve != want {
+			t.Errorf("%s: reserve %d, want %d", spec, d.Reserve, want)
+		}
+	}
+}
