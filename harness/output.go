@@ -104,8 +104,17 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 		}
 		fmt.Fprintln(tw)
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.Trace, r.Device, r.Spec)
+			spec := r.Spec
+			if r.Name == "Placement" {
+				// Not a card: the allocator limit placement alone needs.
+				spec += " (placement alone)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.Trace, r.Device, spec)
 			for i, u := range r.Units {
+				if r.Name == "Placement" && u == "min-card-B" {
+					fmt.Fprint(tw, "–\t")
+					continue
+				}
 				fmt.Fprint(tw, human(r.Values[i], u)+"\t")
 			}
 			fmt.Fprintln(tw)

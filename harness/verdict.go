@@ -76,16 +76,16 @@ func cmpInt(a, b int64) int {
 func WriteVerdicts(w io.Writer, vs []Verdict) error {
 	var b strings.Builder
 	for _, v := range vs {
-		fmt.Fprintf(&b, "\nverdict: %s on %s:", v.Trace, v.Device)
-		if len(v.Fit) == 0 {
-			b.WriteString(" no strategy fits.")
+		fmt.Fprintf(&b, "\nverdict: %s on %s: ", v.Trace, v.Device)
+		switch n := len(v.Fit) + len(v.Failed); {
+		case len(v.Fit) == 0:
+			b.WriteString("no strategy fits.")
+		case len(v.Failed) == 0:
+			fmt.Fprintf(&b, "all %d fit; ranked by the memory their placement needed:", n)
+		default:
+			fmt.Fprintf(&b, "%d of %d fit, ranked by the memory their placement needed; the others are not ranked:", len(v.Fit), n)
 		}
-		for i, r := range v.Fit {
-			if i == 0 {
-				b.WriteString(" least memory needed by ")
-			} else {
-				b.WriteString(";")
-			}
+		for _, r := range v.Fit {
 			fmt.Fprintf(&b, "\n  %s: fits; placement needs %s (placement-frag %.1f%%), reserves %s",
 				r.Strategy, units.Bytes(float64(r.PeakFootprint), 2), r.PlacementFragPct(), units.Bytes(float64(r.PeakReserved), 2))
 			writeAdvice(&b, v.Advice[r.Strategy])
