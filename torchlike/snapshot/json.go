@@ -19,7 +19,7 @@ func DecodeJSON(r io.Reader) (*Snapshot, error) {
 	dec.UseNumber()
 	lim := DefaultLimits.Pickle
 	st := &jsonState{dec: dec, items: lim.MaxItems, text: lim.MaxText, depth: lim.MaxDepth}
-	v, err := st.value(0)
+	v, err := st.value(0, jsonTop)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: json: %w", err)
 	}
@@ -51,8 +51,84 @@ func (st *jsonState) count() error {
 	return nil
 }
 
+// What a JSON value is to the snapshot, so that values it never reads
+// are skipped token by token instead of built (a file of unknown keys
+// must not cost memory).
+type jsonRole int
+
+const (
+	jsonTop    jsonRole = iota // the top-level dict
+	jsonSchema                 // inside segments or device_traces: the schema's keys only
+	jsonAll                    // allocator_settings: every key (its own limits apply)
+)
+
+// jsonSchemaKeys are the keys of segments, blocks and trace entries that
+// the snapshot reads (FromValue); "frames" and every other key are skipped.
+var jsonSchemaKeys = map[string]bool{
+	"device": true, "address": true, "total_size": true, "stream": true, "segment_type": true,
+	"allocated_size": true, "active_size": true, "requested_size": true, "blocks": true,
+	"is_expandable": true, "segment_pool_id": true, "size": true, "state": true,
+	"action": true, "addr": true, "time_us": true, "device_free": true,
+}
+
+// keep reports the role of the value under key in a dict of role r, and
+// false when the snapshot never reads it.
+func (r jsonRole) keep(key string) (jsonRole, bool) {
+	switch r {
+	case jsonTop:
+		switch key {
+		case "segments", "device_traces":
+			return jsonSchema, true
+		case "allocator_settings":
+			return jsonAll, true
+		}
+		return r, false
+	case jsonSchema:
+		return r, jsonSchemaKeys[key]
+	}
+	return r, true
+}
+
+// skip consumes the next JSON value without building it, within the same
+// depth bound; its tokens still count against the value limit, so time
+// stays bounded by it.
+func (st *jsonState) skip(depth int) error {
+	dec := st.dec
+	open := 0
+	for {
+		if depth+open > st.depth {
+			return fmt.Errorf("offset %d: nesting deeper than %d: %w", dec.InputOffset(), st.depth, ErrLimit)
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				open++
+				if err := st.count(); err != nil {
+					return err
+				}
+			} else {
+				open--
+			}
+		case json.Number:
+			if len(t) > maxJSONNumber {
+				return fmt.Errorf("offset %d: number of %d characters longer than the limit of %d: %w", dec.InputOffset(), len(t), maxJSONNumber, ErrLimit)
+			}
+		}
+		if open == 0 {
+			return nil
+		}
+	}
+}
+
 // value converts the next JSON value.
-func (st *jsonState) value(depth int) (any, error) {
+func (st *jsonState) value(depth int, role jsonRole) (any, error) {
 	dec := st.dec
 	if depth > st.depth {
 		return nil, fmt.Errorf("offset %d: nesting deeper than %d: %w", dec.InputOffset(), st.depth, ErrLimit)
@@ -81,8 +157,15 @@ func (st *jsonState) value(depth int) (any, error) {
 				if !ok {
 					return nil, fmt.Errorf("offset %d: object key is not a string", dec.InputOffset())
 				}
+				sub, keep := role.keep(k)
+				if !keep {
+					if err := st.skip(depth + 1); err != nil {
+						return nil, err
+					}
+					continue
+				}
 				st.text -= int64(len(k))
-				v, err := st.value(depth + 1)
+				v, err := st.value(depth+1, sub)
 				if err != nil {
 					return nil, err
 				}
@@ -94,8 +177,12 @@ func (st *jsonState) value(depth int) (any, error) {
 			return d, nil
 		case '[':
 			l := &pickle.List{}
+			elem := role
+			if role == jsonTop {
+				elem = jsonSchema // a bare list of segments (memory_snapshot())
+			}
 			for dec.More() {
-				v, err := st.value(depth + 1)
+				v, err := st.value(depth+1, elem)
 				if err != nil {
 					return nil, err
 				}
