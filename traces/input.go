@@ -33,14 +33,81 @@ func openInput(name string, r io.Reader) (br *bufio.Reader, gz *gzip.Reader, err
 	if !bytes.Equal(p, gzipMagic) {
 		return br, nil, nil
 	}
-	gz, err = gzip.NewReader(br)
+	in := &countingReader{r: br}
+	gz, err = gzip.NewReader(in)
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = errTruncatedGzip
 		}
 		return nil, nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("gzip: %w", err)}
 	}
-	return bufio.NewReaderSize(gz, bufSize), gz, nil
+	return bufio.NewReaderSize(&gzipGuard{gz: gz, in: in}, bufSize), gz, nil
+}
+
+// Decompression bombs: gzip can expand about a thousandfold, so a small
+// file can stand for gigabytes that take minutes to read. Content may
+// grow at most maxGzipRatio times its compressed bytes once past
+// gzipRatioSlack; real traces grow 1–50×.
+const (
+	maxGzipRatio   = 256
+	gzipRatioSlack = 16 << 20
+)
+
+// errGzipBomb is wrapped by the error of content that grows past the bound.
+var errGzipBomb = errors.New("gzip content grows more than 256 times its compressed size (a decompression bomb?); decompress it yourself if it is genuine")
+
+// countingReader counts the compressed bytes the gzip reader consumes.
+// It is an io.ByteReader so that flate reads it directly.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+// gzipGuard refuses content that grows past maxGzipRatio.
+type gzipGuard struct {
+	gz  io.Reader
+	in  *countingReader
+	out int64
+}
+
+func (g *gzipGuard) Read(p []byte) (int, error) {
+	n, err := g.gz.Read(p)
+	g.out += int64(n)
+	if g.out > gzipRatioSlack && g.out > maxGzipRatio*g.in.n {
+		return n, fmt.Errorf("%w (%d bytes from %d)", errGzipBomb, g.out, g.in.n)
+	}
+	return n, err
+}
+
+// OpenInput is the content of r whatever its compression: gzip is
+// undone transparently, within the decompression-bomb bound every trace
+// format has. close releases the gzip stream (not r). Commands that read
+// recordings themselves (validate) use it.
+func OpenInput(name string, r io.Reader) (content *bufio.Reader, close func() error, err error) {
+	br, gz, err := openInput(name, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return br, func() error {
+		if gz != nil {
+			return gz.Close()
+		}
+		return nil
+	}, nil
 }
 
 var errTruncatedGzip = errors.New("truncated gzip stream")

@@ -133,10 +133,12 @@ func TestLongLabelsNotRetained(t *testing.T) {
 	evs = append(evs, Event{Op: OpMark, Label: "short", Time: NoTime}, Event{Op: OpMark, Label: "short", Time: NoTime})
 	evs = append(evs, evs[:n]...)
 	var text, bin bytes.Buffer
-	if _, err := WriteNative(&text, &SliceReader{Events: evs}, WriterOptions{Gzip: true}); err != nil {
+	// Uncompressed: gzipped, such a file now stops at the
+	// decompression-bomb bound (TestGzipBomb) before labels matter.
+	if _, err := WriteNative(&text, &SliceReader{Events: evs}, WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteBinary(&bin, &SliceReader{Events: evs}, WriterOptions{Gzip: true}); err != nil {
+	if _, err := WriteBinary(&bin, &SliceReader{Events: evs}, WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []struct {

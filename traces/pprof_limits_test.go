@@ -2,6 +2,7 @@ package traces
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -181,9 +182,15 @@ func TestPprofDecodedEstimate(t *testing.T) {
 	gz := gzipped(t, bomb)
 	start := time.Now()
 	fuzzbound.Check(t, func() {
-		_, err := OpenReader("bomb.prof", bytes.NewReader(gz), DefaultOpenOptions)
+		// Plain, the estimate refuses it; gzipped (a thousandfold), the
+		// decompression-bomb bound does first.
+		_, err := OpenReader("bomb.prof", bytes.NewReader(bomb), DefaultOpenOptions)
 		if err == nil || !strings.Contains(err.Error(), "bomb.prof: pprof profile too large to decode: its 25165880 bytes hold samples, labels and records that would take about") {
 			t.Fatalf("err = %v", err)
+		}
+		_, err = OpenReader("bomb.prof", bytes.NewReader(gz), DefaultOpenOptions)
+		if err == nil || !strings.Contains(err.Error(), "bomb.prof") || !errors.Is(err, errGzipBomb) {
+			t.Fatalf("gzipped: err = %v", err)
 		}
 	})
 	t.Logf("%d-byte gzip of %d bytes refused in %v", len(gz), len(bomb), time.Since(start))

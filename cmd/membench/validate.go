@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	"membench/strategies"
 	"membench/torchlike/validate"
+	"membench/traces"
 )
 
 // validators are the recordings `membench validate` reads, each declared
@@ -79,17 +78,12 @@ func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (in
 		return 0, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("%s: gzip: %w", path, err)
-		}
-		defer gz.Close()
-		br = bufio.NewReaderSize(gz, 64<<10)
-		r = br
+	br, closeInput, err := traces.OpenInput(path, f)
+	if err != nil {
+		return 0, err
 	}
+	defer closeInput()
+	var r io.Reader = br
 	head, err := br.Peek(512)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return 0, fmt.Errorf("%s: %w", path, err)
