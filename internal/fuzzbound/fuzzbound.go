@@ -26,6 +26,9 @@
 // a watchdog panics, which ends the process (the fuzzing engine records
 // the input as a crasher), when a run takes more than HardFactor times
 // the time bound or allocates more than HardFactor times the memory bound.
+//
+// It imports only the standard library (runtime/metrics for the
+// watchdog), so that any package's fuzz tests can use it.
 package fuzzbound
 
 import (

@@ -20,4 +20,6 @@
 //
 // What it may import: the standard library only, so that every package of
 // membench may use it.
+//
+// It imports only the standard library; harness, charts and cmd use it.
 package units

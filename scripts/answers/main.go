@@ -4,6 +4,9 @@
 // fragmentation and OOM risk) answered with figures it measures itself on
 // the embedded corpus, so that the prose can never drift from the runs.
 // scripts/make-results.sh runs it; every figure is a deterministic replay.
+//
+// It imports harness, strategies, traces/corpus and internal/units, like
+// cmd/membench: a script of the project, never imported.
 package main
 
 import (
