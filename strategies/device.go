@@ -153,6 +153,9 @@ func ParseMemorySize(v string) (int64, error) {
 		return n, err
 	}
 	t := strings.TrimSpace(v)
+	if f, err := strconv.ParseFloat(strings.TrimRight(t, "KMGTiB "), 64); err == nil && f == 0 {
+		return n, fmt.Errorf("%s: a device memory must be more than 0 bytes", t)
+	}
 	if last := t[len(t)-1]; n < MiB && (last >= '0' && last <= '9' || last == '.') {
 		if n <= 4096 {
 			return n, fmt.Errorf("%s bytes is no device memory: did you mean %sGiB? (write %sB if you mean bytes)", t, t, t)
