@@ -56,3 +56,15 @@ func (r Relocation) TPU(mem *strategies.Memory, notes ...string) *Allocator {
 	a.opts.Notes = append(a.opts.Notes, notes...)
 	return a
 }
+
+// NoEffect says why the relocation knob knob, as set, does nothing on a
+// device of kind k, or "" when it acts: jax and tf note it alike.
+func (r Relocation) NoEffect(knob string, k strategies.Kind) string {
+	switch {
+	case knob == "defrag_via_host" && k != strategies.TPU:
+		return "on a GPU: a GPU cannot move buffers in place, so relocation (defrag=true) always goes through host memory"
+	case knob == "defrag_via_host" && r.DefragSet && !r.Defrag:
+		return "with defrag=false: nothing is relocated"
+	}
+	return ""
+}

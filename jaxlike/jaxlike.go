@@ -137,10 +137,8 @@ func (c Config) notes(d *strategies.Device) []string {
 			why = "on a TPU device: it configures JAX's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.Platform && g.knob != "allocator":
 			why = "with the platform allocator: every buffer is its own device allocation, with no BFC limit, preallocation or relocation"
-		case g.knob == "defrag_via_host" && d.Kind != strategies.TPU:
-			why = "on a GPU: a GPU cannot move buffers in place, so relocation (defrag=true) always goes through host memory"
-		case g.knob == "defrag_via_host" && c.DefragSet && !c.Defrag:
-			why = "with defrag=false: nothing is relocated"
+		default:
+			why = c.Relocation.NoEffect(g.knob, d.Kind)
 		}
 		if why != "" {
 			out = append(out, g.text+" has no effect "+why)

@@ -209,10 +209,8 @@ func (c Config) notes(d *strategies.Device) []string {
 			why = "on this device: it is not below the free memory, and TensorFlow then ignores it (allocator-spec §2.8)"
 		case g.knob == "per_process_gpu_memory_fraction" && sysReserve:
 			why = "with gpu_system_memory_size_in_mb set: the limit is free memory less that reserve (allocator-spec §2.8)"
-		case g.knob == "defrag_via_host" && d.Kind != strategies.TPU:
-			why = "on a GPU: a GPU cannot move buffers in place, so relocation (defrag=true) always goes through host memory"
-		case g.knob == "defrag_via_host" && c.DefragSet && !c.Defrag:
-			why = "with defrag=false: nothing is relocated"
+		default:
+			why = c.Relocation.NoEffect(g.knob, d.Kind)
 		}
 		if why != "" {
 			out = append(out, g.text+" has no effect "+why)
