@@ -1,8 +1,3 @@
-// Package freeset is the ordered set that holds an allocator's free
-// blocks: PyTorch's pools and TSL's BFC bins both look up the smallest free
-// block at or above a size, ties to the lowest address.
-//
-// It imports nothing of ours; bfc and torchlike import it.
 package freeset
 
 // Key orders free blocks as PyTorch's BlockComparatorSize does
