@@ -47,99 +47,100 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Opcodes, named as in Python's pickletools.
+// Opcodes, named as in Python's pickletools; exported for the test writer
+// of pickles (pickletest).
 const (
-	opMark           = '('
-	opStop           = '.'
-	opPop            = '0'
-	opPopMark        = '1'
-	opDup            = '2'
-	opFloat          = 'F'
-	opInt            = 'I'
-	opBinInt         = 'J'
-	opBinInt1        = 'K'
-	opLong           = 'L'
-	opBinInt2        = 'M'
-	opNone           = 'N'
-	opPersID         = 'P'
-	opBinPersID      = 'Q'
-	opReduce         = 'R'
-	opString         = 'S'
-	opBinString      = 'T'
-	opShortBinString = 'U'
-	opUnicode        = 'V'
-	opBinUnicode     = 'X'
-	opAppend         = 'a'
-	opBuild          = 'b'
-	opGlobal         = 'c'
-	opDict           = 'd'
-	opEmptyDict      = '}'
-	opAppends        = 'e'
-	opGet            = 'g'
-	opBinGet         = 'h'
-	opInst           = 'i'
-	opLongBinGet     = 'j'
-	opList           = 'l'
-	opEmptyList      = ']'
-	opObj            = 'o'
-	opPut            = 'p'
-	opBinPut         = 'q'
-	opLongBinPut     = 'r'
-	opSetItem        = 's'
-	opTuple          = 't'
-	opEmptyTuple     = ')'
-	opSetItems       = 'u'
-	opBinFloat       = 'G'
-	opBinBytes       = 'B'
-	opShortBinBytes  = 'C'
+	OpMark           = '('
+	OpStop           = '.'
+	OpPop            = '0'
+	OpPopMark        = '1'
+	OpDup            = '2'
+	OpFloat          = 'F'
+	OpInt            = 'I'
+	OpBinInt         = 'J'
+	OpBinInt1        = 'K'
+	OpLong           = 'L'
+	OpBinInt2        = 'M'
+	OpNone           = 'N'
+	OpPersID         = 'P'
+	OpBinPersID      = 'Q'
+	OpReduce         = 'R'
+	OpString         = 'S'
+	OpBinString      = 'T'
+	OpShortBinString = 'U'
+	OpUnicode        = 'V'
+	OpBinUnicode     = 'X'
+	OpAppend         = 'a'
+	OpBuild          = 'b'
+	OpGlobal         = 'c'
+	OpDict           = 'd'
+	OpEmptyDict      = '}'
+	OpAppends        = 'e'
+	OpGet            = 'g'
+	OpBinGet         = 'h'
+	OpInst           = 'i'
+	OpLongBinGet     = 'j'
+	OpList           = 'l'
+	OpEmptyList      = ']'
+	OpObj            = 'o'
+	OpPut            = 'p'
+	OpBinPut         = 'q'
+	OpLongBinPut     = 'r'
+	OpSetItem        = 's'
+	OpTuple          = 't'
+	OpEmptyTuple     = ')'
+	OpSetItems       = 'u'
+	OpBinFloat       = 'G'
+	OpBinBytes       = 'B'
+	OpShortBinBytes  = 'C'
 
-	opProto           = 0x80
-	opNewObj          = 0x81
-	opExt1            = 0x82
-	opExt2            = 0x83
-	opExt4            = 0x84
-	opTuple1          = 0x85
-	opTuple2          = 0x86
-	opTuple3          = 0x87
-	opNewTrue         = 0x88
-	opNewFalse        = 0x89
-	opLong1           = 0x8a
-	opLong4           = 0x8b
-	opShortBinUnicode = 0x8c
-	opBinUnicode8     = 0x8d
-	opBinBytes8       = 0x8e
-	opEmptySet        = 0x8f
-	opAddItems        = 0x90
-	opFrozenSet       = 0x91
-	opNewObjEx        = 0x92
-	opStackGlobal     = 0x93
-	opMemoize         = 0x94
-	opFrame           = 0x95
-	opByteArray8      = 0x96
-	opNextBuffer      = 0x97
-	opReadonlyBuffer  = 0x98
+	OpProto           = 0x80
+	OpNewObj          = 0x81
+	OpExt1            = 0x82
+	OpExt2            = 0x83
+	OpExt4            = 0x84
+	OpTuple1          = 0x85
+	OpTuple2          = 0x86
+	OpTuple3          = 0x87
+	OpNewTrue         = 0x88
+	OpNewFalse        = 0x89
+	OpLong1           = 0x8a
+	OpLong4           = 0x8b
+	OpShortBinUnicode = 0x8c
+	OpBinUnicode8     = 0x8d
+	OpBinBytes8       = 0x8e
+	OpEmptySet        = 0x8f
+	OpAddItems        = 0x90
+	OpFrozenSet       = 0x91
+	OpNewObjEx        = 0x92
+	OpStackGlobal     = 0x93
+	OpMemoize         = 0x94
+	OpFrame           = 0x95
+	OpByteArray8      = 0x96
+	OpNextBuffer      = 0x97
+	OpReadonlyBuffer  = 0x98
 )
 
 var opNames = [256]string{
-	opMark: "MARK", opStop: "STOP", opPop: "POP", opPopMark: "POP_MARK", opDup: "DUP",
-	opFloat: "FLOAT", opInt: "INT", opBinInt: "BININT", opBinInt1: "BININT1", opLong: "LONG",
-	opBinInt2: "BININT2", opNone: "NONE", opPersID: "PERSID", opBinPersID: "BINPERSID",
-	opReduce: "REDUCE", opString: "STRING", opBinString: "BINSTRING",
-	opShortBinString: "SHORT_BINSTRING", opUnicode: "UNICODE", opBinUnicode: "BINUNICODE",
-	opAppend: "APPEND", opBuild: "BUILD", opGlobal: "GLOBAL", opDict: "DICT",
-	opEmptyDict: "EMPTY_DICT", opAppends: "APPENDS", opGet: "GET", opBinGet: "BINGET",
-	opInst: "INST", opLongBinGet: "LONG_BINGET", opList: "LIST", opEmptyList: "EMPTY_LIST",
-	opObj: "OBJ", opPut: "PUT", opBinPut: "BINPUT", opLongBinPut: "LONG_BINPUT",
-	opSetItem: "SETITEM", opTuple: "TUPLE", opEmptyTuple: "EMPTY_TUPLE", opSetItems: "SETITEMS",
-	opBinFloat: "BINFLOAT", opBinBytes: "BINBYTES", opShortBinBytes: "SHORT_BINBYTES",
-	opProto: "PROTO", opNewObj: "NEWOBJ", opExt1: "EXT1", opExt2: "EXT2", opExt4: "EXT4",
-	opTuple1: "TUPLE1", opTuple2: "TUPLE2", opTuple3: "TUPLE3", opNewTrue: "NEWTRUE",
-	opNewFalse: "NEWFALSE", opLong1: "LONG1", opLong4: "LONG4",
-	opShortBinUnicode: "SHORT_BINUNICODE", opBinUnicode8: "BINUNICODE8",
-	opBinBytes8: "BINBYTES8", opEmptySet: "EMPTY_SET", opAddItems: "ADDITEMS",
-	opFrozenSet: "FROZENSET", opNewObjEx: "NEWOBJ_EX", opStackGlobal: "STACK_GLOBAL",
-	opMemoize: "MEMOIZE", opFrame: "FRAME", opByteArray8: "BYTEARRAY8",
-	opNextBuffer: "NEXT_BUFFER", opReadonlyBuffer: "READONLY_BUFFER",
+	OpMark: "MARK", OpStop: "STOP", OpPop: "POP", OpPopMark: "POP_MARK", OpDup: "DUP",
+	OpFloat: "FLOAT", OpInt: "INT", OpBinInt: "BININT", OpBinInt1: "BININT1", OpLong: "LONG",
+	OpBinInt2: "BININT2", OpNone: "NONE", OpPersID: "PERSID", OpBinPersID: "BINPERSID",
+	OpReduce: "REDUCE", OpString: "STRING", OpBinString: "BINSTRING",
+	OpShortBinString: "SHORT_BINSTRING", OpUnicode: "UNICODE", OpBinUnicode: "BINUNICODE",
+	OpAppend: "APPEND", OpBuild: "BUILD", OpGlobal: "GLOBAL", OpDict: "DICT",
+	OpEmptyDict: "EMPTY_DICT", OpAppends: "APPENDS", OpGet: "GET", OpBinGet: "BINGET",
+	OpInst: "INST", OpLongBinGet: "LONG_BINGET", OpList: "LIST", OpEmptyList: "EMPTY_LIST",
+	OpObj: "OBJ", OpPut: "PUT", OpBinPut: "BINPUT", OpLongBinPut: "LONG_BINPUT",
+	OpSetItem: "SETITEM", OpTuple: "TUPLE", OpEmptyTuple: "EMPTY_TUPLE", OpSetItems: "SETITEMS",
+	OpBinFloat: "BINFLOAT", OpBinBytes: "BINBYTES", OpShortBinBytes: "SHORT_BINBYTES",
+	OpProto: "PROTO", OpNewObj: "NEWOBJ", OpExt1: "EXT1", OpExt2: "EXT2", OpExt4: "EXT4",
+	OpTuple1: "TUPLE1", OpTuple2: "TUPLE2", OpTuple3: "TUPLE3", OpNewTrue: "NEWTRUE",
+	OpNewFalse: "NEWFALSE", OpLong1: "LONG1", OpLong4: "LONG4",
+	OpShortBinUnicode: "SHORT_BINUNICODE", OpBinUnicode8: "BINUNICODE8",
+	OpBinBytes8: "BINBYTES8", OpEmptySet: "EMPTY_SET", OpAddItems: "ADDITEMS",
+	OpFrozenSet: "FROZENSET", OpNewObjEx: "NEWOBJ_EX", OpStackGlobal: "STACK_GLOBAL",
+	OpMemoize: "MEMOIZE", OpFrame: "FRAME", OpByteArray8: "BYTEARRAY8",
+	OpNextBuffer: "NEXT_BUFFER", OpReadonlyBuffer: "READONLY_BUFFER",
 }
 
 func opName(op byte) string {
@@ -178,7 +179,7 @@ func DecodeLimits(r io.Reader, lim Limits) (any, error) {
 // free index.
 func (d *Machine) memoIndex(op byte) (uint64, error) {
 	switch op {
-	case opPut, opGet:
+	case OpPut, OpGet:
 		line, err := d.readLine()
 		if err != nil {
 			return 0, err
@@ -188,14 +189,14 @@ func (d *Machine) memoIndex(op byte) (uint64, error) {
 			return 0, d.errf(nil, "bad memo index %q", truncate(line))
 		}
 		return idx, nil
-	case opBinPut, opBinGet:
+	case OpBinPut, OpBinGet:
 		b, err := d.readByte()
 		return uint64(b), err
-	case opLongBinPut, opLongBinGet:
+	case OpLongBinPut, OpLongBinGet:
 		u, err := d.uint32()
 		return uint64(u), err
 	}
-	return uint64(d.nmemo), nil // opMemoize
+	return uint64(d.nmemo), nil // OpMemoize
 }
 
 // The input is read into a window, d.buf[:d.n], of which d.buf[d.i:] is

@@ -48,6 +48,6 @@
 //
 // It imports only the standard library: the unpickler is a format reader
 // with no knowledge of PyTorch; torchlike/snapshot builds a snapshot on it
-// through the Builder hook, and the test writer of pickles is in
-// encode.go. Nothing outside internal/ and torchlike/snapshot imports it.
+// through the Builder hook. It only reads: the writer of pickles that tests
+// use is pickletest, test support no production code imports.
 package pickle

@@ -504,7 +504,7 @@ func (d *Machine) nextIsPut() bool {
 		return false
 	}
 	switch d.buf[d.i] {
-	case opPut, opBinPut, opLongBinPut, opMemoize:
+	case OpPut, OpBinPut, OpLongBinPut, OpMemoize:
 		return true
 	}
 	return false
@@ -617,18 +617,18 @@ func (d *Machine) sweep() {
 // containerShape is the shape of the container each container opcode
 // makes: empty (EMPTY_*) or from the items above a MARK.
 var containerShape = [256]Shape{
-	opEmptyList: ShapeList, opEmptySet: ShapeSet, opEmptyDict: ShapeDict,
-	opList: ShapeList, opFrozenSet: ShapeSet, opDict: ShapeDict, opTuple: ShapeTuple,
+	OpEmptyList: ShapeList, OpEmptySet: ShapeSet, OpEmptyDict: ShapeDict,
+	OpList: ShapeList, OpFrozenSet: ShapeSet, OpDict: ShapeDict, OpTuple: ShapeTuple,
 }
 
 // binInt reads the argument of BININT (four bytes, signed), BININT1 (one
 // byte) or BININT2 (two bytes, little-endian, unsigned).
 func (d *Machine) binInt(op byte) (int64, error) {
 	switch op {
-	case opBinInt:
+	case OpBinInt:
 		u, err := d.uint32()
 		return int64(int32(u)), err
-	case opBinInt1:
+	case OpBinInt1:
 		b, err := d.readByte()
 		return int64(b), err
 	}
@@ -642,7 +642,7 @@ func (d *Machine) binInt(op byte) (int64, error) {
 // longBytes reads the two's-complement bytes of LONG1 (a one-byte
 // length) or LONG4 (a signed four-byte length, bounded by MaxLongBytes).
 func (d *Machine) longBytes(op byte) ([]byte, error) {
-	if op == opLong1 {
+	if op == OpLong1 {
 		n, err := d.readByte()
 		if err != nil {
 			return nil, err
@@ -670,12 +670,12 @@ func (d *Machine) longBytes(op byte) ([]byte, error) {
 // is signed) or eight (the 8 forms and BYTEARRAY8).
 func (d *Machine) textLen(op byte) (uint64, error) {
 	switch op {
-	case opShortBinString, opShortBinUnicode, opShortBinBytes:
+	case OpShortBinString, OpShortBinUnicode, OpShortBinBytes:
 		n, err := d.readByte()
 		return uint64(n), err
-	case opBinString, opBinUnicode, opBinBytes:
+	case OpBinString, OpBinUnicode, OpBinBytes:
 		u, err := d.uint32()
-		if err == nil && op == opBinString && int32(u) < 0 {
+		if err == nil && op == OpBinString && int32(u) < 0 {
 			return 0, d.errf(nil, "negative length %d", int32(u))
 		}
 		return uint64(u), err
@@ -1042,10 +1042,10 @@ func (d *Machine) run() (Val, error) {
 		// else (an error included) is step's.
 		if d.n-d.i >= 8 && len(d.stack)+len(d.marks) < d.lim.MaxStack {
 			switch op {
-			case opBinGet, opLongBinGet:
+			case OpBinGet, OpLongBinGet:
 				var idx uint
 				k := 1
-				if op == opBinGet {
+				if op == OpBinGet {
 					idx = uint(d.buf[d.i])
 				} else {
 					idx, k = uint(binary.LittleEndian.Uint32(d.buf[d.i:])), 4
@@ -1057,25 +1057,25 @@ func (d *Machine) run() (Val, error) {
 						continue
 					}
 				}
-			case opMark:
+			case OpMark:
 				if d.skipBatch() {
 					continue
 				}
 				d.marks = append(d.marks, len(d.stack))
 				continue
-			case opBinInt1:
+			case OpBinInt1:
 				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(d.buf[d.i])})
 				d.i++
 				continue
-			case opBinInt2:
+			case OpBinInt2:
 				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint16(d.buf[d.i:]))})
 				d.i += 2
 				continue
-			case opBinInt:
+			case OpBinInt:
 				d.stack = append(d.stack, Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(d.buf[d.i:])))})
 				d.i += 4
 				continue
-			case opLong1:
+			case OpLong1:
 				if n := int(d.buf[d.i]); n <= 7 {
 					var u uint64
 					for j := n; j >= 1; j-- {
@@ -1121,19 +1121,19 @@ func (d *Machine) skipBatch() bool {
 	for j := d.i; j < len(buf); {
 		var idx uint
 		switch buf[j] {
-		case opBinGet:
+		case OpBinGet:
 			if j+2 > len(buf) {
 				return false
 			}
 			idx = uint(buf[j+1])
 			j += 2
-		case opLongBinGet:
+		case OpLongBinGet:
 			if j+5 > len(buf) {
 				return false
 			}
 			idx = uint(binary.LittleEndian.Uint32(buf[j+1:]))
 			j += 5
-		case opAppends:
+		case OpAppends:
 			if cnt > 0 && depth >= c.Depth {
 				if int(depth)+1 > d.lim.MaxDepth {
 					return false
@@ -1165,7 +1165,7 @@ var errStop = errors.New("STOP")
 // step runs one opcode.
 func (d *Machine) step(op byte) error {
 	switch op {
-	case opProto:
+	case OpProto:
 		b, err := d.readByte()
 		if err != nil {
 			return err
@@ -1173,23 +1173,23 @@ func (d *Machine) step(op byte) error {
 		if b > maxProtocol {
 			return d.errf(nil, "unsupported protocol %d", b)
 		}
-	case opFrame:
+	case OpFrame:
 		// Frames only batch reads; the opcodes inside are decoded the
 		// same way, so the length is read and ignored.
 		if _, err := d.uint64(); err != nil {
 			return err
 		}
-	case opStop:
+	case OpStop:
 		if len(d.stack) <= d.base() {
 			return d.errf(nil, "stack underflow")
 		}
 		return errStop
-	case opMark:
+	case OpMark:
 		if len(d.stack)+len(d.marks) >= d.lim.MaxStack {
 			return d.limitf("stack of %d values and marks exceeds the limit of %d", len(d.stack)+len(d.marks), d.lim.MaxStack)
 		}
 		d.marks = append(d.marks, len(d.stack))
-	case opPop:
+	case OpPop:
 		if len(d.stack) > d.base() {
 			v, _ := d.pop()
 			d.discard([]Val{v})
@@ -1200,13 +1200,13 @@ func (d *Machine) step(op byte) error {
 			}
 			d.discard(items)
 		}
-	case opPopMark:
+	case OpPopMark:
 		items, err := d.popMark()
 		if err != nil {
 			return err
 		}
 		d.discard(items)
-	case opDup:
+	case OpDup:
 		v, err := d.top()
 		if err != nil {
 			return err
@@ -1215,19 +1215,19 @@ func (d *Machine) step(op byte) error {
 			return d.errf(nil, "DUP of a %s (unsupported structure)", d.b.Describe(v.Node))
 		}
 		return d.push(*v)
-	case opNone:
+	case OpNone:
 		return d.push(Val{Kind: KindNone})
-	case opNewTrue:
+	case OpNewTrue:
 		return d.push(Val{Kind: KindBool, N: 1})
-	case opNewFalse:
+	case OpNewFalse:
 		return d.push(Val{Kind: KindBool})
 
-	case opInt, opLong:
+	case OpInt, OpLong:
 		line, err := d.readLine()
 		if err != nil {
 			return err
 		}
-		if op == opInt {
+		if op == OpInt {
 			// Protocol 0 writes the bools as INT "00" and "01".
 			switch string(line) {
 			case "00":
@@ -1243,20 +1243,20 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.push(v)
-	case opBinInt, opBinInt1, opBinInt2:
+	case OpBinInt, OpBinInt1, OpBinInt2:
 		n, err := d.binInt(op)
 		if err != nil {
 			return err
 		}
 		return d.push(IntVal(n))
-	case opLong1, opLong4:
+	case OpLong1, OpLong4:
 		b, err := d.longBytes(op)
 		if err != nil {
 			return err
 		}
 		return d.push(d.long(b))
 
-	case opFloat:
+	case OpFloat:
 		line, err := d.readLine()
 		if err != nil {
 			return err
@@ -1266,7 +1266,7 @@ func (d *Machine) step(op byte) error {
 			return d.errf(nil, "bad float %q", truncate(line))
 		}
 		return d.push(Val{Kind: KindFloat, N: int64(math.Float64bits(f))})
-	case opBinFloat:
+	case OpBinFloat:
 		b, err := d.peekN(8)
 		if err != nil {
 			return err
@@ -1275,7 +1275,7 @@ func (d *Machine) step(op byte) error {
 			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
 		return d.push(Val{Kind: KindFloat, N: int64(u)})
 
-	case opString:
+	case OpString:
 		node := d.newNode(ShapeNone)
 		line, err := d.readLine()
 		if err != nil {
@@ -1289,7 +1289,7 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.pushStr([]byte(s), node)
-	case opUnicode:
+	case OpUnicode:
 		node := d.newNode(ShapeNone)
 		line, err := d.readLine()
 		if err != nil {
@@ -1300,31 +1300,31 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.pushStr([]byte(s), node)
-	case opBinString, opShortBinString, opShortBinUnicode, opBinUnicode, opBinUnicode8,
-		opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
+	case OpBinString, OpShortBinString, OpShortBinUnicode, OpBinUnicode, OpBinUnicode8,
+		OpShortBinBytes, OpBinBytes, OpBinBytes8, OpByteArray8:
 		n, err := d.textLen(op)
 		if err != nil {
 			return err
 		}
 		switch op {
-		case opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
+		case OpShortBinBytes, OpBinBytes, OpBinBytes8, OpByteArray8:
 			return d.readText(n, KindBytes)
 		}
 		return d.readText(n, KindStr)
 
-	case opEmptyList, opEmptySet, opEmptyDict:
+	case OpEmptyList, OpEmptySet, OpEmptyDict:
 		return d.newContainer(containerShape[op])
-	case opList, opFrozenSet, opDict, opTuple:
+	case OpList, OpFrozenSet, OpDict, OpTuple:
 		return d.fromItems(containerShape[op])
-	case opEmptyTuple:
+	case OpEmptyTuple:
 		if err := d.addItems(1); err != nil {
 			return err
 		}
 		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, N: d.newObj(Tuple{})})
-	case opTuple1, opTuple2, opTuple3:
-		return d.tupleN(int(op-opTuple1) + 1)
+	case OpTuple1, OpTuple2, OpTuple3:
+		return d.tupleN(int(op-OpTuple1) + 1)
 
-	case opAppend:
+	case OpAppend:
 		v, err := d.pop()
 		if err != nil {
 			return err
@@ -1336,7 +1336,7 @@ func (d *Machine) step(op byte) error {
 		}
 		d.one[0] = v
 		return d.appendTo(c, d.one[:])
-	case opAppends, opAddItems, opSetItems:
+	case OpAppends, OpAddItems, OpSetItems:
 		items, err := d.popMark()
 		if err != nil {
 			return err
@@ -1346,11 +1346,11 @@ func (d *Machine) step(op byte) error {
 			d.discard(items)
 			return err
 		}
-		if op == opSetItems {
+		if op == OpSetItems {
 			return d.setItems(c, items, false)
 		}
 		return d.appendTo(c, items)
-	case opSetItem:
+	case OpSetItem:
 		if len(d.stack)-d.base() < 3 {
 			return d.errf(nil, "stack underflow")
 		}
@@ -1359,7 +1359,7 @@ func (d *Machine) step(op byte) error {
 		d.stack = d.stack[:n-2]
 		return d.setItems(&d.stack[n-3], kv, true)
 
-	case opPut, opBinPut, opLongBinPut, opMemoize:
+	case OpPut, OpBinPut, OpLongBinPut, OpMemoize:
 		idx, err := d.memoIndex(op)
 		if err != nil {
 			return err
@@ -1369,7 +1369,7 @@ func (d *Machine) step(op byte) error {
 			return err
 		}
 		return d.memoPut(idx, *v)
-	case opGet, opBinGet, opLongBinGet:
+	case OpGet, OpBinGet, OpLongBinGet:
 		idx, err := d.memoIndex(op)
 		if err != nil {
 			return err
@@ -1383,9 +1383,9 @@ func (d *Machine) step(op byte) error {
 		}
 		return d.push(v)
 
-	case opGlobal, opStackGlobal, opReduce, opBuild, opInst, opObj, opNewObj,
-		opNewObjEx, opExt1, opExt2, opExt4, opPersID, opBinPersID,
-		opNextBuffer, opReadonlyBuffer:
+	case OpGlobal, OpStackGlobal, OpReduce, OpBuild, OpInst, OpObj, OpNewObj,
+		OpNewObjEx, OpExt1, OpExt2, OpExt4, OpPersID, OpBinPersID,
+		OpNextBuffer, OpReadonlyBuffer:
 		return &Error{Offset: d.opPos, Op: opName(op), Err: ErrRefused}
 	default:
 		return &Error{Offset: d.opPos, Msg: fmt.Sprintf("unknown opcode 0x%02x", op)}

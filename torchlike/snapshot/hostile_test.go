@@ -293,3 +293,20 @@ func TestJSONUnknownKeysSkipped(t *testing.T) {
 		t.Errorf("trace %+v", snap.Trace(0))
 	}
 }
+
+// sharedEntrySeeds are fuzz seeds of a segment and a trace entry shared
+// through the memo (the reproducer of issue 11, defect 2), for the
+// external fuzz test.
+func sharedEntrySeeds() [][]byte {
+	p := newPK()
+	p.op("}(").str("segments").op("](")
+	seg := p.segment(20)
+	for i := 0; i < 50; i++ {
+		p.get(seg)
+	}
+	p.op("e").str("device_traces").op("](](}")
+	ent := p.put()
+	p.op("(").str("action").str("alloc").str("addr").int(1 << 20).str("size").int(512).op("u")
+	p.get(ent).op("eeu.")
+	return [][]byte{p.Bytes()}
+}

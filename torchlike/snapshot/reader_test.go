@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"membench/internal/pickle"
+	"membench/torchlike/snapshot"
+	"membench/torchlike/snapshot/snaptest"
 	"membench/traces"
 )
 
@@ -19,7 +21,7 @@ import (
 // through traces.Check, so that any id inconsistency fails.
 func snapRead(t testing.TB, name string, data []byte, opts traces.OpenOptions) ([]traces.Event, traces.Meta) {
 	t.Helper()
-	r, err := openSnapshot(name, bytes.NewReader(data), opts)
+	r, err := snapshot.OpenSnapshot(name, bytes.NewReader(data), opts)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -57,7 +59,7 @@ func countSnapEvents(t testing.TB, evs []traces.Event) snapCounts {
 }
 
 func readSnapFile(t testing.TB, name string) []byte {
-	data, err := os.ReadFile(realSnapPath(t, name))
+	data, err := os.ReadFile(snapshot.RealSnapPath(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestSnapshotReal(t *testing.T) {
 // openSnapshot.
 func TestSnapshotThroughOpen(t *testing.T) {
 	for _, f := range []string{"cs336-lm-peak-probe.pickle", "cs336-lm-peak-probe.noframes.json"} {
-		r, err := traces.Open(realSnapPath(t, f), traces.DefaultOpenOptions)
+		r, err := traces.Open(snapshot.RealSnapPath(t, f), traces.DefaultOpenOptions)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -134,10 +136,10 @@ func TestSnapshotThroughOpen(t *testing.T) {
 }
 
 // encodeSnap writes s as a pickle, or as JSON the way json.dump would.
-func encodeSnap(t testing.TB, s *Snapshot, asJSON bool) []byte {
+func encodeSnap(t testing.TB, s *snapshot.Snapshot, asJSON bool) []byte {
 	var buf bytes.Buffer
 	if !asJSON {
-		if err := s.EncodePickle(&buf); err != nil {
+		if err := snaptest.EncodePickle(&buf, s); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -162,15 +164,15 @@ func encodeSnap(t testing.TB, s *Snapshot, asJSON bool) []byte {
 		}
 		return v
 	}
-	data, err := json.Marshal(conv(s.Value()))
+	data, err := json.Marshal(conv(snaptest.Value(s)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-func loadTorchSnap(t testing.TB, file string) *Snapshot {
-	s, err := Decode(bytes.NewReader(readSnapFile(t, file)))
+func loadTorchSnap(t testing.TB, file string) *snapshot.Snapshot {
+	s, err := snapshot.Decode(bytes.NewReader(readSnapFile(t, file)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestSnapshotWarmStart(t *testing.T) {
 				delete(liveAtCut, e.Addr)
 			}
 		}
-		cut := &Snapshot{Segments: s.Segments, DeviceTraces: [][]TraceEntry{full[k:]}, Settings: s.Settings}
+		cut := &snapshot.Snapshot{Segments: s.Segments, DeviceTraces: [][]snapshot.TraceEntry{full[k:]}, Settings: s.Settings}
 		for _, asJSON := range []bool{false, true} {
 			evs, meta := snapRead(t, "cut", encodeSnap(t, cut, asJSON), traces.DefaultOpenOptions)
 			n := len(liveAtCut)
@@ -240,20 +242,20 @@ func sameMultiset(a, b []int64) bool {
 
 const mb = int64(1 << 20)
 
-func multiDevice() *Snapshot {
+func multiDevice() *snapshot.Snapshot {
 	S0, S1, S3 := int64(0x10000000), int64(0x50000000), int64(0x90000000)
-	return &Snapshot{
-		Segments: []Segment{
-			{Device: 0, Address: S0, TotalSize: 2 * mb, SegmentType: "small", Blocks: []Block{
+	return &snapshot.Snapshot{
+		Segments: []snapshot.Segment{
+			{Device: 0, Address: S0, TotalSize: 2 * mb, SegmentType: "small", Blocks: []snapshot.Block{
 				{Address: S0, Size: 512, RequestedSize: 100, State: "active_allocated"}}},
-			{Device: 1, Address: S1, TotalSize: 20 * mb, SegmentType: "large", Blocks: []Block{
+			{Device: 1, Address: S1, TotalSize: 20 * mb, SegmentType: "large", Blocks: []snapshot.Block{
 				{Address: S1, Size: 5 * mb, RequestedSize: 5 * mb, State: "active_allocated"},
 				{Address: S1 + 5*mb, Size: 15 * mb, State: "inactive"}}},
-			{Device: 3, Address: S3, TotalSize: 20 * mb, SegmentType: "large", Blocks: []Block{
+			{Device: 3, Address: S3, TotalSize: 20 * mb, SegmentType: "large", Blocks: []snapshot.Block{
 				{Address: S3, Size: 4 * mb, RequestedSize: 4 * mb, State: "active_allocated"},
 				{Address: S3 + 4*mb, Size: 16 * mb, State: "inactive"}}},
 		},
-		DeviceTraces: [][]TraceEntry{
+		DeviceTraces: [][]snapshot.TraceEntry{
 			{},
 			{
 				{Action: "free_requested", Addr: S1, Size: 3 * mb, Stream: 7, TimeUS: 1000},
@@ -268,7 +270,7 @@ func multiDevice() *Snapshot {
 				{Action: "alloc", Addr: S3, Size: 4 * mb, Stream: 9},
 			},
 		},
-		Settings: &Settings{PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:128\nx", MaxSplitSize: 128 * mb},
+		Settings: &snapshot.Settings{PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:128\nx", MaxSplitSize: 128 * mb},
 	}
 }
 
@@ -309,7 +311,7 @@ func TestSnapshotDevices(t *testing.T) {
 		t.Errorf("device 0: %+v", evs)
 	}
 	// Device 2 does not exist.
-	_, err := openSnapshot("multi", bytes.NewReader(data), traces.OpenOptions{Device: 2})
+	_, err := snapshot.OpenSnapshot("multi", bytes.NewReader(data), traces.OpenOptions{Device: 2})
 	var pe *traces.PosError
 	if !errors.As(err, &pe) || pe.File != "multi" || !strings.Contains(err.Error(), "devices present: 0,1,3") {
 		t.Errorf("device 2: %v", err)
@@ -323,17 +325,17 @@ func TestSnapshotDevices(t *testing.T) {
 
 func TestSnapshotErrors(t *testing.T) {
 	S := int64(0x40000000)
-	mk := func(blocks []Block, trace ...TraceEntry) []byte {
-		return encodeSnap(t, &Snapshot{
-			Segments:     []Segment{{Address: S, TotalSize: 20 * mb, SegmentType: "large", Blocks: blocks}},
-			DeviceTraces: [][]TraceEntry{trace},
+	mk := func(blocks []snapshot.Block, trace ...snapshot.TraceEntry) []byte {
+		return encodeSnap(t, &snapshot.Snapshot{
+			Segments:     []snapshot.Segment{{Address: S, TotalSize: 20 * mb, SegmentType: "large", Blocks: blocks}},
+			DeviceTraces: [][]snapshot.TraceEntry{trace},
 		}, false)
 	}
-	e := func(action string, addr, size int64) TraceEntry {
-		return TraceEntry{Action: action, Addr: addr, Size: size}
+	e := func(action string, addr, size int64) snapshot.TraceEntry {
+		return snapshot.TraceEntry{Action: action, Addr: addr, Size: size}
 	}
-	free := []Block{{Address: S, Size: 20 * mb, State: "inactive"}}
-	zero := []Block{{Address: S, Size: 512, RequestedSize: 0, State: "active_allocated"}}
+	free := []snapshot.Block{{Address: S, Size: 20 * mb, State: "inactive"}}
+	zero := []snapshot.Block{{Address: S, Size: 512, RequestedSize: 0, State: "active_allocated"}}
 	for _, c := range []struct {
 		name  string
 		data  []byte
@@ -344,8 +346,8 @@ func TestSnapshotErrors(t *testing.T) {
 		{"zero size", mk(zero, e("free_completed", S+2*mb, 4*mb), e("alloc", S, 0)), 1, traces.ErrBadSize, "alloc of 0 bytes"},
 		{"double free", mk(free, e("alloc", S, 4*mb), e("free_requested", S, 4*mb), e("free_completed", S, 4*mb),
 			e("free_completed", S, 4*mb)), 3, traces.ErrUnknownID, "already freed"},
-		{"free outside segments", mk(free, e("free_completed", S+40*mb, 4*mb)), 0, ErrInconsistent, "in no segment"},
-		{"alloc never freed", mk(free, e("alloc", S, 4*mb)), 0, ErrInconsistent, "no live block"},
+		{"free outside segments", mk(free, e("free_completed", S+40*mb, 4*mb)), 0, snapshot.ErrInconsistent, "in no segment"},
+		{"alloc never freed", mk(free, e("alloc", S, 4*mb)), 0, snapshot.ErrInconsistent, "no live block"},
 		{"refused pickle", []byte("\x80\x02cos\nsystem\n(S'echo'\ntR."), -1, pickle.ErrRefused, "GLOBAL"},
 		{"truncated", readSnapFile(t, "cs336-lm-peak-probe.pickle")[:5000], -1, io.ErrUnexpectedEOF, "truncated"},
 		{"json type", []byte(`{"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": "8"}]]}`),
@@ -354,7 +356,7 @@ func TestSnapshotErrors(t *testing.T) {
 		{"empty", []byte("  "), -1, nil, "empty"},
 		{"nothing", []byte(`{"segments": [], "device_traces": [[]]}`), -1, nil, "no segments and no trace entries"},
 	} {
-		r, err := openSnapshot("f.pickle", bytes.NewReader(c.data), traces.DefaultOpenOptions)
+		r, err := snapshot.OpenSnapshot("f.pickle", bytes.NewReader(c.data), traces.DefaultOpenOptions)
 		if err == nil {
 			_, err = traces.ReadAll(r)
 		}
@@ -365,12 +367,12 @@ func TestSnapshotErrors(t *testing.T) {
 		}
 	}
 	// A huge size.
-	big := encodeSnap(t, &Snapshot{
-		Segments: []Segment{{Address: S, TotalSize: 4 * traces.MaxSize, SegmentType: "large", Blocks: []Block{
+	big := encodeSnap(t, &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Address: S, TotalSize: 4 * traces.MaxSize, SegmentType: "large", Blocks: []snapshot.Block{
 			{Address: S, Size: 2 * traces.MaxSize, RequestedSize: 2 * traces.MaxSize, State: "active_allocated"}}}},
-		DeviceTraces: [][]TraceEntry{{e("alloc", S, 2*traces.MaxSize)}},
+		DeviceTraces: [][]snapshot.TraceEntry{{e("alloc", S, 2*traces.MaxSize)}},
 	}, false)
-	r, err := openSnapshot("big", bytes.NewReader(big), traces.DefaultOpenOptions)
+	r, err := snapshot.OpenSnapshot("big", bytes.NewReader(big), traces.DefaultOpenOptions)
 	if err == nil {
 		_, err = traces.ReadAll(r)
 	}
@@ -402,17 +404,9 @@ func FuzzOpenSnapshot(f *testing.F) {
 	// The reproducers of issue 11, small enough to mutate quickly.
 	f.Add([]byte("\x80\x02})" + strings.Repeat("\x85", 40) + "Ns."))
 	f.Add([]byte("\x80\x04}(\x8c\x08segments" + strings.Repeat("](", 600) + strings.Repeat("e", 600)))
-	p := newPK()
-	p.op("}(").str("segments").op("](")
-	seg := p.segment(20)
-	for i := 0; i < 50; i++ {
-		p.get(seg)
+	for _, seed := range snapshot.SharedEntrySeeds() {
+		f.Add(seed)
 	}
-	p.op("e").str("device_traces").op("](](}")
-	ent := p.put()
-	p.op("(").str("action").str("alloc").str("addr").int(1 << 20).str("size").int(512).op("u")
-	p.get(ent).op("eeu.")
-	f.Add(p.Bytes())
 	f.Add([]byte(`{"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": ` + strings.Repeat("9", 100) + `}]]}`))
 	f.Add([]byte(`{"segments": [], "device_traces": [[{"action": "teleport", "addr": 1, "size": 1}]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -423,7 +417,7 @@ func FuzzOpenSnapshot(f *testing.F) {
 
 func fuzzOpen(t *testing.T, data []byte) {
 	for _, dev := range []int{-1, 1} {
-		r, err := openSnapshot("fuzz", bytes.NewReader(data), traces.OpenOptions{Device: dev})
+		r, err := snapshot.OpenSnapshot("fuzz", bytes.NewReader(data), traces.OpenOptions{Device: dev})
 		if err != nil {
 			var pe *traces.PosError
 			if !errors.As(err, &pe) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"membench/harness"
+	"membench/torchlike/snapshot/snaptest"
 	"membench/traces"
 )
 
@@ -21,7 +22,7 @@ func TestResolveTraceDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := snapshotOf(settingsFor(false), r, r1).EncodePickle(f); err != nil {
+	if err := snaptest.EncodePickle(f, snapshotOf(settingsFor(false), r, r1)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

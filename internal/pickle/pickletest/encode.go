@@ -1,6 +1,8 @@
-package pickle
+package pickletest
 
 import (
+	"membench/internal/pickle"
+
 	"bufio"
 	"encoding/binary"
 	"errors"
@@ -19,17 +21,17 @@ import (
 // for []byte and LONG4 for huge ints. Repeated strings are written once and
 // then fetched from the memo.
 //
-// v may hold the values Decode returns and also int, []any (a list) and
+// v may hold the values pickle.Decode returns and also int, []any (a list) and
 // map[string]any (a dict with sorted keys). Cyclic or deeper than 1000
 // levels values are refused.
 func Encode(w io.Writer, v any) error {
 	bw := bufio.NewWriter(w)
 	e := &encoder{w: bw, strs: make(map[string]uint32)}
-	bw.Write([]byte{opProto, 4})
+	bw.Write([]byte{pickle.OpProto, 4})
 	if err := e.value(v, 0); err != nil {
 		return err
 	}
-	bw.WriteByte(opStop)
+	bw.WriteByte(pickle.OpStop)
 	return bw.Flush()
 }
 
@@ -49,12 +51,12 @@ func (e *encoder) value(v any, depth int) error {
 	w := e.w
 	switch v := v.(type) {
 	case nil:
-		w.WriteByte(opNone)
+		w.WriteByte(pickle.OpNone)
 	case bool:
 		if v {
-			w.WriteByte(opNewTrue)
+			w.WriteByte(pickle.OpNewTrue)
 		} else {
-			w.WriteByte(opNewFalse)
+			w.WriteByte(pickle.OpNewFalse)
 		}
 	case int:
 		e.int(int64(v))
@@ -67,31 +69,31 @@ func (e *encoder) value(v any, depth int) error {
 			e.bigInt(v)
 		}
 	case float64:
-		e.b[0] = opBinFloat
+		e.b[0] = pickle.OpBinFloat
 		binary.BigEndian.PutUint64(e.b[1:], math.Float64bits(v))
 		w.Write(e.b[:9])
 	case string:
 		e.str(v)
 	case []byte:
 		if len(v) < 256 {
-			w.Write([]byte{opShortBinBytes, byte(len(v))})
+			w.Write([]byte{pickle.OpShortBinBytes, byte(len(v))})
 		} else {
 			if uint64(len(v)) > math.MaxUint32 {
 				return errors.New("pickle: bytes too long")
 			}
-			e.b[0] = opBinBytes
+			e.b[0] = pickle.OpBinBytes
 			binary.LittleEndian.PutUint32(e.b[1:], uint32(len(v)))
 			w.Write(e.b[:5])
 		}
 		w.Write(v)
-	case *List:
+	case *pickle.List:
 		return e.list(v.Items, depth)
 	case []any:
 		return e.list(v, depth)
-	case Tuple:
+	case pickle.Tuple:
 		switch len(v) {
 		case 0:
-			w.WriteByte(opEmptyTuple)
+			w.WriteByte(pickle.OpEmptyTuple)
 			return nil
 		case 1, 2, 3:
 			for _, x := range v {
@@ -99,19 +101,19 @@ func (e *encoder) value(v any, depth int) error {
 					return err
 				}
 			}
-			w.WriteByte(opTuple1 + byte(len(v)-1))
+			w.WriteByte(pickle.OpTuple1 + byte(len(v)-1))
 			return nil
 		}
-		w.WriteByte(opMark)
+		w.WriteByte(pickle.OpMark)
 		for _, x := range v {
 			if err := e.value(x, depth+1); err != nil {
 				return err
 			}
 		}
-		w.WriteByte(opTuple)
-	case *Dict:
-		w.WriteByte(opEmptyDict)
-		return e.items(v.keys, v.vals, depth)
+		w.WriteByte(pickle.OpTuple)
+	case *pickle.Dict:
+		w.WriteByte(pickle.OpEmptyDict)
+		return e.items(v.Keys(), v.Values(), depth)
 	case map[string]any:
 		keys := make([]string, 0, len(v))
 		for k := range v {
@@ -123,7 +125,7 @@ func (e *encoder) value(v any, depth int) error {
 		for i, k := range keys {
 			ks[i], vs[i] = k, v[k]
 		}
-		w.WriteByte(opEmptyDict)
+		w.WriteByte(pickle.OpEmptyDict)
 		return e.items(ks, vs, depth)
 	default:
 		return fmt.Errorf("pickle: cannot encode %T", v)
@@ -136,16 +138,16 @@ func (e *encoder) value(v any, depth int) error {
 const batch = 1000
 
 func (e *encoder) list(items []any, depth int) error {
-	e.w.WriteByte(opEmptyList)
+	e.w.WriteByte(pickle.OpEmptyList)
 	for len(items) > 0 {
 		n := min(len(items), batch)
-		e.w.WriteByte(opMark)
+		e.w.WriteByte(pickle.OpMark)
 		for _, x := range items[:n] {
 			if err := e.value(x, depth+1); err != nil {
 				return err
 			}
 		}
-		e.w.WriteByte(opAppends)
+		e.w.WriteByte(pickle.OpAppends)
 		items = items[n:]
 	}
 	return nil
@@ -154,7 +156,7 @@ func (e *encoder) list(items []any, depth int) error {
 func (e *encoder) items(keys, vals []any, depth int) error {
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
-		e.w.WriteByte(opMark)
+		e.w.WriteByte(pickle.OpMark)
 		for i := range n {
 			if err := e.value(keys[i], depth+1); err != nil {
 				return err
@@ -163,7 +165,7 @@ func (e *encoder) items(keys, vals []any, depth int) error {
 				return err
 			}
 		}
-		e.w.WriteByte(opSetItems)
+		e.w.WriteByte(pickle.OpSetItems)
 		keys, vals = keys[n:], vals[n:]
 	}
 	return nil
@@ -172,11 +174,11 @@ func (e *encoder) items(keys, vals []any, depth int) error {
 func (e *encoder) int(n int64) {
 	switch {
 	case n >= 0 && n < 1<<8:
-		e.w.Write([]byte{opBinInt1, byte(n)})
+		e.w.Write([]byte{pickle.OpBinInt1, byte(n)})
 	case n >= 0 && n < 1<<16:
-		e.w.Write([]byte{opBinInt2, byte(n), byte(n >> 8)})
+		e.w.Write([]byte{pickle.OpBinInt2, byte(n), byte(n >> 8)})
 	case n >= math.MinInt32 && n <= math.MaxInt32:
-		e.b[0] = opBinInt
+		e.b[0] = pickle.OpBinInt
 		binary.LittleEndian.PutUint32(e.b[1:], uint32(int32(n)))
 		e.w.Write(e.b[:5])
 	default:
@@ -192,7 +194,7 @@ func (e *encoder) int(n int64) {
 			}
 			break
 		}
-		e.w.Write([]byte{opLong1, byte(k)})
+		e.w.Write([]byte{pickle.OpLong1, byte(k)})
 		e.w.Write(buf[:k])
 	}
 }
@@ -210,9 +212,9 @@ func (e *encoder) bigInt(z *big.Int) {
 		le[n-1-i] = be[i]
 	}
 	if n < 256 {
-		e.w.Write([]byte{opLong1, byte(n)})
+		e.w.Write([]byte{pickle.OpLong1, byte(n)})
 	} else {
-		e.b[0] = opLong4
+		e.b[0] = pickle.OpLong4
 		binary.LittleEndian.PutUint32(e.b[1:], uint32(n))
 		e.w.Write(e.b[:5])
 	}
@@ -222,24 +224,24 @@ func (e *encoder) bigInt(z *big.Int) {
 func (e *encoder) str(s string) {
 	if i, ok := e.strs[s]; ok {
 		if i < 256 {
-			e.w.Write([]byte{opBinGet, byte(i)})
+			e.w.Write([]byte{pickle.OpBinGet, byte(i)})
 		} else {
-			e.b[0] = opLongBinGet
+			e.b[0] = pickle.OpLongBinGet
 			binary.LittleEndian.PutUint32(e.b[1:], i)
 			e.w.Write(e.b[:5])
 		}
 		return
 	}
 	if len(s) < 256 {
-		e.w.Write([]byte{opShortBinUnicode, byte(len(s))})
+		e.w.Write([]byte{pickle.OpShortBinUnicode, byte(len(s))})
 	} else {
-		e.b[0] = opBinUnicode
+		e.b[0] = pickle.OpBinUnicode
 		binary.LittleEndian.PutUint32(e.b[1:], uint32(len(s)))
 		e.w.Write(e.b[:5])
 	}
 	e.w.WriteString(s)
 	if e.nmemo < math.MaxUint32 {
-		e.w.WriteByte(opMemoize)
+		e.w.WriteByte(pickle.OpMemoize)
 		e.strs[s] = e.nmemo
 		e.nmemo++
 	}

@@ -1,16 +1,18 @@
-package snapshot
+package snaptest
 
 import (
 	"io"
-	"membench/torchlike"
 	"strconv"
 
 	"membench/internal/pickle"
+	"membench/internal/pickle/pickletest"
+	"membench/torchlike"
+	"membench/torchlike/snapshot"
 )
 
-// Value returns the snapshot as the dict that torch.cuda.memory._snapshot()
-// returns (without frames), in the pickle package's value model.
-func (s *Snapshot) Value() *pickle.Dict {
+// Value returns s as the dict that torch.cuda.memory._snapshot() returns
+// (without frames), in the pickle package's value model.
+func Value(s *snapshot.Snapshot) *pickle.Dict {
 	top := pickle.NewDict()
 	segs := &pickle.List{Items: make([]any, len(s.Segments))}
 	for i, sg := range s.Segments {
@@ -76,9 +78,8 @@ func (s *Snapshot) Value() *pickle.Dict {
 	return top
 }
 
-// EncodePickle writes the snapshot as a pickle that
-// torch.cuda.memory._dump_snapshot could have written (frames empty) and
-// that PyTorch's MemoryViz can load.
-func (s *Snapshot) EncodePickle(w io.Writer) error {
-	return pickle.Encode(w, s.Value())
+// EncodePickle writes s as a pickle that torch.cuda.memory._dump_snapshot
+// could have written (frames empty) and that PyTorch's MemoryViz can load.
+func EncodePickle(w io.Writer, s *snapshot.Snapshot) error {
+	return pickletest.Encode(w, Value(s))
 }
