@@ -41,16 +41,6 @@ func (s Spec) With(kv KV, drop ...string) Spec {
 	return out
 }
 
-// Has reports whether s sets one of keys.
-func (s Spec) Has(keys ...string) bool {
-	for _, p := range s.Params {
-		if slices.Contains(keys, p.Key) {
-			return true
-		}
-	}
-	return false
-}
-
 // FractionForCard is the largest fraction, in hundredths, of a card of
 // limit + the device family's reserve (Reserve, or Total − Capacity; rounded up to
 // the granularity) that a framework can take without reaching into the

@@ -154,8 +154,6 @@ const (
 	maxAddr  = 1 << 62
 )
 
-func ceilTo(n, m int64) int64 { return (n + m - 1) / m * m }
-
 type rblock struct {
 	addr, size, req int64
 	pending         bool

@@ -13,3 +13,5 @@ const (
 )
 
 func roundSize(n int64, div *[16]int64) int64 { return torchlike.RoundSize(n, div, false) }
+
+func ceilTo(n, m int64) int64 { return (n + m - 1) / m * m }

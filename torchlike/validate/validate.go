@@ -157,14 +157,6 @@ func configFromSettings(s *snapshot.Settings) (torchlike.Config, string) {
 	return cfg, desc
 }
 
-func isSegEvent(a string) bool {
-	switch a {
-	case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
-		return true
-	}
-	return false
-}
-
 func segDelta(e snapshot.TraceEntry) int64 {
 	switch e.Action {
 	case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
