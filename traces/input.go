@@ -150,6 +150,11 @@ type lineReader struct {
 	line int    // number (1-based) of the last line read
 	long []byte // gathers a line longer than the read buffer
 
+	// pending is a line read ahead (the first event line, met while
+	// reading a header) and given out again by nextLine.
+	pending []byte
+	hasPend bool
+
 	header bool  // reading a header or a whole table: errors name no event
 	n      int   // events returned so far
 	evLine int   // line of the last event returned
@@ -158,6 +163,24 @@ type lineReader struct {
 
 func newLineReader(name string, br *bufio.Reader, gz *gzip.Reader, closer io.Closer) lineReader {
 	return lineReader{input: input{gz, closer}, name: name, br: br}
+}
+
+// unread gives line back: the next nextLine returns it again.
+func (l *lineReader) unread(line []byte) { l.pending, l.hasPend = line, true }
+
+// nextLine returns the line given back by unread, or else the next line
+// trimmed by trim.
+func (l *lineReader) nextLine(trim func([]byte) []byte) ([]byte, error) {
+	if l.hasPend {
+		line := l.pending
+		l.pending, l.hasPend = nil, false
+		return line, nil
+	}
+	line, err := l.next()
+	if err != nil {
+		return nil, err
+	}
+	return trim(line), nil
 }
 
 // Pos returns the name, and the line and index of the last event returned.

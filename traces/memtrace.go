@@ -19,13 +19,11 @@ const MemtraceHeader = "t_ns,op,addr,size,name"
 // sequential ids, one per alloc, because the C library reuses addresses.
 type memtraceReader struct {
 	lineReader
-	meta    Meta
-	live    map[uint64]uint64 // address → id of the live allocation there
-	nextID  uint64
-	t0      int64 // t_ns of the first row: Time is relative to it
-	pending []byte
-	hasPend bool
-	labels  interner
+	meta   Meta
+	live   map[uint64]uint64 // address → id of the live allocation there
+	nextID uint64
+	t0     int64 // t_ns of the first row: Time is relative to it
+	labels interner
 }
 
 // NewMemtraceReader imports a memtrace CSV trace from r, gzip-compressed or
@@ -80,7 +78,7 @@ func (r *memtraceReader) readHeader() error {
 		if len(line) == 0 {
 			continue
 		}
-		r.pending, r.hasPend = line, true
+		r.unread(line)
 		comma := bytes.IndexByte(line, ',')
 		if comma < 0 {
 			comma = len(line)
@@ -109,18 +107,12 @@ func (r *memtraceReader) Next() (Event, error) {
 		return Event{}, r.err
 	}
 	for {
-		var line []byte
-		if r.hasPend {
-			line, r.pending, r.hasPend = r.pending, nil, false
-		} else {
-			var err error
-			if line, err = r.next(); err != nil {
-				return Event{}, err
-			}
-			line = trimCR(line)
-			if len(line) == 0 {
-				continue
-			}
+		line, err := r.nextLine(trimCR)
+		if err != nil {
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			continue
 		}
 		ev, err := r.parse(line)
 		if err != nil {
@@ -206,25 +198,12 @@ func (r *memtraceReader) parse(line []byte) (Event, error) {
 
 // addr parses a hexadecimal address "0x...".
 func (r *memtraceReader) addr(b []byte) (uint64, error) {
-	if len(b) < 3 || b[0] != '0' || (b[1] != 'x' && b[1] != 'X') || len(b) > 18 {
-		return 0, r.fail("bad address %q (want 0x and 1 to 16 hex digits)", b)
-	}
-	var a uint64
-	for _, c := range b[2:] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, r.fail("bad address %q (want 0x and 1 to 16 hex digits)", b)
+	if len(b) >= 3 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		if a, ok := parseHex(b[2:]); ok {
+			return a, nil
 		}
-		a = a<<4 | uint64(d)
 	}
-	return a, nil
+	return 0, r.fail("bad address %q (want 0x and 1 to 16 hex digits)", b)
 }
 
 var _ Reader = (*memtraceReader)(nil)

@@ -23,11 +23,9 @@ const NativeVersion = 1
 // except the string of a mark label not seen before.
 type nativeReader struct {
 	lineReader
-	meta    Meta
-	pending []byte // first event line, read while collecting the meta
-	hasPend bool
-	labels  interner
-	noFast  bool // tests: parse every line with parse, not fastParse
+	meta   Meta
+	labels interner
+	noFast bool // tests: parse every line with parse, not fastParse
 }
 
 // NewNativeReader reads a native text trace from r, gzip-compressed or
@@ -99,7 +97,7 @@ func (r *nativeReader) readHeader() error {
 			continue
 		}
 		if string(tok) != "meta" {
-			r.pending, r.hasPend = line, true
+			r.unread(line)
 			return nil
 		}
 		key, i := field(line, i)
@@ -139,15 +137,9 @@ func (r *nativeReader) Next() (Event, error) {
 		return Event{}, r.err
 	}
 	for {
-		var line []byte
-		if r.hasPend {
-			line, r.pending, r.hasPend = r.pending, nil, false
-		} else {
-			var err error
-			if line, err = r.next(); err != nil {
-				return Event{}, err
-			}
-			line = trimRight(line)
+		line, err := r.nextLine(trimRight)
+		if err != nil {
+			return Event{}, err
 		}
 		if !r.noFast {
 			if ev, ok := fastParse(line); ok {

@@ -152,6 +152,12 @@ func parseAddr(b []byte) (uint64, bool) {
 	if len(b) > 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
 		b = b[2:]
 	}
+	return parseHex(b)
+}
+
+// parseHex parses 1 to 16 hexadecimal digits (no prefix): the addresses of
+// the memtrace and STAlloc formats.
+func parseHex(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 16 {
 		return 0, false
 	}
