@@ -134,6 +134,9 @@ func ResolveTrace(arg string) (*Source, error) {
 			return nil, fmt.Errorf("trace %q: bad device index %q", arg, dev)
 		}
 		if _, err := os.Stat(path); err != nil {
+			if _, ok := corpus.Lookup(path); ok {
+				return nil, fmt.Errorf("trace %q: corpus traces hold one device's events; #device=N selects a device of a multi-device file (a PyTorch snapshot, a JAX memory profile)", arg)
+			}
 			return nil, fmt.Errorf("trace %q: %w", arg, err)
 		}
 		b := filepath.Base(path)

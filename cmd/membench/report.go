@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -49,12 +50,16 @@ func reportCommand() *cli.Command {
 			// Results files first: a bad file should fail before minutes
 			// of replay.
 			for _, p := range c.StringSlice("results") {
-				f, err := os.Open(p)
-				if err != nil {
-					return err
+				var in io.ReadCloser = io.NopCloser(os.Stdin)
+				if p != "-" {
+					f, err := os.Open(p)
+					if err != nil {
+						return err
+					}
+					in = f
 				}
-				ms, err := charts.ReadResults(f, p)
-				f.Close()
+				ms, err := charts.ReadResults(in, p)
+				in.Close()
 				if err != nil {
 					return err
 				}

@@ -158,3 +158,21 @@ func TestValidateInputs(t *testing.T) {
 		t.Errorf("a memtrace CSV: %v", err)
 	}
 }
+
+// TestStdinEverywhere: validate and report --results read "-" as standard
+// input, as every --trace does.
+func TestStdinEverywhere(t *testing.T) {
+	src := sharedtraces.Path(t, "pytorch-snapshots/liger-cross-entropy.pickle")
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	out, _, err := runCLI(t, "validate", "-")
+	if err != nil || !strings.Contains(out, "agree") {
+		t.Errorf("validate -: %v\n%s", err, out)
+	}
+}

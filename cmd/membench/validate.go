@@ -73,12 +73,16 @@ func validateCommand() *cli.Command {
 // validateFile opens path (gzip or plain), picks the validator its content
 // matches and runs it; it returns how many devices disagree.
 func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
+	var src io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		src = f
 	}
-	defer f.Close()
-	br, closeInput, err := traces.OpenInput(path, f)
+	br, closeInput, err := traces.OpenInput(path, src)
 	if err != nil {
 		return 0, err
 	}
