@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // outFile is an output file written safely: into a temporary file in the
@@ -46,7 +47,34 @@ func createOutput(path string, inputs []string) (*outFile, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
-	return &outFile{File: f, path: path}, nil
+	o := &outFile{File: f, path: path}
+	openOutputs.Lock()
+	openOutputs.m[o] = true
+	openOutputs.Unlock()
+	return o, nil
+}
+
+// openOutputs are the outputs not yet committed or aborted, which an
+// interrupt removes (abortOutputs).
+var openOutputs = struct {
+	sync.Mutex
+	m map[*outFile]bool
+}{m: map[*outFile]bool{}}
+
+// abortOutputs discards every output still open: the process is stopping.
+func abortOutputs() {
+	openOutputs.Lock()
+	defer openOutputs.Unlock()
+	for o := range openOutputs.m {
+		o.File.Close()
+		os.Remove(o.File.Name())
+	}
+}
+
+func (o *outFile) forget() {
+	openOutputs.Lock()
+	delete(openOutputs.m, o)
+	openOutputs.Unlock()
 }
 
 // notAnInput fails when path names the same file as one of inputs.
@@ -77,6 +105,7 @@ func (o *outFile) Commit() error {
 		return nil
 	}
 	o.done = true
+	defer o.forget()
 	err := o.File.Close()
 	if err == nil {
 		err = os.Rename(o.File.Name(), o.path)
@@ -94,6 +123,7 @@ func (o *outFile) Abort() {
 		return
 	}
 	o.done = true
+	defer o.forget()
 	o.File.Close()
 	os.Remove(o.File.Name())
 }
