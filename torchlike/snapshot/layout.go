@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Layout is the allocator's state on one device just before the first
@@ -186,12 +187,30 @@ type recon struct {
 	live          map[int64]*rblock
 	assume        []Assumption
 	slab          []rblock // blocks are allocated from slabs, not one by one
+	slabs         []*[slabSize]rblock
+}
+
+// slabSize is the number of blocks in a slab. The slabs of a
+// reconstruction go back to slabPool once its layout is built.
+const slabSize = 256
+
+var slabPool = sync.Pool{New: func() any { return new([slabSize]rblock) }}
+
+// putSlabs returns the slabs to the pool, cleared.
+func (r *recon) putSlabs() {
+	for _, sl := range r.slabs {
+		*sl = [slabSize]rblock{}
+		slabPool.Put(sl)
+	}
+	r.slabs, r.slab = nil, nil
 }
 
 // newBlock returns a new block holding b.
 func (r *recon) newBlock(b rblock) *rblock {
 	if len(r.slab) == cap(r.slab) {
-		r.slab = make([]rblock, 0, 256)
+		sl := slabPool.Get().(*[slabSize]rblock)
+		r.slabs = append(r.slabs, sl)
+		r.slab = sl[:0]
 	}
 	r.slab = append(r.slab, b)
 	return &r.slab[len(r.slab)-1]
@@ -290,7 +309,14 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
-	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock), legacy: opts.LegacyRoundup}
+	nb := 0
+	for i := range s.Segments {
+		if s.Segments[i].Device == device {
+			nb += len(s.Segments[i].Blocks)
+		}
+	}
+	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock, nb), legacy: opts.LegacyRoundup}
+	defer r.putSlabs()
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
