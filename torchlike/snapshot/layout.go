@@ -417,7 +417,6 @@ func (r *recon) loadFinal(segs []Segment) error {
 // free (a double free), naming the second one.
 func (r *recon) roles() ([]Role, error) {
 	roles := make([]Role, len(r.trace))
-	freed := make(map[int64]bool) // addresses whose last block event returned the memory
 	hasCompleted := false
 	for i := range r.trace {
 		if r.trace[i].Action == torchlike.ActionFreeCompleted {
@@ -425,38 +424,51 @@ func (r *recon) roles() ([]Role, error) {
 			break
 		}
 	}
-	open := make(map[int64]int) // address → free_requested awaiting its free_completed
+	// An address's last block event is at most one of: a free that
+	// returned the memory (freed), or a free_requested awaiting its
+	// free_completed (open, at entry j). One map holds both: -1 for
+	// freed, j+1 for open.
+	const freed = -1
+	state := make(map[int64]int, len(r.live))
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {
 			r.note(j, "free_requested of %#x %s; taken as the free", r.trace[j].Addr, why)
 		}
 	}
-	for i, e := range r.trace {
+	for i := range r.trace {
+		e := &r.trace[i]
+		st, ok := state[e.Addr]
 		switch e.Action {
 		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
-			if freed[e.Addr] {
+			if st == freed {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed and not allocated again")
 			}
 		}
 		switch e.Action {
 		case torchlike.ActionAlloc:
 			roles[i] = RoleAlloc
-			delete(freed, e.Addr)
-			if j, ok := open[e.Addr]; ok {
-				unpaired(j, "never completed before the address was allocated again")
-				delete(open, e.Addr)
+			if st > 0 {
+				unpaired(st-1, "never completed before the address was allocated again")
+			}
+			if ok {
+				delete(state, e.Addr)
 			}
 		case torchlike.ActionFreeRequested:
-			if _, ok := open[e.Addr]; ok {
+			if st > 0 {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
 			}
 			roles[i] = RoleFreeRequested
-			open[e.Addr] = i
+			state[e.Addr] = i + 1
 		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
 			roles[i] = RoleFree
-			delete(open, e.Addr)
-			freed[e.Addr] = true
+			state[e.Addr] = freed
+		}
+	}
+	open := make(map[int64]int)
+	for addr, st := range state {
+		if st > 0 {
+			open[addr] = st - 1
 		}
 	}
 	for addr, j := range open {
