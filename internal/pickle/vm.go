@@ -1057,6 +1057,24 @@ func (d *Machine) run() (Val, error) {
 						continue
 					}
 				}
+			case OpMemoize:
+				// The next memo slot, already allocated and free (a
+				// memo without a sparse part): memoPut's work, less
+				// its checks.
+				if t := len(d.stack); d.sparse == nil && t > d.base() && d.nmemo < d.lim.MaxMemo {
+					if idx := uint(d.nmemo); idx < uint(d.memoN) {
+						if s := &d.memo[idx/memoChunk][idx%memoChunk]; s.Kind == kindUnset {
+							v := &d.stack[t-1]
+							if v.Kind == KindNode {
+								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
+							} else {
+								*s = *v
+							}
+							d.nmemo++
+							continue
+						}
+					}
+				}
 			case OpMark:
 				if d.skipBatch() {
 					continue

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Layout is the allocator's state on one device just before the first
@@ -186,12 +187,30 @@ type recon struct {
 	live          map[int64]*rblock
 	assume        []Assumption
 	slab          []rblock // blocks are allocated from slabs, not one by one
+	slabs         []*[slabSize]rblock
+}
+
+// slabSize is the number of blocks in a slab. The slabs of a
+// reconstruction go back to slabPool once its layout is built.
+const slabSize = 256
+
+var slabPool = sync.Pool{New: func() any { return new([slabSize]rblock) }}
+
+// putSlabs returns the slabs to the pool, cleared.
+func (r *recon) putSlabs() {
+	for _, sl := range r.slabs {
+		*sl = [slabSize]rblock{}
+		slabPool.Put(sl)
+	}
+	r.slabs, r.slab = nil, nil
 }
 
 // newBlock returns a new block holding b.
 func (r *recon) newBlock(b rblock) *rblock {
 	if len(r.slab) == cap(r.slab) {
-		r.slab = make([]rblock, 0, 256)
+		sl := slabPool.Get().(*[slabSize]rblock)
+		r.slabs = append(r.slabs, sl)
+		r.slab = sl[:0]
 	}
 	r.slab = append(r.slab, b)
 	return &r.slab[len(r.slab)-1]
@@ -290,7 +309,14 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
-	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock), legacy: opts.LegacyRoundup}
+	nb := 0
+	for i := range s.Segments {
+		if s.Segments[i].Device == device {
+			nb += len(s.Segments[i].Blocks)
+		}
+	}
+	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock, nb), legacy: opts.LegacyRoundup}
+	defer r.putSlabs()
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
@@ -391,7 +417,6 @@ func (r *recon) loadFinal(segs []Segment) error {
 // free (a double free), naming the second one.
 func (r *recon) roles() ([]Role, error) {
 	roles := make([]Role, len(r.trace))
-	freed := make(map[int64]bool) // addresses whose last block event returned the memory
 	hasCompleted := false
 	for i := range r.trace {
 		if r.trace[i].Action == torchlike.ActionFreeCompleted {
@@ -399,38 +424,51 @@ func (r *recon) roles() ([]Role, error) {
 			break
 		}
 	}
-	open := make(map[int64]int) // address → free_requested awaiting its free_completed
+	// An address's last block event is at most one of: a free that
+	// returned the memory (freed), or a free_requested awaiting its
+	// free_completed (open, at entry j). One map holds both: -1 for
+	// freed, j+1 for open.
+	const freed = -1
+	state := make(map[int64]int, len(r.live))
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {
 			r.note(j, "free_requested of %#x %s; taken as the free", r.trace[j].Addr, why)
 		}
 	}
-	for i, e := range r.trace {
+	for i := range r.trace {
+		e := &r.trace[i]
+		st, ok := state[e.Addr]
 		switch e.Action {
 		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
-			if freed[e.Addr] {
+			if st == freed {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed and not allocated again")
 			}
 		}
 		switch e.Action {
 		case torchlike.ActionAlloc:
 			roles[i] = RoleAlloc
-			delete(freed, e.Addr)
-			if j, ok := open[e.Addr]; ok {
-				unpaired(j, "never completed before the address was allocated again")
-				delete(open, e.Addr)
+			if st > 0 {
+				unpaired(st-1, "never completed before the address was allocated again")
+			}
+			if ok {
+				delete(state, e.Addr)
 			}
 		case torchlike.ActionFreeRequested:
-			if _, ok := open[e.Addr]; ok {
+			if st > 0 {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
 			}
 			roles[i] = RoleFreeRequested
-			open[e.Addr] = i
+			state[e.Addr] = i + 1
 		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
 			roles[i] = RoleFree
-			delete(open, e.Addr)
-			freed[e.Addr] = true
+			state[e.Addr] = freed
+		}
+	}
+	open := make(map[int64]int)
+	for addr, st := range state {
+		if st > 0 {
+			open[addr] = st - 1
 		}
 	}
 	for addr, j := range open {

@@ -169,7 +169,8 @@ type builder struct {
 	records int
 	lim     Limits
 	claimed map[any]bool
-	fields  []field // field of each interned string (by its index), 0 = not yet known
+	extFree []*recExt // recExts of released records, for the next ones
+	fields  []field   // field of each interned string (by its index), 0 = not yet known
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -257,7 +258,12 @@ func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, err
 	r := &b.recs[h]
 	*r = rec{node: n, off: off}
 	if n != nEntry && n != nBlock {
-		r.recExt = &recExt{}
+		if k := len(b.extFree); k > 0 {
+			r.recExt = b.extFree[k-1]
+			b.extFree = b.extFree[:k-1]
+		} else {
+			r.recExt = &recExt{}
+		}
 	}
 	wantDict := n == nSegment || n == nBlock || n == nEntry
 	switch {
@@ -287,6 +293,16 @@ func (b *builder) release(h int64) {
 }
 
 func (b *builder) Drop(v *pickle.Val) { b.release(v.N) }
+
+// putExt recycles the recExt of a released record once what it held has
+// been taken.
+func (b *builder) putExt(e *recExt) {
+	if e == nil {
+		return
+	}
+	*e = recExt{}
+	b.extFree = append(b.extFree, e)
+}
 
 func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
 	r := &b.recs[c.N]
@@ -446,6 +462,7 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 			}
 			if segs != nil {
 				r.segs = segs.segs
+				b.putExt(segs)
 			}
 		case kDeviceTraces:
 			r.keyT = true
@@ -455,6 +472,7 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 			}
 			if tr != nil {
 				r.traces = tr.traces
+				b.putExt(tr)
 			}
 		case kAllocatorSettings:
 			x, err := b.m.Any(v)
@@ -502,6 +520,7 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 			}
 			if l != nil {
 				sg.Blocks = l.blocks
+				b.putExt(l)
 			} else {
 				sg.Blocks = nil
 			}
@@ -569,7 +588,7 @@ func privatePool(pv any) bool {
 // takeList takes the list value v stored in r under path: a record of
 // node want (returned, already released), None (nil), or a generic value
 // built without the schema (converted).
-func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string) (*rec, error) {
+func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string) (*recExt, error) {
 	switch v.Kind {
 	case pickle.KindNone:
 		return nil, nil
@@ -579,13 +598,15 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 			r.fail(&pathErr{path: path, msg: "unsupported structure", off: r.off})
 			return nil, nil
 		}
-		c := b.recs[v.N]
+		c := &b.recs[v.N]
+		ext, cerr := c.recExt, c.err
 		b.release(v.N)
-		if c.err != nil {
-			r.fail(c.err.under(path))
+		if cerr != nil {
+			b.putExt(ext)
+			r.fail(cerr.under(path))
 			return nil, nil
 		}
-		return &c, nil
+		return ext, nil
 	case pickle.KindValue:
 		x := b.m.Obj(v)
 		if err := b.claim(x, want); err != nil {
@@ -625,7 +646,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 				return nil, nil
 			}
 		}
-		return c, nil
+		return c.recExt, nil
 	case pickle.KindSkipped:
 		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
 		return nil, nil
@@ -768,10 +789,12 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			switch want {
 			case nSegment:
 				r.segs = append(r.segs, cr.seg)
+				b.putExt(cr.recExt)
 			case nBlock:
 				r.blocks = append(r.blocks, cr.blk)
 			case nTrace:
 				r.traces = append(r.traces, cr.takeEntries())
+				b.putExt(cr.recExt)
 			case nEntry:
 				r.addEntry(cr.entry)
 			}
@@ -880,6 +903,10 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 // read past without being built.
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	b := &builder{lim: lim}
+	if p, ok := recsPool.Get().(*[]rec); ok {
+		b.recs = (*p)[:0]
+	}
+	defer b.putRecs()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
 	b.m = m
 	root, err := m.Run()
@@ -924,6 +951,24 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	}
 	x, _ := m.Any(&root)
 	return FromValue(x)
+}
+
+// recsPool holds the builders' record tables: a trace's batch of a
+// thousand entries, each a record until its APPENDS, would otherwise
+// grow a new table for every snapshot.
+var recsPool sync.Pool
+
+// putRecs returns the record table to the pool, cleared (records hold
+// the slices of the snapshot being returned).
+func (b *builder) putRecs() {
+	if cap(b.recs) == 0 || cap(b.recs) > 1<<16 {
+		return
+	}
+	recs := b.recs[:cap(b.recs)]
+	clear(recs)
+	recs = recs[:0]
+	b.recs, b.free = nil, nil
+	recsPool.Put(&recs)
 }
 
 func (b *builder) Shape(n pickle.Node) pickle.Shape {
