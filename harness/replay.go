@@ -229,10 +229,8 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if d, ok := a.(strategies.Defragmenter); ok {
 		res.DefragEvents, res.DefragMoved = d.DefragStats()
 	}
-	res.PeakFootprint = res.PeakReserved
-	if f, ok := a.(strategies.Footprinter); ok {
-		res.PeakFootprint = f.PeakFootprint()
-	}
+	// Tracked per event above: the Footprinter's figure, else peak reserved.
+	res.PeakFootprint = peakFootprint
 	res.Timeline = tl.samples
 	return res, nil
 }

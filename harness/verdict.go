@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -52,22 +53,12 @@ func Verdicts(results []*Result, advice ...*Advice) []Verdict {
 	for i := range out {
 		slices.SortStableFunc(out[i].Fit, func(a, b *Result) int {
 			if a.PeakFootprint != b.PeakFootprint {
-				return cmpInt(a.PeakFootprint, b.PeakFootprint)
+				return cmp.Compare(a.PeakFootprint, b.PeakFootprint)
 			}
-			return cmpInt(a.PeakReserved, b.PeakReserved)
+			return cmp.Compare(a.PeakReserved, b.PeakReserved)
 		})
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // WriteVerdicts prints the verdicts in prose, one paragraph per trace and

@@ -127,7 +127,3 @@ func (o *outFile) Abort() {
 	o.File.Close()
 	os.Remove(o.File.Name())
 }
-
-// traceInputs lists the files a command reads through --trace ("-" is
-// standard input, checked against the output by identity too).
-func traceInputs(traces []string) []string { return traces }

@@ -41,7 +41,7 @@ func reportCommand() *cli.Command {
 			// The output is checked (not an input) and opened before any
 			// replay; it replaces the destination only when all succeeded.
 			out := c.String("out")
-			f, err := createOutput(out, append(traceInputs(c.StringSlice("trace")), c.StringSlice("results")...))
+			f, err := createOutput(out, append(c.StringSlice("trace"), c.StringSlice("results")...))
 			if err != nil {
 				return err
 			}

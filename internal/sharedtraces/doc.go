@@ -8,6 +8,7 @@
 // the collection; so `go test ./...` passes on a fresh clone alone and
 // tests the real files wherever they are present (as .ci/run has them).
 //
-// It imports nothing of ours and is imported only by tests, like the
-// standard library's internal/testenv.
+// It imports nothing of ours and is imported only by tests and the
+// project's scripts (scripts/answers), like the standard library's
+// internal/testenv.
 package sharedtraces

@@ -5,6 +5,7 @@
 // the embedded corpus, so that the prose can never drift from the runs.
 // scripts/make-results.sh runs it; every figure is a deterministic replay.
 //
-// It imports harness, strategies, traces/corpus and internal/units, like
+// It imports harness, strategies, traces/corpus, internal/units and
+// internal/sharedtraces (to find ../shared/traces), like
 // cmd/membench: a script of the project, never imported.
 package main

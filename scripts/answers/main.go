@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"membench/harness"
+	"membench/internal/sharedtraces"
 	"membench/internal/units"
 	"membench/strategies"
 	"membench/traces/corpus"
@@ -179,7 +183,7 @@ func run(w io.Writer) error {
 
 	// Defragmentation: the CS336 probe on a tight device, GPU against TPU.
 	probe := ""
-	if d := sharedDir(); d != "" {
+	if d := sharedtraces.Dir(); d != "" {
 		probe = filepath.Join(d, "pytorch-snapshots", "cs336-lm-peak-probe.pickle")
 		if _, err := os.Stat(probe); err != nil {
 			probe = ""
@@ -228,25 +232,11 @@ func run(w io.Writer) error {
 }
 
 func sortedKeys(m map[string]int) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if m[ks[j]] > m[ks[i]] || m[ks[j]] == m[ks[i]] && ks[j] < ks[i] {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
+	// Most traces first, then by name.
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
 		}
-	}
-	return ks
-}
-
-// sharedDir is ../shared/traces beside the repository, or "".
-func sharedDir() string {
-	d := filepath.Join("..", "shared", "traces")
-	if st, err := os.Stat(d); err == nil && st.IsDir() {
-		return d
-	}
-	return ""
+		return strings.Compare(a, b)
+	})
 }

@@ -189,13 +189,15 @@ func unknownActions(tr []TraceEntry) unknownCount {
 			parts = append(parts, fmt.Sprintf("... %d more", len(names)-5))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%q %d", snapMetaValue(truncAction(a)), counts[a]))
+		parts = append(parts, fmt.Sprintf("%q %d", snapMetaValue(ShortAction(a)), counts[a]))
 	}
 	u.list = strings.Join(parts, ", ")
 	return u
 }
 
-func truncAction(a string) string {
+// ShortAction shortens a recorded action (it may be anything a damaged
+// file holds) for a message.
+func ShortAction(a string) string {
 	if len(a) > 40 {
 		return a[:40] + "..."
 	}

@@ -106,7 +106,7 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 			return nil, fmt.Errorf("device %d is not in the snapshot (devices: %v)", d, snap.Devices())
 		}
 		if tr := snap.Trace(d); len(tr) > 0 && !slices.ContainsFunc(tr, func(e snapshot.TraceEntry) bool { return torchlike.KnownAction(e.Action) }) {
-			return nil, fmt.Errorf("device %d: none of its %d trace entries has an action this version knows (first: %q): nothing to validate", d, len(tr), truncAction(tr[0].Action))
+			return nil, fmt.Errorf("device %d: none of its %d trace entries has an action this version knows (first: %q): nothing to validate", d, len(tr), snapshot.ShortAction(tr[0].Action))
 		}
 		r, err := validateDevice(snap, d, opts, false)
 		if err != nil {
@@ -809,13 +809,5 @@ func (b *bump) take(size int64) int64 {
 	const g = 2 << 20
 	a := b.next
 	b.next += (size + g - 1) / g * g
-	return a
-}
-
-// truncAction shortens an unknown action for a message.
-func truncAction(a string) string {
-	if len(a) > 40 {
-		return a[:40] + "…"
-	}
 	return a
 }
