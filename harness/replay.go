@@ -204,17 +204,22 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		default:
 			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 		}
+		if ev.Op == traces.OpAlloc {
+			// Only an allocation, fitting or not, can raise the
+			// footprint (placement, or a device allocation): it is read
+			// on those events only.
+			fp := mem.Peak()
+			if footprinter != nil {
+				fp = footprinter.PeakFootprint()
+			}
+			if fp > peakFootprint {
+				peakFootprint, res.PeakFootprintEvent = fp, i
+			}
+		}
 		reserved := mem.Reserved()
 		if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
 			res.PeakLayout = res.PeakLayout[:0]
 			layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
-		}
-		fp := mem.Peak()
-		if footprinter != nil {
-			fp = footprinter.PeakFootprint()
-		}
-		if fp > peakFootprint {
-			peakFootprint, res.PeakFootprintEvent = fp, i
 		}
 		res.PeakReserved = max(res.PeakReserved, mem.Peak())
 		tl.add(i, ev.Time, liveBytes, reserved)
