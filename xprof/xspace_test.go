@@ -213,7 +213,7 @@ func statRef(id, v uint64) []byte { return bytesField(4, msg(varintField(1, id),
 // line first in the file, so that only time order gives the sequence.
 func testPlane() []byte {
 	const (
-		evAlloc, evFree                           = 1, 2
+		evAlloc, evFree                          = 1, 2
 		sName, sReq, sChunk, sAddr, sInUse, sBFC = 10, 11, 12, 13, 14, 15
 	)
 	ev := func(kind uint64, off, req, chunk, addr, inUse uint64) []byte {
