@@ -23,6 +23,9 @@ const (
 	FormatSTAlloc        = "stalloc-log"      // STAlloc/Megatron allocator log ("1 ptr size stream", "0 ptr" lines)
 	FormatJAXPprof       = "jax-pprof"        // JAX device memory profile (pprof protobuf)
 	FormatXSpace         = "xprof-xspace"     // TensorBoard / XProf profile (*.xplane.pb, an XSpace protobuf)
+	// FormatMemoryProfileJSON is the memory_profile.json TensorBoard
+	// writes beside a profile (a MemoryProfile message as JSON).
+	FormatMemoryProfileJSON = "xprof-memory-profile-json"
 )
 
 // ErrUnknownFormat is wrapped by the error of Open, OpenReader and Detect
@@ -38,7 +41,7 @@ const acceptedFormats = `accepted: membench native text (first line "membench-tr
 	`allocatorSim log (lines "alloc_op free_op size"), ` +
 	`STAlloc/Megatron allocator log (lines "1 ptr size stream" and "0 ptr"), ` +
 	`JAX device memory profile (pprof protobuf), ` +
-	`TensorBoard / XProf profile (*.xplane.pb), ` +
+	`TensorBoard / XProf profile (*.xplane.pb, or the memory_profile.json beside it), ` +
 	`each plain or gzip-compressed`
 
 // sniffLen is how much of the content detection looks at.
@@ -84,7 +87,7 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 	if opts.Device >= 0 && !multiDevice(format) {
 		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("device %d asked for, but a %s trace holds one device's events (devices can be chosen in PyTorch snapshots, JAX device memory profiles and XProf profiles)", opts.Device, format)}
 	}
-	if opts.Allocator != "" && format != FormatXSpace {
+	if opts.Allocator != "" && format != FormatXSpace && format != FormatMemoryProfileJSON {
 		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("allocator %q asked for, but a %s trace holds one allocator's events (allocators can be chosen in XProf profiles)", opts.Allocator, format)}
 	}
 	switch format {
@@ -141,7 +144,7 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 // so that OpenOptions.Device means something for it.
 func multiDevice(format string) bool {
 	switch format {
-	case FormatSnapshotPickle, FormatSnapshotJSON, FormatJAXPprof, FormatXSpace:
+	case FormatSnapshotPickle, FormatSnapshotJSON, FormatJAXPprof, FormatXSpace, FormatMemoryProfileJSON:
 		return true
 	}
 	return false
@@ -230,6 +233,9 @@ func detect(p []byte) string {
 			continue
 		}
 		if c == '{' {
+			if firstKeyIs(p, "memoryProfilePerAllocator") {
+				return FormatMemoryProfileJSON
+			}
 			return FormatSnapshotJSON
 		}
 		break
@@ -424,4 +430,16 @@ func looksLikeXSpace(p []byte) bool {
 		}
 	}
 	return true
+}
+
+// firstKeyIs reports whether the JSON object that p starts (after white
+// space) opens with key: proto3's JSON mapping writes fields in number
+// order, so a MemoryProfile opens with memoryProfilePerAllocator.
+func firstKeyIs(p []byte, key string) bool {
+	p = bytes.TrimLeft(p, " \t\r\n")
+	if len(p) == 0 || p[0] != '{' {
+		return false
+	}
+	p = bytes.TrimLeft(p[1:], " \t\r\n")
+	return bytes.HasPrefix(p, []byte(`"`+key+`"`))
 }

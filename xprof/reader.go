@@ -16,6 +16,7 @@ import (
 // format) and decoded here.
 func init() {
 	traces.RegisterFormat(traces.FormatXSpace, openProfile)
+	traces.RegisterFormat(traces.FormatMemoryProfileJSON, openProfile)
 }
 
 // Select picks the allocator a replay or a validation reads: the one
@@ -55,7 +56,7 @@ func openProfile(name string, r io.Reader, opts traces.OpenOptions) (traces.Read
 	fail := func(err error) (traces.Reader, error) {
 		return nil, &traces.PosError{File: name, Event: -1, Err: err}
 	}
-	p, err := Read(r, DefaultLimits)
+	p, err := ReadAny(r, DefaultLimits)
 	if err != nil {
 		return fail(err)
 	}
@@ -67,7 +68,7 @@ func openProfile(name string, r io.Reader, opts traces.OpenOptions) (traces.Read
 	if err != nil {
 		return fail(err)
 	}
-	meta = append(traces.Meta{{Key: "format", Value: "xprof XSpace (" + traces.FormatXSpace + ")"}}, meta...)
+	meta = append(traces.Meta{{Key: "format", Value: "TensorBoard / XProf profile"}}, meta...)
 	meta = append(meta, traces.KV{Key: "allocators", Value: strings.Join(p.Names(), " ")})
 	return &sliceReader{name: name, SliceReader: traces.SliceReader{Events: events, M: meta}}, nil
 }

@@ -3,6 +3,7 @@ package xprof_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -289,13 +290,16 @@ func TestDamaged(t *testing.T) {
 	}
 }
 
+// FuzzRead feeds both kinds of profile to the reader, each input under
+// the time and memory bound of every fuzz target.
 func FuzzRead(f *testing.F) {
 	f.Add(testSpace())
 	f.Add(testPlane())
 	f.Add([]byte{0x0a, 0x05, 0x12, 0x03, '/', 'a', 'b'})
+	f.Add([]byte(`{"memoryProfilePerAllocator": {"GPU_0_bfc": {"memoryProfileSnapshots": [{"timeOffsetPs": "5", "aggregationStats": {"heapAllocatedBytes": "256"}, "activityMetadata": {"memoryActivity": "ALLOCATION", "requestedBytes": "100", "allocationBytes": "256", "address": "4096"}}]}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzbound.Check(t, func() {
-			p, err := xprof.Read(bytes.NewReader(b), xprof.Limits{MaxPlaneBytes: 1 << 20, MaxRecords: 1 << 12})
+			p, err := xprof.ReadAny(bytes.NewReader(b), xprof.Limits{MaxPlaneBytes: 1 << 20, MaxRecords: 1 << 12})
 			if err != nil {
 				return
 			}
@@ -304,4 +308,68 @@ func FuzzRead(f *testing.F) {
 			}
 		})
 	})
+}
+
+// memoryProfileJSON writes an allocator's records as TensorBoard's
+// memory_profile.json (proto3 JSON: camelCase, 64-bit integers as
+// strings), as the converter of TensorFlow 2.2–2.3 wrote it: every event.
+func memoryProfileJSON(a *xprof.Allocator, extra string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"memoryProfilePerAllocator": {"` + a.Name + `": {"memoryProfileSnapshots": [`)
+	for i, r := range a.Records {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		act := "DEALLOCATION"
+		if r.Alloc {
+			act = "ALLOCATION"
+		}
+		fmt.Fprintf(&b, `{"timeOffsetPs": "%d", "aggregationStats": {"stackReservedBytes": "%d", "heapAllocatedBytes": "%d", "freeMemoryBytes": "%d", "fragmentation": 0.5, "peakBytesInUse": "%d"}, `+
+			`"activityMetadata": {"memoryActivity": "%s", "requestedBytes": "%d", "allocationBytes": "%d", "address": "%d", "tfOpName": %q, "stepId": "%d", "regionType": "", "dataType": "float", "tensorShape": %q}}`,
+			r.Time, r.Reserved, r.InUse, r.Available, r.Peak, act, r.Requested, r.Chunk, r.Addr, r.Op, r.Step, r.Shape)
+	}
+	b.WriteString(`]` + extra + `}}, "numHosts": 1, "memoryIds": ["` + a.Name + `"]}`)
+	return []byte(b.String())
+}
+
+// TestMemoryProfileJSON: the JSON TensorBoard writes beside a profile
+// gives the same records as the profile (built here from the real
+// GPU_4_bfc events, as no public memory_profile.json is at hand); one that
+// XProf has cut down to the peak's allocations is refused, saying why.
+func TestMemoryProfileJSON(t *testing.T) {
+	p := readReal(t, "tf-v100x8-bert-multiworker.xplane.pb")
+	a := p.Find("GPU_4_bfc")
+	js := memoryProfileJSON(a, "")
+	if f, _, err := traces.Detect(bytes.NewReader(js)); err != nil || f != traces.FormatMemoryProfileJSON {
+		t.Fatalf("Detect: %q %v", f, err)
+	}
+	q, err := xprof.ReadAny(bytes.NewReader(js), xprof.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := q.Find("GPU_4_bfc")
+	if b == nil || len(b.Records) != len(a.Records) {
+		t.Fatalf("records: %v", q.Names())
+	}
+	for i := range a.Records {
+		x, y := a.Records[i], b.Records[i]
+		x.Seq, y.Seq = 0, 0
+		x.Has &^= xprof.HasAvailable | xprof.HasReserved | xprof.HasPeak
+		y.Has &^= xprof.HasAvailable | xprof.HasReserved | xprof.HasPeak
+		x.Region, y.Region = "", ""
+		if x != y {
+			t.Fatalf("record %d: %+v from the JSON, %+v from the profile", i, y, x)
+		}
+	}
+	_, err = xprof.ReadAny(bytes.NewReader(memoryProfileJSON(a, `, "sampledTimelineSnapshots": [{}]`)), xprof.DefaultLimits)
+	if !errors.Is(err, xprof.ErrSampled) {
+		t.Errorf("sampled memory profile: %v", err)
+	}
+	for _, bad := range []string{`{"memoryProfilePerAllocator": {"x": {"memoryProfileSnapshots": [{"activityMetadata": {"memoryActivity": "RESERVATION"}}]}}}`,
+		`{"memoryProfilePerAllocator": {"x": {"memoryProfileSnapshots": [{"activityMetadata": {"memoryActivity": "ALLOCATION", "requestedBytes": "99999999999999999999999"}}]}}}`,
+		`{"memoryProfilePerAllocator": {"x": `} {
+		if _, err := xprof.ReadAny(strings.NewReader(bad), xprof.DefaultLimits); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
 }

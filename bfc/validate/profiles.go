@@ -16,13 +16,13 @@ import (
 // profiles that `membench validate` offers. A profile's TPU allocators
 // are the TPU runtime model's to validate.
 var Profiles = strategies.Validator{
-	Name: "TensorBoard / XProf profile (*.xplane.pb), its BFC allocators (TensorFlow, JAX on GPU, host) through the BFC model",
+	Name: "TensorBoard / XProf profile (*.xplane.pb, or a memory_profile.json that holds every event), its BFC allocators (TensorFlow, JAX on GPU, host) through the BFC model",
 	Match: func(content []byte) bool {
 		f, _, err := traces.Detect(bytes.NewReader(content))
-		return err == nil && f == traces.FormatXSpace
+		return err == nil && (f == traces.FormatXSpace || f == traces.FormatMemoryProfileJSON)
 	},
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
-		p, err := xprof.Read(r, xprof.DefaultLimits)
+		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
 			return 0, err
 		}
