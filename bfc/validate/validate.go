@@ -63,8 +63,8 @@ type Report struct {
 	// there on; FirstGap describes the first.
 	Gaps     int
 	FirstGap string
-	First                    *Decision
-	Context                  []string // the events before the first disagreement, and the free chunks the model saw
+	First    *Decision
+	Context  []string // the events before the first disagreement, and the free chunks the model saw
 }
 
 func (r *Report) gap(i int, err error) {
