@@ -237,3 +237,11 @@ func TestProfilesValidator(t *testing.T) {
 		t.Errorf("unknown allocator: %v", err)
 	}
 }
+
+func TestIsBFC(t *testing.T) {
+	for name, want := range map[string]bool{"GPU_0_bfc": true, "gpu_host_bfc": true, "cuda_host_bfc": true, "cpu": false, "TPU:0": false, "gpu_async_0": false} {
+		if validate.IsBFC(name) != want {
+			t.Errorf("IsBFC(%q) = %v", name, !want)
+		}
+	}
+}
