@@ -13,9 +13,12 @@ import (
 
 // BinaryMagic opens every binary native trace; BinaryVersion, the byte that
 // follows it, is the version this package reads and writes.
+// Version 1 is read and written as it always was; version 2 adds
+// launches, kinds and donations (doc.go), and a writer uses it only when
+// asked (WriterOptions.Version).
 const (
 	BinaryMagic   = "membench-trace-bin"
-	BinaryVersion = 1
+	BinaryVersion = 2
 )
 
 // Record tags: the low two bits are the kind, the others flags.
@@ -31,6 +34,14 @@ const (
 	binNextID  = 0x10 // alloc: the id is the previous alloc's id + 1 (no id field)
 	binAllocOK = binKindMask | binTime | binStream | binNextID
 	binOtherOK = binKindMask | binTime
+
+	// Version 2.
+	binKind     = 0x20 // alloc: a kind byte follows the stream
+	binDonor    = 0x40 // alloc: a donor delta follows the kind
+	binLaunch   = 0x08 // mark: the record is a launch (OpLaunch)
+	binEnd      = 0x10 // mark: the record is a launch end (OpLaunchEnd)
+	binAllocOK2 = binAllocOK | binKind | binDonor
+	binMarkOK2  = binOtherOK | binLaunch | binEnd
 )
 
 // Limits of the binary format, chosen so that every binary trace also has
@@ -40,7 +51,7 @@ const (
 	maxBinaryString = 128 << 10 // a mark label, a meta key or a meta value
 	maxBinaryLabels = 4096      // labels in the table of repeated labels
 	maxTableLabel   = 1024      // bytes of a label that joins the table (and that a text reader interns)
-	binMaxRecord    = 1 + 10 + 10 + 10 + 10
+	binMaxRecord    = 1 + 10 + 10 + 10 + 1 + 10 + 10 // tag, id, size, stream, kind, donor, time
 )
 
 // binaryReader streams a binary native trace. It decodes records in place
@@ -56,8 +67,9 @@ type binaryReader struct {
 	eof    bool  // src is exhausted (or failed: srcErr)
 	srcErr error
 
-	meta Meta
-	n    int // events returned so far
+	meta    Meta
+	version byte // the header's: 1 or 2
+	n       int  // events returned so far
 
 	prevAlloc, prevFree  uint64
 	prevStream, prevTime int64
@@ -205,8 +217,9 @@ func (r *binaryReader) readHeader() error {
 	if r.w < hl {
 		return r.truncated("the header")
 	}
-	if v := r.buf[len(BinaryMagic)]; v != BinaryVersion {
-		return r.failAt(int64(len(BinaryMagic)), fmt.Errorf("unsupported binary format version %d (this reader reads version %d)", v, BinaryVersion))
+	r.version = r.buf[len(BinaryMagic)]
+	if r.version != 1 && r.version != 2 {
+		return r.failAt(int64(len(BinaryMagic)), fmt.Errorf("unsupported binary format version %d (this reader reads versions 1 and 2)", r.version))
 	}
 	r.r = hl
 	at := r.off + int64(r.r)
@@ -248,6 +261,9 @@ func (r *binaryReader) readHeader() error {
 
 func (r *binaryReader) Meta() Meta { return r.meta }
 
+// FormatVersion is the header's version (see traces.FormatVersion).
+func (r *binaryReader) FormatVersion() int { return int(r.version) }
+
 // Pos has the name and the index of the last event returned; a binary
 // trace has no lines (its errors give the byte offset instead).
 func (r *binaryReader) Pos() Pos { return Pos{File: r.name, Event: r.n - 1} }
@@ -276,7 +292,7 @@ func (r *binaryReader) Next() (Event, error) {
 	var d uint64
 	switch tag & binKindMask {
 	case binKindAlloc:
-		if tag&^binAllocOK != 0 {
+		if tag&^binAllocOK != 0 && (r.version == 1 || tag&^binAllocOK2 != 0) {
 			return ev, r.badTag(tag)
 		}
 		ev.Op = OpAlloc
@@ -311,6 +327,12 @@ func (r *binaryReader) Next() (Event, error) {
 			r.prevStream += unzigzag(d)
 		}
 		ev.Stream = r.prevStream
+		if tag&(binKind|binDonor) != 0 {
+			var err error
+			if i, err = r.allocV2(&ev, tag, b, i); err != nil {
+				return ev, err
+			}
+		}
 	case binKindFree:
 		if tag&^binOtherOK != 0 {
 			return ev, r.badTag(tag)
@@ -324,10 +346,15 @@ func (r *binaryReader) Next() (Event, error) {
 		r.prevFree += uint64(unzigzag(d))
 		ev.ID = r.prevFree
 	case binKindMark:
-		if tag&^binOtherOK != 0 {
+		if tag&^binOtherOK != 0 && (r.version == 1 || tag&^binMarkOK2 != 0 || tag&(binLaunch|binEnd) == binLaunch|binEnd) {
 			return ev, r.badTag(tag)
 		}
 		ev.Op = OpMark
+		if tag&binLaunch != 0 {
+			ev.Op = OpLaunch
+		} else if tag&binEnd != 0 {
+			ev.Op = OpLaunchEnd
+		}
 		var err error
 		if b, i, err = r.mark(&ev, b); err != nil {
 			return ev, err
@@ -351,6 +378,38 @@ func (r *binaryReader) Next() (Event, error) {
 	r.r += i
 	r.n++
 	return ev, nil
+}
+
+// allocV2 decodes the kind and the donor of an alloc record (tag has
+// binKind or binDonor) from b[i:], and returns the index after them.
+// A donor needs the kind output (so binDonor needs binKind).
+func (r *binaryReader) allocV2(ev *Event, tag byte, b []byte, i int) (int, error) {
+	if tag&binKind != 0 {
+		if i >= len(b) {
+			return i, r.truncated("an alloc kind")
+		}
+		k := Kind(b[i])
+		if k == KindNone || k >= numKinds {
+			return i, r.corrupt(r.off+int64(r.r+i), "alloc kind %d (want 1..%d)", b[i], numKinds-1)
+		}
+		ev.Kind = k
+		i++
+	}
+	if tag&binDonor != 0 {
+		s := i
+		d, j := varintAt(b, i)
+		if j < 0 {
+			return i, r.badVarint(b, s, "an alloc donor")
+		}
+		ev.Donated, ev.Donor, i = true, ev.ID+uint64(unzigzag(d)), j
+		if ev.Kind != KindOutput {
+			return i, r.failAt(r.off+int64(r.r+s), fmt.Errorf("corrupt binary trace: %w: a %v alloc has a donor (only an output aliases a donated input)", ErrBadDonor, ev.Kind))
+		}
+		if ev.Donor == ev.ID {
+			return i, r.failAt(r.off+int64(r.r+s), fmt.Errorf("corrupt binary trace: %w: alloc %d names itself as its donor", ErrBadDonor, ev.ID))
+		}
+	}
+	return i, nil
 }
 
 // varintAt decodes the varint at b[i] and returns it with the index after
@@ -464,8 +523,9 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // meta key and a meta value may be at most 128 KiB.
 type BinaryWriter struct {
 	sink
-	buf []byte
-	n   int
+	version int
+	buf     []byte
+	n       int
 
 	prevAlloc, prevFree  uint64
 	prevStream, prevTime int64
@@ -489,13 +549,17 @@ func NewBinaryWriter(w io.Writer, meta Meta, opts WriterOptions) (*BinaryWriter,
 	if err := checkMetaLimits(meta); err != nil {
 		return nil, err
 	}
+	version, err := opts.version()
+	if err != nil {
+		return nil, err
+	}
 	out, err := newSink(w, opts)
 	if err != nil {
 		return nil, err
 	}
-	bw := &BinaryWriter{sink: out, buf: make([]byte, 0, 128), labels: make(map[string]uint64)}
+	bw := &BinaryWriter{sink: out, version: version, buf: make([]byte, 0, 128), labels: make(map[string]uint64)}
 	b := append(bw.buf[:0], BinaryMagic...)
-	b = append(b, BinaryVersion)
+	b = append(b, byte(version))
 	b = binary.AppendUvarint(b, uint64(len(meta)))
 	for _, kv := range meta {
 		v := metaValue(kv.Value)
@@ -518,6 +582,9 @@ func (w *BinaryWriter) Write(ev Event) error {
 		return w.err
 	}
 	b := w.buf[:0]
+	if err := checkEvent(w.version, w.n, &ev); err != nil {
+		return err
+	}
 	var tag byte
 	if ev.Time != NoTime {
 		if ev.Time < 0 {
@@ -537,6 +604,12 @@ func (w *BinaryWriter) Write(ev Event) error {
 		if ev.Stream != w.prevStream {
 			tag |= binStream
 		}
+		if ev.Kind != KindNone {
+			tag |= binKind
+		}
+		if ev.Donated {
+			tag |= binDonor
+		}
 		b = append(b, tag)
 		if tag&binNextID == 0 {
 			b = binary.AppendUvarint(b, zigzag(int64(ev.ID-w.prevAlloc)))
@@ -545,14 +618,26 @@ func (w *BinaryWriter) Write(ev Event) error {
 		if tag&binStream != 0 {
 			b = binary.AppendUvarint(b, zigzag(ev.Stream-w.prevStream))
 		}
+		if tag&binKind != 0 {
+			b = append(b, byte(ev.Kind))
+		}
+		if tag&binDonor != 0 {
+			b = binary.AppendUvarint(b, zigzag(int64(ev.Donor-ev.ID)))
+		}
 		w.prevAlloc, w.prevStream = ev.ID, ev.Stream
 	case OpFree:
 		b = append(b, tag|binKindFree)
 		b = binary.AppendUvarint(b, zigzag(int64(ev.ID-w.prevFree)))
 		w.prevFree = ev.ID
-	case OpMark:
+	case OpMark, OpLaunch, OpLaunchEnd:
 		if len(ev.Label) > maxBinaryString {
-			return fmt.Errorf("traces: writing event %d: mark label of %d bytes (at most %d)", w.n, len(ev.Label), maxBinaryString)
+			return fmt.Errorf("traces: writing event %d: %v label of %d bytes (at most %d)", w.n, ev.Op, len(ev.Label), maxBinaryString)
+		}
+		switch ev.Op {
+		case OpLaunch:
+			tag |= binLaunch
+		case OpLaunchEnd:
+			tag |= binEnd
 		}
 		b = append(b, tag|binKindMark)
 		if k, ok := w.labels[ev.Label]; ok {
@@ -596,6 +681,9 @@ func (w *BinaryWriter) Close() error {
 // native format, and returns how many events it wrote. It does not close
 // r or w.
 func WriteBinary(w io.Writer, r Reader, opts WriterOptions) (int, error) {
+	if opts.Version == 0 {
+		opts.Version = FormatVersion(r)
+	}
 	bw, err := NewBinaryWriter(w, r.Meta(), opts)
 	if err != nil {
 		return 0, err

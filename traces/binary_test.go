@@ -258,7 +258,7 @@ func TestBinaryCorrupt(t *testing.T) {
 		is             error
 	}{
 		{"not binary", "membench-trace 1\n", `c.bin: at byte 0: missing header: a binary trace starts with "membench-trace-bin"`, nil},
-		{"version", BinaryMagic + "\x02\x00\x03\x00", "c.bin: at byte 18: unsupported binary format version 2", nil},
+		{"version", BinaryMagic + "\x03\x00\x03\x00", "c.bin: at byte 18: unsupported binary format version 3 (this reader reads versions 1 and 2)", nil},
 		{"meta count", BinaryMagic + "\x01\xff\xff\xff\xff\x0f", "c.bin: at byte 19: corrupt binary trace: 4294967295 meta entries", nil},
 		{"meta key", BinaryMagic + "\x01\x01\x03a b\x00\x03\x00", `c.bin: at byte 20: corrupt binary trace: meta key "a b"`, nil},
 		{"meta value", BinaryMagic + "\x01\x01\x01k\x02v\n\x03\x00", `c.bin: at byte 22: corrupt binary trace: meta value "v\n"`, nil},

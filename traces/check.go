@@ -8,7 +8,10 @@ import (
 // Check wraps r with the id checks that readers leave to the replay: an
 // alloc of an id that is live fails with ErrLiveID, a free of an id never
 // allocated with ErrUnknownID, a free of an id already freed with
-// ErrDoubleFree, and an alloc size outside 1..MaxSize with ErrBadSize. Each
+// ErrDoubleFree, and an alloc size outside 1..MaxSize with ErrBadSize; in
+// a trace of format version 2, a donor that is not live or was donated
+// before with ErrBadDonor, and launches out of order (Launches) with
+// ErrLaunch, a launch left open at the end included. Each
 // is a *PosError with the event index and the file name and line of r's Pos
 // (a format without lines gives no line). After an error, Next keeps
 // returning it. An id may be allocated again once freed.
@@ -22,11 +25,15 @@ func Check(r Reader) Reader {
 }
 
 type checker struct {
-	r   Reader
-	ids Tracker[struct{}]
-	n   int
-	err error
+	r        Reader
+	ids      Tracker[struct{}]
+	launches Launches
+	n        int
+	err      error
 }
+
+// FormatVersion passes the wrapped reader's on.
+func (c *checker) FormatVersion() int { return FormatVersion(c.r) }
 
 func (c *checker) Meta() Meta   { return c.r.Meta() }
 func (c *checker) Close() error { return c.r.Close() }
@@ -41,13 +48,25 @@ func (c *checker) Next() (Event, error) {
 	}
 	ev, err := c.r.Next()
 	if err != nil {
-		if err != io.EOF {
+		if err == io.EOF {
+			if lerr := c.launches.End(); lerr != nil {
+				return Event{}, c.fail(lerr)
+			}
+		} else {
 			c.err = err
 		}
 		return ev, err
 	}
+	if err := c.launches.Event(&ev, int64(c.n)); err != nil {
+		return Event{}, c.fail(err)
+	}
 	switch ev.Op {
 	case OpAlloc:
+		if ev.Donated {
+			if _, err := c.ids.Donate(ev.Donor); err != nil {
+				return Event{}, c.fail(fmt.Errorf("output %d: %w", ev.ID, err))
+			}
+		}
 		if err := c.ids.Alloc(ev.ID, ev.Size, struct{}{}); err != nil {
 			return Event{}, c.fail(err)
 		}
@@ -55,7 +74,7 @@ func (c *checker) Next() (Event, error) {
 		if _, err := c.ids.Free(ev.ID); err != nil {
 			return Event{}, c.fail(err)
 		}
-	case OpMark:
+	case OpMark, OpLaunch, OpLaunchEnd:
 	default:
 		return Event{}, c.fail(fmt.Errorf("unknown op %v", ev.Op))
 	}

@@ -17,6 +17,20 @@ const (
 	// OpMark labels a point in the trace (a phase such as "step:3" or
 	// "forward"); allocators never see it.
 	OpMark
+	// OpLaunch begins a launch of the compiled executable named Label
+	// (format version 2). The allocations of Kind parameter, output,
+	// temp and constant that follow, up to the matching OpLaunchEnd, are
+	// that launch's buffers. Allocators never see it: a replay decides
+	// from it how XLA's run time would allocate (allocator-spec §6.1).
+	// It is an Op of its own, not a mark with a conventional label, so
+	// that no existing mark ("step:3") can be mistaken for one and a
+	// consumer that does not know launches refuses them (unknown op)
+	// instead of reading them as phases.
+	OpLaunch
+	// OpLaunchEnd ends the launch of the executable named Label, which
+	// must be the launch open (launches do not nest: one host thread
+	// enqueues them in order on one stream, §6.1).
+	OpLaunchEnd
 )
 
 func (o Op) String() string {
@@ -27,6 +41,10 @@ func (o Op) String() string {
 		return "free"
 	case OpMark:
 		return "mark"
+	case OpLaunch:
+		return "launch"
+	case OpLaunchEnd:
+		return "launch end"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -41,13 +59,101 @@ const NoTime int64 = -1
 //
 // Event is a plain value so that a replay loop can reuse one variable for
 // every event without allocating.
+//
+// Kind, Donated and Donor (format version 2) say what an allocation is to
+// XLA; a trace of version 1 leaves them zero, and so does every importer
+// that cannot know them. They sit in the padding after Op and one word, so
+// the Event grows by the Donor only.
 type Event struct {
-	Op     Op
-	ID     uint64 // alloc and free
-	Size   int64  // alloc: requested bytes, > 0
-	Stream int64  // alloc: the stream (CUDA stream handle or 0); free blocks never cross streams
-	Time   int64  // nanoseconds since the trace's own origin, or NoTime
-	Label  string // mark
+	Op Op
+	// Kind is an alloc's role (KindNone when the trace does not say).
+	Kind Kind
+	// Donated says that this alloc, an output, is aliased to the donated
+	// input Donor: under jit it reuses Donor's memory (§6.1).
+	Donated bool
+	ID      uint64 // alloc and free
+	Size    int64  // alloc: requested bytes, > 0
+	Stream  int64  // alloc: the stream (CUDA stream handle or 0); free blocks never cross streams
+	Time    int64  // nanoseconds since the trace's own origin, or NoTime
+	Label   string // mark; launch and launch end: the executable's name
+	Donor   uint64 // alloc with Donated: the id of the live allocation donated
+}
+
+// Kind is what an allocation is to a compiled program (allocator-spec
+// §6.1). A replay of a compiled trace allocates by it: parameters and
+// constants are not allocated by a launch, a donated output reuses its
+// input, outputs and temps allocate.
+type Kind uint8
+
+const (
+	// KindNone is an allocation of unknown role: every trace of format
+	// version 1, and every importer's.
+	KindNone Kind = iota
+	// KindParameter is an entry parameter of the launch it sits in: the
+	// caller's buffer, which XLA reads but does not allocate.
+	KindParameter
+	// KindOutput is a result of the launch: one Allocate each, unless
+	// aliased to a donated input (Event.Donated).
+	KindOutput
+	// KindTemp is the launch's scratch memory: under jit, one combined
+	// buffer of the executable's heap size, allocated last and freed
+	// right after the launch.
+	KindTemp
+	// KindConstant is a constant of the executable: a module global on
+	// GPU, never an allocator call.
+	KindConstant
+	// KindDevicePut is a host-to-device transfer outside any launch
+	// (jax.device_put, a batch).
+	KindDevicePut
+	// KindEager is the output of an op run eagerly, outside any launch.
+	KindEager
+	// numKinds bounds the valid kinds.
+	numKinds
+)
+
+// kindNames are the kinds as the text format spells them.
+var kindNames = [numKinds]string{"", "parameter", "output", "temp", "constant", "device_put", "eager"}
+
+func (k Kind) String() string {
+	if k == KindNone {
+		return "none"
+	}
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// InLaunch reports whether an allocation of kind k belongs inside a
+// launch (parameter, output, temp, constant) rather than outside one
+// (device_put, eager); KindNone may be either.
+func (k Kind) InLaunch() bool {
+	return k == KindParameter || k == KindOutput || k == KindTemp || k == KindConstant
+}
+
+// version2 reports whether ev uses the vocabulary of format version 2: a
+// launch, a kind or a donation.
+func (ev *Event) version2() bool {
+	return ev.Op == OpLaunch || ev.Op == OpLaunchEnd || (ev.Op == OpAlloc && (ev.Kind != KindNone || ev.Donated))
+}
+
+// checkV2 refuses what no version-2 trace may hold, for the writers: an
+// unknown kind, a donation on an alloc that is not an output or that
+// names itself. (Readers refuse the same in their own words.)
+func checkV2(ev *Event) error {
+	if ev.Op != OpAlloc {
+		return nil
+	}
+	if ev.Kind >= numKinds {
+		return fmt.Errorf("unknown kind %v", ev.Kind)
+	}
+	if ev.Donated && ev.Kind != KindOutput {
+		return fmt.Errorf("%w: a %v alloc cannot have a donor (only an output aliases a donated input)", ErrBadDonor, ev.Kind)
+	}
+	if ev.Donated && ev.Donor == ev.ID {
+		return fmt.Errorf("%w: alloc %d names itself as its donor", ErrBadDonor, ev.ID)
+	}
+	return nil
 }
 
 // MaxSize is the largest request a trace may carry: 1 PiB. Nothing real is
@@ -142,7 +248,26 @@ var (
 	ErrDoubleFree = errors.New("double free")
 	ErrLiveID     = errors.New("alloc of an id that is still live")
 	ErrBadSize    = errors.New("bad size")
+	// ErrBadDonor is a donation that cannot be: a donor that is not live
+	// or was donated already, or a donor on an alloc that is no output.
+	ErrBadDonor = errors.New("bad donor")
+	// ErrLaunch is a launch out of order: one that begins inside another,
+	// ends one not open or never ends, or an allocation of a kind that
+	// belongs inside a launch outside one (or the reverse).
+	ErrLaunch = errors.New("bad launch")
 )
+
+// FormatVersion is the native format version of the trace r reads: the
+// version of a native text or binary trace's header, SliceReader.Version,
+// or 1 for every other reader (no other format carries the vocabulary of
+// version 2). WriteNative and WriteBinary write this version unless told
+// otherwise, so that a conversion keeps it.
+func FormatVersion(r Reader) int {
+	if v, ok := r.(interface{ FormatVersion() int }); ok {
+		return v.FormatVersion()
+	}
+	return 1
+}
 
 // ReadAll drains r. It is for tests and small traces; replays stream.
 func ReadAll(r Reader) ([]Event, error) {
@@ -163,8 +288,14 @@ func ReadAll(r Reader) ([]Event, error) {
 type SliceReader struct {
 	Events []Event
 	M      Meta
-	i      int
+	// Version is the native format version the events need (0 means
+	// 1): 2 when they use launches, kinds or donations (FormatVersion).
+	Version int
+	i       int
 }
+
+// FormatVersion is Version, 1 when unset.
+func (s *SliceReader) FormatVersion() int { return max(s.Version, 1) }
 
 func (s *SliceReader) Next() (Event, error) {
 	if s.i >= len(s.Events) {

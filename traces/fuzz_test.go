@@ -74,7 +74,7 @@ func FuzzNativeReader(f *testing.F) {
 		"membench-trace 1\nm \"\\x00\\u00e9\\\"\"\nm @1\nm a\"b\n",
 		"membench-trace 1\na 1 0\n",
 		"membench-trace 1\na 1 2\nmeta k v\n",
-		"membench-trace 2\n",
+		"membench-trace 3\n",
 		"membench-trace 1\nm \"unterminated\n",
 		"membench-trace 1\nf 1 @\n",
 	} {

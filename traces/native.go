@@ -15,15 +15,19 @@ import (
 // NativeMagic is the first token of a native trace's header line.
 const NativeMagic = "membench-trace"
 
-// NativeVersion is the version of the native format this package reads and
-// writes; the header line is NativeMagic, a space and this number.
-const NativeVersion = 1
+// NativeVersion is the newest version of the native format this package
+// reads and writes; the header line is NativeMagic, a space and the
+// version. Version 1 (alloc, free, mark) is read and written as it always
+// was; version 2 adds executable launches, allocation kinds and donation
+// (doc.go), and a writer uses it only when asked (WriterOptions.Version).
+const NativeVersion = 2
 
 // nativeReader streams a native text trace. Per event it allocates nothing
 // except the string of a mark label not seen before.
 type nativeReader struct {
 	lineReader
-	meta   Meta
+	version int // the header's: 1 or 2
+	meta    Meta
 	labels interner
 	noFast bool // tests: parse every line with parse, not fastParse
 }
@@ -56,7 +60,7 @@ func (r *nativeReader) readHeader() error {
 	defer func() { r.header = false }()
 	line, err := r.next()
 	if err == io.EOF {
-		return r.failAt(1, fmt.Errorf("empty input: missing header %q", fmt.Sprintf("%s %d", NativeMagic, NativeVersion)))
+		return r.failAt(1, fmt.Errorf("empty input: missing header %q", NativeMagic+" 1"))
 	}
 	if err != nil {
 		return err
@@ -64,20 +68,20 @@ func (r *nativeReader) readHeader() error {
 	line = trimRight(line)
 	magic, i := field(line, 0)
 	if i != len(magic) || string(magic) != NativeMagic {
-		return r.fail("missing header: a native trace starts with the line %q",
-			fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
+		return r.fail("missing header: a native trace starts with the line %q", NativeMagic+" 1")
 	}
 	ver, i := field(line, i)
 	if len(ver) == 0 {
-		return r.fail("header: missing format version (want %q)", fmt.Sprintf("%s %d", NativeMagic, NativeVersion))
+		return r.fail("header: missing format version (want %q)", NativeMagic+" 1")
 	}
 	v, ok := parseUint(ver)
 	if !ok {
 		return r.fail("header: bad format version %q", ver)
 	}
-	if v != NativeVersion {
-		return r.fail("unsupported format version %d (this reader reads version %d)", v, NativeVersion)
+	if v != 1 && v != 2 {
+		return r.fail("unsupported format version %d (this reader reads versions 1 and 2)", v)
 	}
+	r.version = int(v)
 	if extra, _ := field(line, i); len(extra) > 0 {
 		return r.fail("header: unexpected %q after the version", extra)
 	}
@@ -131,6 +135,14 @@ func validMetaKey(k string) bool {
 }
 
 func (r *nativeReader) Meta() Meta { return r.meta }
+
+// FormatVersion is the header's version (see traces.FormatVersion).
+func (r *nativeReader) FormatVersion() int { return r.version }
+
+// needV2 is the error for a version-2 construct in a version-1 trace.
+func (r *nativeReader) needV2(what string) error {
+	return r.fail("%s needs format version 2 (header %q); this trace is version 1", what, NativeMagic+" 2")
+}
 
 func (r *nativeReader) Next() (Event, error) {
 	if r.err != nil {
@@ -187,9 +199,35 @@ func (r *nativeReader) parse(line []byte, i int) (Event, error) {
 			return ev, r.failErr(fmt.Errorf("%w: alloc size %q (want a decimal integer in 1..%d)", ErrBadSize, tok, MaxSize))
 		}
 		ev.Size = size
-		if tok, i = field(line, i); len(tok) > 0 && tok[0] != '@' {
+		if tok, i = field(line, i); len(tok) > 0 && tok[0] != '@' && kindOf(tok) == KindNone && !isDonor(tok) {
 			if ev.Stream, ok = parseInt(tok); !ok {
-				return ev, r.fail("alloc: bad stream %q (want a decimal int64)", tok)
+				if r.version == 1 {
+					return ev, r.fail("alloc: bad stream %q (want a decimal int64)", tok)
+				}
+				return ev, r.fail("alloc: bad field %q (want a decimal int64 stream, a kind: parameter, output, temp, constant, device_put or eager, donor=<id>, or @<time_ns>)", tok)
+			}
+			tok, i = field(line, i)
+		}
+		if k := kindOf(tok); k != KindNone {
+			if r.version == 1 {
+				return ev, r.needV2(fmt.Sprintf("alloc kind %q", tok))
+			}
+			ev.Kind = k
+			tok, i = field(line, i)
+		}
+		if isDonor(tok) {
+			if r.version == 1 {
+				return ev, r.needV2("a donor")
+			}
+			if ev.Donor, ok = parseUint(tok[6:]); !ok {
+				return ev, r.fail("alloc: bad donor %q (want donor= and a decimal uint64)", tok)
+			}
+			ev.Donated = true
+			if ev.Kind != KindOutput {
+				return ev, r.failErr(fmt.Errorf("%w: a %v alloc has a donor (only an output aliases a donated input)", ErrBadDonor, ev.Kind))
+			}
+			if ev.Donor == ev.ID {
+				return ev, r.failErr(fmt.Errorf("%w: alloc %d names itself as its donor", ErrBadDonor, ev.ID))
 			}
 			tok, i = field(line, i)
 		}
@@ -205,25 +243,35 @@ func (r *nativeReader) parse(line []byte, i int) (Event, error) {
 		}
 		tok, i = field(line, i)
 		return r.finish(ev, line, tok, i)
-	case "m":
+	case "m", "b", "e":
 		ev.Op = OpMark
+		want := "m <label> [@<time_ns>]"
+		if kind[0] != 'm' {
+			if r.version == 1 {
+				return ev, r.needV2("a launch record")
+			}
+			ev.Op, want = OpLaunch, "b <executable> [@<time_ns>]"
+			if kind[0] == 'e' {
+				ev.Op, want = OpLaunchEnd, "e <executable> [@<time_ns>]"
+			}
+		}
 		for i < len(line) && isBlank(line[i]) {
 			i++
 		}
 		if i == len(line) {
-			return ev, r.fail("mark: missing label (want \"m <label> [@<time_ns>]\")")
+			return ev, r.fail("%s: missing %s (want %q)", ev.Op, labelWord(ev.Op), want)
 		}
 		if line[i] == '"' {
 			end := quotedEnd(line, i)
 			if end < 0 {
-				return ev, r.fail("mark: unterminated quoted label %s", line[i:])
+				return ev, r.fail("%s: unterminated quoted %s %s", ev.Op, labelWord(ev.Op), line[i:])
 			}
 			if end < len(line) && !isBlank(line[end]) {
-				return ev, r.fail("mark: unexpected %q after the quoted label", line[end:])
+				return ev, r.fail("%s: unexpected %q after the quoted %s", ev.Op, line[end:], labelWord(ev.Op))
 			}
 			s, err := strconv.Unquote(string(line[i:end]))
 			if err != nil {
-				return ev, r.fail("mark: bad quoted label %s: %v", line[i:end], err)
+				return ev, r.fail("%s: bad quoted %s %s: %v", ev.Op, labelWord(ev.Op), line[i:end], err)
 			}
 			ev.Label, i = s, end
 		} else {
@@ -235,8 +283,32 @@ func (r *nativeReader) parse(line []byte, i int) (Event, error) {
 	case "meta":
 		return ev, r.fail("meta line after the first event (meta lines must precede every event)")
 	default:
-		return ev, r.fail("unknown record type %q (want a, f, m or meta)", kind)
+		if r.version == 1 {
+			return ev, r.fail("unknown record type %q (want a, f, m or meta)", kind)
+		}
+		return ev, r.fail("unknown record type %q (want a, f, m, b, e or meta)", kind)
 	}
+}
+
+// labelWord is what the label of a record of op is called in errors.
+func labelWord(op Op) string {
+	if op == OpMark {
+		return "label"
+	}
+	return "executable name"
+}
+
+// isDonor reports whether tok is a donor field ("donor=" and more).
+func isDonor(tok []byte) bool { return len(tok) > 6 && string(tok[:6]) == "donor=" }
+
+// kindOf is the Kind the text format spells tok, or KindNone.
+func kindOf(tok []byte) Kind {
+	for k := KindParameter; k < numKinds; k++ {
+		if string(tok) == kindNames[k] {
+			return k
+		}
+	}
+	return KindNone
 }
 
 // fastParse decodes the common alloc and free lines written in the
@@ -372,6 +444,40 @@ type WriterOptions struct {
 	Gzip bool
 	// GzipLevel is a compress/gzip level; 0 means gzip.DefaultCompression.
 	GzipLevel int
+	// Version is the native format version to write: 1 (also what 0
+	// means, the version every reader since the first accepts) or 2,
+	// which launches, kinds and donations need. A version-1 writer
+	// refuses an event that uses them, so that no trace silently loses
+	// them; WriteNative and WriteBinary take the source's version
+	// (FormatVersion) when this is 0.
+	Version int
+}
+
+// version checks opts.Version and returns the version to write.
+func (o WriterOptions) version() (int, error) {
+	switch o.Version {
+	case 0, 1:
+		return 1, nil
+	case 2:
+		return 2, nil
+	}
+	return 0, fmt.Errorf("traces: format version %d (want 1 or 2)", o.Version)
+}
+
+// checkEvent refuses, for a writer of version v, what the trace could not
+// read back: the vocabulary of version 2 in version 1, an unknown kind,
+// a bad donation.
+func checkEvent(v, n int, ev *Event) error {
+	if !ev.version2() {
+		return nil
+	}
+	if v < 2 {
+		return fmt.Errorf("traces: writing event %d: a %v with kind %v needs format version 2 (WriterOptions.Version)", n, ev.Op, ev.Kind)
+	}
+	if err := checkV2(ev); err != nil {
+		return fmt.Errorf("traces: writing event %d: %w", n, err)
+	}
+	return nil
 }
 
 // Writer writes the native text format in its canonical form: the header,
@@ -381,8 +487,9 @@ type WriterOptions struct {
 // the events back reproduces it byte for byte.
 type Writer struct {
 	sink
-	buf []byte
-	n   int // events written
+	version int
+	buf     []byte
+	n       int // events written
 }
 
 // sink is the buffered, optionally gzipped output the text and binary
@@ -460,12 +567,16 @@ func NewWriter(w io.Writer, meta Meta, opts WriterOptions) (*Writer, error) {
 	if err := checkMetaLimits(meta); err != nil {
 		return nil, err
 	}
+	version, err := opts.version()
+	if err != nil {
+		return nil, err
+	}
 	out, err := newSink(w, opts)
 	if err != nil {
 		return nil, err
 	}
-	wr := &Writer{sink: out, buf: make([]byte, 0, 128)}
-	b := fmt.Appendf(wr.buf[:0], "%s %d\n", NativeMagic, NativeVersion)
+	wr := &Writer{sink: out, version: version, buf: make([]byte, 0, 128)}
+	b := fmt.Appendf(wr.buf[:0], "%s %d\n", NativeMagic, version)
 	for _, kv := range meta {
 		b = append(b, "meta "...)
 		b = append(b, kv.Key...)
@@ -511,14 +622,19 @@ func indexNewline(s string) int {
 }
 
 // Write appends one event. Only the fields that matter to the event's Op are
-// written (ID, Size, Stream, Time for an alloc; ID, Time for a free; Label,
-// Time for a mark). An alloc's size must be in 1..MaxSize and a time must be
-// NoTime or non-negative.
+// written (ID, Size, Stream, Kind, Donor, Time for an alloc; ID, Time for a
+// free; Label, Time for a mark, a launch and a launch end). An alloc's size
+// must be in 1..MaxSize and a time must be NoTime or non-negative; a
+// launch, a kind or a donation needs a writer of version 2, a donation an
+// output that does not name itself.
 func (w *Writer) Write(ev Event) error {
 	if w.err != nil {
 		return w.err
 	}
 	b := w.buf[:0]
+	if err := checkEvent(w.version, w.n, &ev); err != nil {
+		return err
+	}
 	switch ev.Op {
 	case OpAlloc:
 		if ev.Size <= 0 || ev.Size > MaxSize {
@@ -532,11 +648,19 @@ func (w *Writer) Write(ev Event) error {
 			b = append(b, ' ')
 			b = strconv.AppendInt(b, ev.Stream, 10)
 		}
+		if ev.Kind != KindNone {
+			b = append(b, ' ')
+			b = append(b, kindNames[ev.Kind]...)
+		}
+		if ev.Donated {
+			b = append(b, " donor="...)
+			b = strconv.AppendUint(b, ev.Donor, 10)
+		}
 	case OpFree:
 		b = append(b, 'f', ' ')
 		b = strconv.AppendUint(b, ev.ID, 10)
-	case OpMark:
-		b = append(b, 'm', ' ')
+	case OpMark, OpLaunch, OpLaunchEnd:
+		b = append(b, "mbe"[ev.Op-OpMark], ' ')
 		if plainLabel(ev.Label) {
 			b = append(b, ev.Label...)
 		} else {
@@ -597,6 +721,9 @@ var errWriterClosed = errors.New("traces: write to a closed Writer")
 // WriteNative writes every event of r, with r's meta, to w in the native
 // format, and returns how many events it wrote. It does not close r or w.
 func WriteNative(w io.Writer, r Reader, opts WriterOptions) (int, error) {
+	if opts.Version == 0 {
+		opts.Version = FormatVersion(r)
+	}
 	nw, err := NewWriter(w, r.Meta(), opts)
 	if err != nil {
 		return 0, err

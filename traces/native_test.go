@@ -193,7 +193,7 @@ func TestNativeErrors(t *testing.T) {
 		{"magic prefix", "membench-traces 1\n", `t:1: missing header: a native trace starts with the line "membench-trace 1"`, nil, 0},
 		{"no version", "membench-trace\n", `t:1: header: missing format version (want "membench-trace 1")`, nil, 0},
 		{"bad version", "membench-trace v1\n", `t:1: header: bad format version "v1"`, nil, 0},
-		{"future version", "membench-trace 2\n", `t:1: unsupported format version 2 (this reader reads version 1)`, nil, 0},
+		{"future version", "membench-trace 3\n", `t:1: unsupported format version 3 (this reader reads versions 1 and 2)`, nil, 0},
 		{"header extra", "membench-trace 1 x\n", `t:1: header: unexpected "x" after the version`, nil, 0},
 		{"meta no key", h + "meta\n", `t:2: meta: missing key`, nil, 0},
 		{"meta bad key", h + "meta a\x01b c\n", `t:2: meta: bad key "a\x01b" (want printable characters without spaces)`, nil, 0},

@@ -378,6 +378,9 @@ func (c *closingReader) Pos() Pos {
 	return p
 }
 
+// FormatVersion passes the wrapped reader's on.
+func (c *closingReader) FormatVersion() int { return FormatVersion(c.Reader) }
+
 // Close closes the wrapped reader, then the gzip stream and the file (which
 // the snapshot reader may have closed already if it was an io.Closer; that
 // is not an error).

@@ -159,7 +159,7 @@ func TestReadersCloseTheFile(t *testing.T) {
 	}
 	// Failing opens leave nothing open (Open closes the file itself).
 	for name, in := range map[string][]byte{
-		"bad header": []byte("membench-trace 2\n"),
+		"bad header": []byte("membench-trace 3\n"),
 		"bad csv":    []byte("t_ns,op,addr,size,name\nx,a,0x1,8,\n"),
 	} {
 		f := &closeCounter{Reader: bytes.NewReader(in)}

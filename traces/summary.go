@@ -30,6 +30,13 @@ type Summary struct {
 	SizeHistogram []SizeBin  `json:"size_histogram"`
 	Lifetimes     Lifetimes  `json:"lifetime_events"`
 	Phases        []PhaseRow `json:"phases"`
+	// Launches, Donations and Kinds describe a trace of format version
+	// 2: executable launches begun, outputs aliased to a donated input,
+	// and allocations per kind (KindNone left out). A trace without them
+	// (every version-1 trace) prints and encodes as before.
+	Launches  int64            `json:"launches,omitempty"`
+	Donations int64            `json:"donations,omitempty"`
+	Kinds     map[string]int64 `json:"kinds,omitempty"`
 }
 
 // SizeBin counts the allocations with sizes in [Lo, Hi): powers of two.
@@ -107,6 +114,15 @@ func Summarize(name string, r Reader) (*Summary, error) {
 		case OpAlloc:
 			s.Allocs++
 			s.TotalBytes += ev.Size
+			if ev.Kind != KindNone {
+				if s.Kinds == nil {
+					s.Kinds = map[string]int64{}
+				}
+				s.Kinds[ev.Kind.String()]++
+			}
+			if ev.Donated {
+				s.Donations++
+			}
 			streams[ev.Stream] = true
 			if err := ids.Alloc(ev.ID, ev.Size, live{i, ev.Size}); err != nil {
 				return s, err
@@ -137,6 +153,8 @@ func Summarize(name string, r Reader) (*Summary, error) {
 			} else if j := rng.Int64N(seen); j < lifetimeSample {
 				reservoir[j] = lt
 			}
+		case OpLaunch:
+			s.Launches++
 		case OpMark:
 			s.Marks++
 			if len(s.Phases) < maxPhases {

@@ -19,22 +19,29 @@ import "fmt"
 // that pages would hold fewer than 8 live ids on average make the tracker
 // move its values to a plain map once and for all, bounding memory by the
 // live set whatever the ids.
+//
+// A live id may be donated once (Donate, format version 2): an output
+// aliased to it takes its memory under jit. The id stays live until its
+// own free, which a compiled replay then ignores; a second donation of it
+// is an error (ErrBadDonor), as donating a buffer twice is in JAX.
 type Tracker[V any] struct {
-	seen    idBitset
-	pages   map[uint64]*valPage[V]
-	lastKey uint64
-	last    *valPage[V]
-	spare   []*valPage[V]
-	sparse  map[uint64]V
-	live    int
+	seen          idBitset
+	pages         map[uint64]*valPage[V]
+	lastKey       uint64
+	last          *valPage[V]
+	spare         []*valPage[V]
+	sparse        map[uint64]V
+	sparseDonated map[uint64]bool
+	live          int
 }
 
 const valPageSize = 512
 
 type valPage[V any] struct {
-	live [valPageSize / 64]uint64
-	n    int
-	vals [valPageSize]V
+	live    [valPageSize / 64]uint64
+	donated [valPageSize / 64]uint64
+	n       int
+	vals    [valPageSize]V
 }
 
 // Live is the number of live ids.
@@ -100,6 +107,7 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 	if t.sparse != nil {
 		if v, ok := t.sparse[id]; ok {
 			delete(t.sparse, id)
+			delete(t.sparseDonated, id)
 			t.live--
 			return v, nil
 		}
@@ -107,6 +115,7 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 		w, bit := id%valPageSize/64, uint64(1)<<(id%64)
 		if p.live[w]&bit != 0 {
 			p.live[w] &^= bit
+			p.donated[w] &^= bit
 			p.n--
 			v := p.vals[id%valPageSize]
 			p.vals[id%valPageSize] = zero
@@ -127,6 +136,50 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 	return zero, fmt.Errorf("%w: id %d was never allocated", ErrUnknownID, id)
 }
 
+// Donate records that the live id donor is donated (to an output that
+// aliases it) and returns its value. A donor that is not live, or was
+// donated before, is an error wrapping ErrBadDonor.
+func (t *Tracker[V]) Donate(donor uint64) (V, error) {
+	var zero V
+	if t.sparse != nil {
+		v, ok := t.sparse[donor]
+		if ok && !t.sparseDonated[donor] {
+			if t.sparseDonated == nil {
+				t.sparseDonated = make(map[uint64]bool)
+			}
+			t.sparseDonated[donor] = true
+			return v, nil
+		}
+		if ok {
+			return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
+		}
+	} else if p := t.page(donor, false); p != nil {
+		w, bit := donor%valPageSize/64, uint64(1)<<(donor%64)
+		if p.live[w]&bit != 0 {
+			if p.donated[w]&bit != 0 {
+				return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
+			}
+			p.donated[w] |= bit
+			return p.vals[donor%valPageSize], nil
+		}
+	}
+	return zero, fmt.Errorf("%w: id %d is not live", ErrBadDonor, donor)
+}
+
+// Set replaces the value of the live id (a replay moving a donor's memory
+// to the output that reuses it); it does nothing for an id not live.
+func (t *Tracker[V]) Set(id uint64, v V) {
+	if t.sparse != nil {
+		if _, ok := t.sparse[id]; ok {
+			t.sparse[id] = v
+		}
+		return
+	}
+	if p := t.page(id, false); p != nil && p.live[id%valPageSize/64]&(1<<(id%64)) != 0 {
+		p.vals[id%valPageSize] = v
+	}
+}
+
 // toSparse moves every live value to a map: ids are too scattered for
 // pages to pay.
 func (t *Tracker[V]) toSparse() {
@@ -135,6 +188,12 @@ func (t *Tracker[V]) toSparse() {
 		for i := range uint64(valPageSize) {
 			if p.live[i/64]&(1<<(i%64)) != 0 {
 				t.sparse[key*valPageSize+i] = p.vals[i]
+				if p.donated[i/64]&(1<<(i%64)) != 0 {
+					if t.sparseDonated == nil {
+						t.sparseDonated = make(map[uint64]bool)
+					}
+					t.sparseDonated[key*valPageSize+i] = true
+				}
 			}
 		}
 	}

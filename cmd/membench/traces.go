@@ -128,6 +128,13 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 		fmt.Fprintf(tw, "meta %s\t%s\n", kv.Key, kv.Value)
 	}
 	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks)\n", s.Events, s.Allocs, s.Frees, s.Marks)
+	if s.Launches > 0 || len(s.Kinds) > 0 {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(s.Kinds)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.Kinds[k]))
+		}
+		fmt.Fprintf(tw, "launches\t%d (%d donated outputs; allocs by kind: %s)\n", s.Launches, s.Donations, strings.Join(kinds, ", "))
+	}
 	fmt.Fprintf(tw, "streams\t%d\n", s.Streams)
 	fmt.Fprintf(tw, "bytes allocated in total\t%d\n", s.TotalBytes)
 	peakAt := fmt.Sprintf("event %d", s.PeakEvent)
