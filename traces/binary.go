@@ -48,9 +48,9 @@ const (
 // a text form that the text reader accepts (a line is at most 1 MiB, and a
 // quoted label takes at most 4 bytes per byte).
 const (
-	maxBinaryString = 128 << 10 // a mark label, a meta key or a meta value
-	maxBinaryLabels = 4096      // labels in the table of repeated labels
-	maxTableLabel   = 1024      // bytes of a label that joins the table (and that a text reader interns)
+	maxBinaryString = 128 << 10                      // a mark label, a meta key or a meta value
+	maxBinaryLabels = 4096                           // labels in the table of repeated labels
+	maxTableLabel   = 1024                           // bytes of a label that joins the table (and that a text reader interns)
 	binMaxRecord    = 1 + 10 + 10 + 10 + 1 + 10 + 10 // tag, id, size, stream, kind, donor, time
 )
 

@@ -19,6 +19,9 @@ import (
 func toBinary(t testing.TB, meta Meta, evs []Event, opts WriterOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
+	if opts.Version == 0 {
+		opts.Version = needVersion(evs)
+	}
 	w, err := NewBinaryWriter(&buf, meta, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +356,7 @@ func FuzzBinary(f *testing.F) {
 		"membench-trace 1\n",
 		"membench-trace 1\nmeta k v\na 1 4096 @1500\na 7 8 3 @1600\nm forward @1700\nf 1\nm forward\nf 7 @2000\n",
 		"membench-trace 1\na 18446744073709551615 1125899906842624 -9223372036854775808 @9223372036854775807\nf 0\nm \"\\x00\"\n",
+		"membench-trace 2\na 1 1048576 eager\na 2 4096 device_put @5\nb train_step @100\na 3 4096 parameter\na 4 8 7 output\na 5 1048576 output donor=1\na 6 65536 temp\ne train_step @180\nf 6\nf 3\nf 1\nb train_step\na 0 8 output donor=18446744073709551615\ne train_step\n",
 	} {
 		r, err := NewNativeReader("seed", strings.NewReader(text))
 		if err != nil {
@@ -373,10 +377,11 @@ func FuzzBinary(f *testing.F) {
 			if r, err := NewNativeReader("fuzz.txt", bytes.NewReader(data)); err == nil {
 				if evs, err := ReadAll(r); err == nil {
 					var text, bin, back bytes.Buffer
-					if _, err := WriteNative(&text, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
+					v := FormatVersion(r)
+					if _, err := WriteNative(&text, &SliceReader{Events: evs, M: r.Meta(), Version: v}, WriterOptions{}); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := WriteBinary(&bin, &SliceReader{Events: evs, M: r.Meta()}, WriterOptions{}); err != nil {
+					if _, err := WriteBinary(&bin, &SliceReader{Events: evs, M: r.Meta(), Version: v}, WriterOptions{}); err != nil {
 						t.Fatal(err)
 					}
 					br, err := NewBinaryReader("fuzz.bin", &bin)

@@ -2,7 +2,9 @@
 // replay feeds to a simulated allocator.
 //
 // An Event is an alloc (an id, a requested size, a stream), a free (an id)
-// or a mark (a phase label). Events carry ids, not addresses: importers map
+// or a mark (a phase label); traces of format version 2 add the launch of
+// a compiled executable, its end, and what each allocation is to it (see
+// "Version 2: executables"). Events carry ids, not addresses: importers map
 // recorded addresses to ids, because addresses are reused. A Reader streams
 // the events of one trace and describes it with Meta; every input error is a
 // *PosError that names the file and the line or event where it was found.
@@ -84,9 +86,12 @@
 // the header. A line may be at most 1 MiB long.
 //
 // Header. The first line must be exactly the token "membench-trace", blanks,
-// and the format version: "membench-trace 1". Nothing may precede it (not
-// even a comment): the header is how Open recognises the format. A missing
-// header, a missing version, or a version other than 1 is an error.
+// and the format version: "membench-trace 1" or "membench-trace 2". Nothing
+// may precede it (not even a comment): the header is how Open recognises
+// the format. A missing header, a missing version, or a version other than
+// 1 or 2 is an error. Version 2 is version 1 and the records and fields of
+// "Version 2: executables" below; in a version-1 trace they are errors
+// ("... needs format version 2").
 //
 // Meta. "meta <key> <value...>" lines give the trace's description (Meta).
 // The key is one field of printable characters (no spaces, no control
@@ -142,6 +147,74 @@
 // canonical text and writing its events and meta back gives the same bytes;
 // reading any valid text and writing it gives canonical text that reads as
 // the same events and meta.
+//
+// Version 2: executables. Under jit, XLA does not allocate op by op: a
+// launch of a compiled executable allocates its outputs and one combined
+// temp buffer, reads its parameters in place, and may write an output into
+// a donated input (allocator-spec §6.1). Version 2 says so in the trace,
+// additively (every version-1 line means what it did):
+//
+//	membench-trace 2
+//	a 1 1048576 eager
+//	a 2 4096 device_put
+//	b train_step @100
+//	a 3 4096 parameter
+//	a 4 8 output
+//	a 5 1048576 output donor=1
+//	a 6 65536 temp
+//	e train_step @180
+//	f 6
+//	f 3
+//	f 1
+//
+// Buffer 1 (the weights, made eagerly) and 2 (a batch copied to the
+// device) exist before the launch of the executable train_step; 3 is the
+// launch's view of its parameter 2 (as a buffer-assignment dump lists
+// one); 4 is a fresh output (the loss), 5 the new weights, written into
+// the donated buffer 1; 6 the launch's temp buffer, freed right after it.
+// The free of 1 ends the caller's reference to a donated buffer.
+//
+// The alloc line takes an optional kind after the stream and an optional
+// donor after the kind, both before the time:
+//
+//	a <id> <size> [<stream>] [<kind>] [donor=<id>] [@<time_ns>]
+//	b <executable> [@<time_ns>]              launch begins
+//	e <executable> [@<time_ns>]              launch ends
+//
+// where:
+//
+//   - <kind> is one of parameter, output, temp, constant (buffers of the
+//     launch they sit in), device_put, eager (buffers made outside any
+//     launch); absent means the trace does not say (Kind 0, as in every
+//     version-1 trace). A field that is neither a number nor a kind where
+//     the stream may be is an error.
+//   - donor=<id> (a decimal uint64) says that this output is aliased to
+//     the input <id>, donated by the caller (donate_argnums): under jit it
+//     reuses that input's memory, and the input's own free later is not a
+//     free. Only an output may have a donor, and not itself; anything else
+//     is an error wrapping ErrBadDonor. An output aliased to an input that
+//     was not donated allocates like any other output (XLA copies), so
+//     the format has no separate field for it.
+//   - <executable> is the executable's name, written as a mark's label
+//     (one field, or a Go double-quoted string).
+//
+// The reader checks the syntax; the order is Check's (and the replay's):
+// launches do not nest, an end names the launch open, every launch ends
+// before the trace does, parameter, output, temp and constant
+// allocations sit inside a launch and device_put and eager ones outside,
+// and a donor is live and donated at most once (ErrLaunch, ErrBadDonor).
+// Frees are unchanged: a launch's temps and dead outputs are freed by f
+// lines, usually right after its end.
+//
+// Canonical form of version 2: version 1's, with the kind after the
+// stream (when not 0), then " donor=<id>", then the time; a launch line is
+// "b" or "e", a space and the name, bare or quoted as a mark's label.
+// A Writer writes the version its WriterOptions.Version says (1 by
+// default); a version-1 writer refuses an event with a launch, a kind or
+// a donor rather than drop it. WriteNative and WriteBinary write the
+// version of their source (FormatVersion), so that a version-1 trace
+// converts to the same bytes as before and a version-2 trace stays
+// version 2.
 //
 // Compression. A reader recognises gzip by its magic bytes (1f 8b) and
 // decompresses transparently, whatever the file is called; a stream cut
@@ -207,7 +280,9 @@
 // arithmetic, so any ids and streams encode; times are non-negative, so
 // their deltas never wrap. A trace is:
 //
-//	magic    "membench-trace-bin" (18 bytes), then the version byte 0x01
+//	magic    "membench-trace-bin" (18 bytes), then the version byte, 0x01
+//	         or 0x02 (version 2 adds the fields of launches, kinds and
+//	         donors below; in version 1 their tag bits are unknown flags)
 //	meta     count, then count times: key length, key bytes, value length,
 //	         value bytes (keys valid as in the text format, values without
 //	         newlines or leading or trailing blanks; a repeated key
@@ -219,7 +294,11 @@
 // free, 2 mark, 3 end); bit 2 (0x04) says a time follows the record's
 // other fields; for an alloc, bit 3 (0x08) says a stream follows and bit 4
 // (0x10) says the id is the previous alloc's id plus one. Other bits must
-// be 0 (bits 3 and 4 too for free, mark and end). The decoder keeps five
+// be 0 (bits 3 and 4 too for free, mark and end), except in version 2:
+// for an alloc, bit 5 (0x20) says a kind byte follows the stream and bit 6
+// (0x40) that a donor follows the kind; for a mark, bit 3 (0x08) makes the
+// record a launch begin and bit 4 (0x10) a launch end (not both), whose
+// label is the executable's name. The decoder keeps five
 // values, all 0 at the start: the previous alloc's id, the previous free's
 // id, the previous alloc's stream, the previous time and the label table.
 // Then:
@@ -228,8 +307,14 @@
 //	       size                              1..MaxSize
 //	       [zigzag(stream - previous stream)] if bit 3; else the stream is
 //	                                          the previous alloc's
+//	       [kind]                            if bit 5: one byte, 1 parameter,
+//	                                          2 output, 3 temp, 4 constant,
+//	                                          5 device_put, 6 eager
+//	       [zigzag(donor - id)]              if bit 6 (the kind must be
+//	                                          output, the donor not the id)
 //	free   zigzag(id - previous free id)
-//	mark   x: if x is odd, the label is entry x>>1 of the label table;
+//	mark   (and launch begin and end, which share the label table)
+//	       x: if x is odd, the label is entry x>>1 of the label table;
 //	       if x is even, x>>1 bytes of label follow, and the label joins
 //	       the table unless it already holds 4096 labels or is longer
 //	       than 1024 bytes
@@ -246,8 +331,10 @@
 // binary trace: record tag 0x20 has unknown flags". Content that ends
 // before the end record is "truncated binary trace"; a wrong event count,
 // data after the end record, an unknown tag bit, an overflowing varint, a
-// size outside 1..MaxSize (ErrBadSize), a label reference past the table
-// and a time that is negative or overflows are "corrupt binary trace".
+// size outside 1..MaxSize (ErrBadSize), a label reference past the table,
+// a time that is negative or overflows, a kind byte outside 1..6 and a
+// donor on an alloc that is not an output or that names itself
+// (ErrBadDonor) are "corrupt binary trace".
 //
 // Speed. The reader decodes records in place in a 64 KiB buffer and
 // allocates nothing per event except the string of a label not in the
@@ -370,7 +457,8 @@
 //
 // Check(r) wraps any Reader with the id checks a replay makes: an alloc of
 // a live id (ErrLiveID), a free of an id never allocated (ErrUnknownID), a
-// free of an id already freed (ErrDoubleFree), each a *PosError with the
+// free of an id already freed (ErrDoubleFree), a donor not live or donated
+// twice (ErrBadDonor), launches out of order (ErrLaunch), each a *PosError with the
 // event index and the file and line of the wrapped reader's Pos (no line
 // for a format without lines); the checker's own Pos is the wrapped
 // reader's, so Check of Check still names lines. To tell a double free from an unknown id cheaply it keeps two bits

@@ -30,7 +30,8 @@ func drain(t *testing.T, r Reader) ([]Event, error) {
 func roundTrip(t *testing.T, meta Meta, evs []Event) {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, meta, WriterOptions{})
+	v := needVersion(evs)
+	w, err := NewWriter(&buf, meta, WriterOptions{Version: v})
 	if err != nil {
 		t.Fatalf("NewWriter: %v", err)
 	}
@@ -58,7 +59,7 @@ func roundTrip(t *testing.T, meta Meta, evs []Event) {
 		t.Fatalf("meta differs after a round trip: %q vs %q", meta, r.Meta())
 	}
 	buf.Reset()
-	if _, err := WriteNative(&buf, &SliceReader{Events: evs2, M: r.Meta()}, WriterOptions{}); err != nil {
+	if _, err := WriteNative(&buf, &SliceReader{Events: evs2, M: r.Meta(), Version: v}, WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(buf.Bytes(), text) {
@@ -77,6 +78,12 @@ func FuzzNativeReader(f *testing.F) {
 		"membench-trace 3\n",
 		"membench-trace 1\nm \"unterminated\n",
 		"membench-trace 1\nf 1 @\n",
+		"membench-trace 1\na 1 2 output\n",
+		"membench-trace 1\nb x\n",
+		"membench-trace 2\n",
+		"membench-trace 2\na 1 1048576 eager\na 2 4096 device_put @5\nb train_step @100\na 3 4096 parameter\na 4 8 7 output\na 5 1048576 output donor=1\na 6 65536 temp\ne train_step @180\nf 6\nf 3\nf 1\n",
+		"membench-trace 2\nb \"two words\"\na 1 8 constant\ne \"two words\" @3\nb x\nb y\n",
+		"membench-trace 2\na 1 8 temp donor=1\na 2 8 output donor=9\na 3 8 bogus\ne\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -156,24 +163,54 @@ func FuzzMemtraceCSV(f *testing.F) {
 	})
 }
 
+// needVersion is the format version evs need.
+func needVersion(evs []Event) int {
+	for i := range evs {
+		if evs[i].version2() {
+			return 2
+		}
+	}
+	return 1
+}
+
 // checkAgainstModel runs Check over evs and compares where and why it stops
 // with a plain model built on maps.
 func checkAgainstModel(t *testing.T, evs []Event) {
 	t.Helper()
-	live, seen := map[uint64]bool{}, map[uint64]bool{}
+	live, seen, donated := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}
+	open, name := false, ""
 	wantAt, wantErr := len(evs), error(io.EOF)
 	for i, ev := range evs {
 		var err error
 		switch ev.Op {
+		case OpLaunch:
+			if open {
+				err = ErrLaunch
+			}
+			open, name = true, ev.Label
+		case OpLaunchEnd:
+			if !open || name != ev.Label {
+				err = ErrLaunch
+			}
+			open = false
 		case OpAlloc:
-			if live[ev.ID] {
+			switch {
+			case ev.Kind.InLaunch() != open && ev.Kind != KindNone:
+				err = ErrLaunch
+			case ev.Donated && (!live[ev.Donor] || donated[ev.Donor]):
+				err = ErrBadDonor
+			case live[ev.ID]:
 				err = ErrLiveID
+			}
+			if ev.Donated {
+				donated[ev.Donor] = true
 			}
 			live[ev.ID], seen[ev.ID] = true, true
 		case OpFree:
 			switch {
 			case live[ev.ID]:
 				delete(live, ev.ID)
+				delete(donated, ev.ID)
 			case seen[ev.ID]:
 				err = ErrDoubleFree
 			default:
@@ -184,6 +221,9 @@ func checkAgainstModel(t *testing.T, evs []Event) {
 			wantAt, wantErr = i, err
 			break
 		}
+	}
+	if wantErr == io.EOF && open {
+		wantErr = ErrLaunch
 	}
 	c := Check(&SliceReader{Events: evs})
 	for i := 0; ; i++ {

@@ -28,8 +28,8 @@ type nativeReader struct {
 	lineReader
 	version int // the header's: 1 or 2
 	meta    Meta
-	labels interner
-	noFast bool // tests: parse every line with parse, not fastParse
+	labels  interner
+	noFast  bool // tests: parse every line with parse, not fastParse
 }
 
 // NewNativeReader reads a native text trace from r, gzip-compressed or
