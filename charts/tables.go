@@ -317,6 +317,11 @@ func runRows(rep *Report) []runRow {
 		if res.DefragEvents > 0 {
 			row.Notes = append(row.Notes, note{Text: fmt.Sprintf("%d relocations moved %s of live buffers", res.DefragEvents, units.Bytes(float64(res.DefragMoved), units.Auto))})
 		}
+		if res.Launches > 0 && res.Execution != "" {
+			// Only a trace with launches has a choice of mode; the
+			// others replay as recorded whatever the strategy.
+			row.Notes = append(row.Notes, note{Text: res.Execution})
+		}
 		row.Notes = append(row.Notes, notesOf(res.Notes)...)
 		rows = append(rows, row)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"membench/jaxlike"
+	"membench/jaxlike/jit"
 	"membench/strategies"
 	"membench/tflike"
 	"membench/torchlike"
@@ -47,6 +48,38 @@ var registry = map[string]Constructor{
 		}
 		return jaxlike.New(cfg, mem), nil
 	},
+}
+
+// executions are the strategies that can run a trace's executable
+// launches compiled, each with its knob (jax: jit, tf: jit_compile); a
+// strategy not here replays every trace op by op.
+var executions = map[string]func(strategies.Spec) (jit.Execution, error){
+	"jax": func(sp strategies.Spec) (jit.Execution, error) {
+		c, err := jaxlike.ParseConfig(sp)
+		return c.Execution(), err
+	},
+	"tf": func(sp strategies.Spec) (jit.Execution, error) {
+		c, err := tflike.ParseConfig(sp)
+		return c.Execution(), err
+	},
+}
+
+// executionOf is how the strategy spec runs launches: nil for a strategy
+// that has no compiled mode (or a label that is not a spec).
+func executionOf(spec string) *jit.Execution {
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		return nil
+	}
+	f, ok := executions[sp.Name]
+	if !ok {
+		return nil
+	}
+	x, err := f(sp)
+	if err != nil {
+		return nil
+	}
+	return &x
 }
 
 // advisers hold each framework's knowledge of its reservation policy, for

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"membench/jaxlike/jit"
 	"membench/strategies"
 	"membench/traces"
 )
@@ -42,7 +43,21 @@ type OOMRecord struct {
 type Result struct {
 	Trace, Device, Strategy string
 	Meta                    traces.Meta
-	Events, Allocs, Frees   int64
+	Events                  int64
+	// Allocs and Frees are the allocations and frees passed to the
+	// allocator (a failed allocation and its free included).
+	Allocs, Frees int64
+	// Launches is the number of executable launches the trace began
+	// (format version 2), Elided the allocations and frees of the trace
+	// a compiled replay did not pass to the allocator: parameters,
+	// constants, outputs in donated memory, and their frees.
+	Launches, Elided int64
+	// Execution says how the trace's buffers were allocated (op by op
+	// or compiled, and why) for a strategy with a compiled mode (package
+	// jit), and for any strategy on a trace with launches. It is a
+	// statement about the replay, not an assumption of the model, so it
+	// is not among Notes; the CLI and the report print it beside them.
+	Execution string
 	PeakLive                int64 // max requested bytes live
 	PeakLiveEvent           int64
 	PeakReserved            int64
@@ -104,10 +119,19 @@ func (r *Result) FragPct() float64 {
 	return 100 * (1 - float64(r.PeakLive)/float64(r.PeakReserved))
 }
 
+// liveEntry is a live allocation of the trace: its handle and requested
+// size. The handle is failed for an allocation that failed (its free is
+// ignored) and none for one a compiled replay did not allocate (a
+// parameter, a constant, or a donor whose memory an output took over).
 type liveEntry struct {
 	h    strategies.Handle
 	size int64
 }
+
+const (
+	failed strategies.Handle = -1
+	none   strategies.Handle = -2
+)
 
 // Replay streams the events of r through the strategy spec on device dev.
 // Input errors (from the reader or the checker: unknown ids, double frees,
@@ -123,7 +147,17 @@ func Replay(name string, r traces.Reader, spec string, dev strategies.Device, op
 	return ReplayWith(name, r, a, sp.String(), opts)
 }
 
-// ReplayWith replays through an allocator the caller built.
+// ReplayWith replays through an allocator the caller built from the
+// strategy spec label (which also says how executable launches run:
+// executionOf).
+//
+// A trace with executable launches (format version 2) is replayed as its
+// strategy runs them: compiled for jax by default and with jit=true, for
+// tf with jit_compile=true, where package jit says which allocations a
+// launch makes (parameters and constants none, a donated output its
+// donor's memory); op by op otherwise, every allocation as recorded. The
+// launches themselves, like marks, never reach the allocator.
+// Result.Execution says which mode ran.
 func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label string, opts Options) (*Result, error) {
 	if opts.Samples <= 0 {
 		opts.Samples = DefaultOptions.Samples
@@ -150,6 +184,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		}
 		return &traces.PosError{File: p.File, Line: p.Line, Event: int(i), Err: err}
 	}
+	x := executionOf(label)
+	compiled := x.Compiled()
+	var launches traces.Launches
 	var liveBytes int64
 	var i int64
 	for ; ; i++ {
@@ -160,19 +197,36 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		if err != nil {
 			return res, err
 		}
+		if err := launches.Event(&ev, i); err != nil {
+			return res, fail(i, err)
+		}
 		switch ev.Op {
 		case traces.OpAlloc:
-			res.Allocs++
 			if ev.Size <= 0 || ev.Size > traces.MaxSize {
 				return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
 			}
+			var donor liveEntry
+			if ev.Donated {
+				if donor, err = ids.Donate(ev.Donor); err != nil {
+					return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
+				}
+			}
+			if compiled {
+				if done, err := allocCompiled(&ids, &ev, donor, res); done || err != nil {
+					if err != nil {
+						return res, fail(i, err)
+					}
+					break
+				}
+			}
+			res.Allocs++
 			h, ok := a.Malloc(ev.Size, ev.Stream)
 			if !ok {
 				res.OOMCount++
 				if len(res.OOMs) < 1000 {
 					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
 				}
-				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: -1}); err != nil {
+				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
 					return res, fail(i, err)
 				}
 				break
@@ -187,12 +241,16 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			}
 			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
 		case traces.OpFree:
-			res.Frees++
 			e, err := ids.Free(ev.ID)
 			if err != nil {
 				return res, fail(i, err)
 			}
-			if e.h < 0 {
+			if e.h == none {
+				res.Elided++ // nothing was allocated: nothing to free
+				break
+			}
+			res.Frees++
+			if e.h == failed {
 				break // the allocation failed: its free is ignored
 			}
 			a.Free(e.h)
@@ -201,6 +259,13 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			if len(res.Marks) < opts.MaxMarks {
 				res.Marks = append(res.Marks, Mark{i, ev.Label})
 			}
+		case traces.OpLaunch:
+			if launches.Count == 1 {
+				if err := x.CheckDevice(mem.Dev.Kind == strategies.TPU, mem.Dev.Label()); err != nil {
+					return res, fail(i, err)
+				}
+			}
+		case traces.OpLaunchEnd:
 		default:
 			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 		}
@@ -230,6 +295,19 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		}
 	}
 	res.Events = i
+	if err := launches.End(); err != nil {
+		return res, fail(i, err)
+	}
+	res.Launches = launches.Count
+	if x != nil {
+		note, err := x.Finish(res.Launches, res.Elided)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", name, err)
+		}
+		res.Execution = note
+	} else if res.Launches > 0 {
+		res.Execution = fmt.Sprintf("replayed op by op: the trace's %d executable launches allocate every buffer as recorded (this strategy has no model of compiled executables)", res.Launches)
+	}
 	res.DeviceMallocs, res.DeviceFrees, res.ModeledSec = mem.Mallocs(), mem.Frees(), mem.Seconds()
 	if d, ok := a.(strategies.Defragmenter); ok {
 		res.DefragEvents, res.DefragMoved = d.DefragStats()
@@ -238,4 +316,34 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	res.PeakFootprint = peakFootprint
 	res.Timeline = tl.samples
 	return res, nil
+}
+
+// allocCompiled applies XLA's rule for one alloc of a compiled replay
+// (package jit): a parameter or a constant is recorded live with nothing
+// allocated; a donated output takes over its donor's allocation, and the
+// donor keeps nothing, so that its own free frees nothing. It reports
+// done when the alloc needs no allocator call. donor is the donor's entry
+// when ev is donated. Bytes move from the donor to the output, so live
+// bytes do not change.
+func allocCompiled(ids *traces.Tracker[liveEntry], ev *traces.Event, donor liveEntry, res *Result) (done bool, err error) {
+	switch jit.RoleOf(ev) {
+	case jit.External:
+		res.Elided++
+		return true, ids.Alloc(ev.ID, ev.Size, liveEntry{h: none})
+	case jit.Reuse:
+		if donor.h != none && ev.Size > donor.size {
+			// XLA aliases an output only to a parameter of its shape
+			// (HloInputOutputAliasConfig); a larger output cannot live
+			// in the donor's memory, and guessing what happens would be
+			// an approximation in silence.
+			return true, fmt.Errorf("output %d of %d bytes is aliased to donated input %d of %d bytes: XLA aliases buffers of one shape, a larger output is not modelled", ev.ID, ev.Size, ev.Donor, donor.size)
+		}
+		res.Elided++
+		if err := ids.Alloc(ev.ID, ev.Size, donor); err != nil {
+			return true, err
+		}
+		ids.Set(ev.Donor, liveEntry{h: none})
+		return true, nil
+	}
+	return false, nil
 }

@@ -4,6 +4,10 @@
 // preallocate=false, or the platform allocator; on TPU, the TPU runtime
 // model that bfc.NewTPU describes.
 //
-// It imports strategies, bfc and platform; the harness's registry is its
-// only importer.
+// Its subpackage jit holds XLA's run-time rules for compiled executables
+// (allocator-spec §6.1), which the harness applies to traces with
+// executable launches; Config.JIT (jit=true|false) chooses them.
+//
+// It imports strategies, bfc, platform and jit; the harness's registry is
+// its only importer.
 package jaxlike

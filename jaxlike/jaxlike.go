@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"membench/bfc"
+	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
 )
@@ -15,6 +16,10 @@ type Config struct {
 	Fraction       float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
 	Platform       bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
 	bfc.Relocation         // defrag, defrag_via_host
+	// JIT is how a replay runs the trace's executable launches: jit=true
+	// compiled, jit=false (or JAX_DISABLE_JIT=1) op by op, unset
+	// compiled when the trace has launches (package jit).
+	JIT jit.Mode
 	// given are the knobs set, as key=value in the order given, by
 	// what they configure (see notes).
 	given []setting
@@ -32,6 +37,7 @@ var Keys = append([]string{
 	"preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE",
 	"mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
 	"allocator", "XLA_PYTHON_CLIENT_ALLOCATOR",
+	"jit", "JAX_DISABLE_JIT",
 }, bfc.RelocationKeys...)
 
 // ParseConfig reads a jax strategy spec.
@@ -67,6 +73,17 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			default:
 				err = fmt.Errorf("valid values: default, bfc, platform (cuda_async is the driver's own pool and is not modelled)")
 			}
+		case "jit", "JAX_DISABLE_JIT":
+			var on bool
+			if on, err = strategies.ParseBool(p.Value); err == nil {
+				if p.Key == "JAX_DISABLE_JIT" {
+					on = !on
+				}
+				c.JIT = jit.Off
+				if on {
+					c.JIT = jit.On
+				}
+			}
 		default:
 			_, err = c.Relocation.Parse(p.Key, p.Value)
 		}
@@ -75,6 +92,13 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Execution is how a replay runs the trace's executable launches for
+// this configuration (package jit decides what a compiled launch
+// allocates; the harness applies it).
+func (c Config) Execution() jit.Execution {
+	return jit.Execution{Strategy: "jax", Knob: "jit", Mode: c.JIT}
 }
 
 // MemoryLimit is CreateBFCAllocator's limit: the fraction of the device's
@@ -89,6 +113,7 @@ var knobOf = map[string]string{
 	"mem_fraction": "mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION": "mem_fraction", "XLA_CLIENT_MEM_FRACTION": "mem_fraction",
 	"allocator": "allocator", "XLA_PYTHON_CLIENT_ALLOCATOR": "allocator",
 	"defrag": "defrag", "defrag_via_host": "defrag_via_host",
+	"jit": "jit", "JAX_DISABLE_JIT": "jit",
 }
 
 // New builds JAX's allocator for device memory mem. Its Notes
@@ -125,6 +150,9 @@ func (c Config) notes(d *strategies.Device) []string {
 	for _, g := range c.given {
 		why := ""
 		switch {
+		case g.knob == "jit":
+			// It chooses the replay's mode, whatever the allocator;
+			// the replay says which mode ran (package jit).
 		case d.Kind == strategies.TPU && (g.knob == "preallocate" || g.knob == "mem_fraction" || g.knob == "allocator"):
 			why = "on a TPU device: it configures JAX's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.Platform && g.knob != "allocator":

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"membench/bfc"
+	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
 )
@@ -19,6 +20,10 @@ type Config struct {
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
 	bfc.Relocation                // defrag, defrag_via_host
+	// JITCompile is tf.function(jit_compile=True): the function runs as
+	// an XLA executable, allocating as JAX's do under jit (allocator-spec
+	// §6.1; package jit). JITCompileSet says it was given.
+	JITCompile, JITCompileSet bool
 	// given are the knobs set, in the order given (see notes).
 	given []setting
 }
@@ -47,7 +52,22 @@ var Keys = append([]string{
 	"internal_fragmentation_fraction",
 	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
 	"memory_limit_mb",
+	"jit_compile",
 }, bfc.RelocationKeys...)
+
+// Execution is how a replay runs the trace's executable launches: op by
+// op unless jit_compile=true, TensorFlow's own default (graph and eager
+// execution without XLA allocate per op through the BFC; §6.1).
+func (c Config) Execution() jit.Execution {
+	x := jit.Execution{Strategy: "tf", Knob: "jit_compile", Mode: jit.Off}
+	if c.JITCompile {
+		x.Mode = jit.On
+	}
+	if !c.JITCompileSet {
+		x.Default = "TensorFlow's default: without jit_compile=True a function does not run as an XLA executable"
+	}
+	return x
+}
 
 // ParseConfig reads a tf strategy spec.
 func ParseConfig(sp strategies.Spec) (Config, error) {
@@ -70,6 +90,9 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			if err == nil && !(c.Fraction > 0 && c.Fraction <= 1) {
 				err = fmt.Errorf("must be in (0, 1] (unified memory above 1 is not modelled)")
 			}
+		case "jit_compile":
+			c.JITCompile, err = strategies.ParseBool(p.Value)
+			c.JITCompileSet = true
 		case "garbage_collection", "TF_ENABLE_GPU_GARBAGE_COLLECTION":
 			c.GarbageCollection, err = strategies.ParseBool(p.Value)
 		case "allocator", "TF_GPU_ALLOCATOR":
@@ -190,6 +213,9 @@ func (c Config) notes(d *strategies.Device) []string {
 		relocation := g.knob == "defrag" || g.knob == "defrag_via_host"
 		why := ""
 		switch {
+		case g.knob == "jit_compile":
+			// It chooses the replay's mode, whatever the allocator;
+			// the replay says which mode ran (package jit).
 		case d.Kind == strategies.TPU && !relocation:
 			why = "on a TPU device: it configures TensorFlow's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.CudaMalloc && g.knob != "allocator":

@@ -293,3 +293,32 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 		}
 	}
 }
+
+// writeExecutions says, on stderr, how each replay ran a trace's
+// executable launches (harness.Result.Execution): one line per replay of
+// a trace with launches, and one per strategy and device for the traces
+// without, which replay op by op whatever the strategy.
+func writeExecutions(w io.Writer, results []*harness.Result) {
+	type key struct{ strategy, device string }
+	var order []key
+	plain := map[key][]string{}
+	notes := map[key]string{}
+	for _, res := range results {
+		if res == nil || res.Execution == "" {
+			continue
+		}
+		if res.Launches > 0 {
+			fmt.Fprintf(w, "note: execution: %s on %s: %s: %s\n", res.Strategy, res.Device, res.Trace, res.Execution)
+			continue
+		}
+		k := key{res.Strategy, res.Device}
+		if _, ok := plain[k]; !ok {
+			order = append(order, k)
+			notes[k] = res.Execution
+		}
+		plain[k] = append(plain[k], res.Trace)
+	}
+	for _, k := range order {
+		fmt.Fprintf(w, "note: execution: %s on %s: %s: %s\n", k.strategy, k.device, strings.Join(plain[k], ", "), notes[k])
+	}
+}

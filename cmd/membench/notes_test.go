@@ -28,7 +28,7 @@ func TestRunNotes(t *testing.T) {
 	}
 	var model []string
 	for _, n := range notes {
-		if strings.HasPrefix(n, "note: device ") || strings.HasPrefix(n, "note: left out: ") {
+		if strings.HasPrefix(n, "note: device ") || strings.HasPrefix(n, "note: left out: ") || strings.HasPrefix(n, "note: execution: ") {
 			continue
 		}
 		head, rest, _ := strings.Cut(n, " on ")
@@ -50,6 +50,16 @@ func TestRunNotes(t *testing.T) {
 	}
 	if d, j, g := first("note: device tpu-v4:"), first("note: jax on"), first("note: device a100-40g:"); !(d >= 0 && d < j && j < g) {
 		t.Errorf("notes out of order (device tpu-v4 %d, jax %d, device a100-40g %d):\n%s", d, j, g, stderr)
+	}
+	// How jax and tf ran the traces' executables (these have none: op by
+	// op); torch has no compiled mode and says nothing of it.
+	for _, spec := range []string{"jax", "tf:allow_growth=true"} {
+		if !strings.Contains(stderr, "note: execution: "+spec+" on a100-40g: gpt-train, gpt-generate: replayed op by op") {
+			t.Errorf("no execution note for %s:\n%s", spec, stderr)
+		}
+	}
+	if strings.Contains(stderr, "note: execution: torch") {
+		t.Errorf("an execution note for torch on traces without launches:\n%s", stderr)
 	}
 	if !strings.Contains(stderr, "note: left out: torch on tpu-v4 is not modelled: PyTorch on a TPU goes through PyTorch/XLA") {
 		t.Errorf("no note that torch was left out on tpu-v4:\n%s", stderr)

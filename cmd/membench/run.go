@@ -171,6 +171,7 @@ func runCommand() *cli.Command {
 				}
 			}
 			writeNotes(c.App.ErrWriter, p.jobs)
+			writeExecutions(c.App.ErrWriter, results)
 			return p.commit()
 		},
 	}
