@@ -57,10 +57,10 @@ type Result struct {
 	// jit), and for any strategy on a trace with launches. It is a
 	// statement about the replay, not an assumption of the model, so it
 	// is not among Notes; the CLI and the report print it beside them.
-	Execution string
-	PeakLive                int64 // max requested bytes live
-	PeakLiveEvent           int64
-	PeakReserved            int64
+	Execution     string
+	PeakLive      int64 // max requested bytes live
+	PeakLiveEvent int64
+	PeakReserved  int64
 	// PeakFootprint is what the allocator's own placement needed at most
 	// (strategies.Footprinter), PeakReserved for a model without a
 	// reservation policy of its own.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"membench/bfc"
+	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
 )
@@ -56,6 +57,7 @@ func TestKnobs(t *testing.T) {
 		"jax:mem_fraction=0":       "(0, 1]",
 		"jax:allocator=cuda_async": "not modelled",
 		"jax:prealocate=false":     "valid keys",
+		"jax:jit=sometimes":        "jit=sometimes",
 	} {
 		if _, err := parse(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", spec, err, want)
@@ -75,6 +77,30 @@ func TestTPU(t *testing.T) {
 		o := New(cfg, strategies.NewMemory(&tpu)).(*bfc.Allocator).Options()
 		if o.Limit != tpu.Capacity || o.Defrag != defrag || o.AllowGrowth {
 			t.Errorf("%s on TPU: %+v", spec, o)
+		}
+	}
+}
+
+// TestJITKnob: jit and JAX_DISABLE_JIT (its inverse) choose the replay's
+// mode; unset, the trace decides (jit.Auto).
+func TestJITKnob(t *testing.T) {
+	for spec, want := range map[string]jit.Mode{
+		"jax": jit.Auto, "jax:jit=true": jit.On, "jax:jit=false": jit.Off,
+		"jax:JAX_DISABLE_JIT=1": jit.Off, "jax:JAX_DISABLE_JIT=false": jit.On,
+	} {
+		cfg, err := parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := cfg.Execution(); x.Mode != want || x.Knob != "jit" {
+			t.Errorf("%s: %+v, want mode %v", spec, x, want)
+		}
+		// The knob has an effect on every device and allocator: no note.
+		for _, dev := range []string{"a100-80g", "tpu-v4"} {
+			d, _ := strategies.ParseDevice(dev)
+			if n := cfg.notes(&d); len(n) > 0 {
+				t.Errorf("%s on %s: notes %q", spec, dev, n)
+			}
 		}
 	}
 }

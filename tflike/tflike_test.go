@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"membench/bfc"
+	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
 )
@@ -96,6 +97,7 @@ func TestKnobs(t *testing.T) {
 		"tf:allocator=cuda_malloc_async":         "not modelled",
 		"tf:per_process_gpu_memory_fraction=1.5": "(0, 1]",
 		"tf:allow_growth=maybe":                  "bad boolean",
+		"tf:jit_compile=maybe":                   "bad boolean",
 	} {
 		sp, _ := strategies.ParseSpec(spec)
 		if _, err := ParseConfig(sp); err == nil || !strings.Contains(err.Error(), want) {
@@ -129,5 +131,19 @@ func TestMiBKnobsBounded(t *testing.T) {
 	d, _ := strategies.ParseDevice("a100-80g")
 	if l := c.MemoryLimit(&d); l <= 0 {
 		t.Errorf("largest memory_limit_mb gives limit %d", l)
+	}
+}
+
+// TestJITCompile: TensorFlow runs per op unless jit_compile=true, and the
+// default says why.
+func TestJITCompile(t *testing.T) {
+	if x := cfg(t, "tf").Execution(); x.Mode != jit.Off || x.Default == "" {
+		t.Errorf("tf: %+v", x)
+	}
+	if x := cfg(t, "tf:jit_compile=true").Execution(); x.Mode != jit.On || x.Knob != "jit_compile" {
+		t.Errorf("tf:jit_compile=true: %+v", x)
+	}
+	if x := cfg(t, "tf:jit_compile=false").Execution(); x.Mode != jit.Off || x.Default != "" {
+		t.Errorf("tf:jit_compile=false: %+v", x)
 	}
 }

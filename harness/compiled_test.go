@@ -1,0 +1,153 @@
+package harness
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"membench/traces"
+)
+
+// compiledTrace is one launch of an executable step with every kind of
+// buffer: the weights (1, eager) donated to the new weights (6), a batch
+// (2), the launch's views of its parameters (3, 4), a loss (5), a temp (7)
+// and a constant (8).
+const compiledTrace = `membench-trace 2
+a 1 1000 eager
+a 2 100 device_put
+b step
+a 3 100 parameter
+a 4 1000 parameter
+a 5 8 output
+a 6 1000 output donor=1
+a 7 5000 temp
+a 8 16 constant
+e step
+f 7
+f 8
+f 3
+f 4
+f 2
+f 1
+f 5
+f 6
+`
+
+func readText(t *testing.T, text string) *traces.SliceReader {
+	t.Helper()
+	r, err := traces.NewNativeReader("t.txt", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := traces.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &traces.SliceReader{Events: evs, Version: traces.FormatVersion(r)}
+}
+
+// TestCompiledReplay: before (a trace), ops (a strategy's mode), after
+// (the allocator calls, the bytes live at peak, what was elided, and the
+// note that says which mode ran).
+func TestCompiledReplay(t *testing.T) {
+	// One eager JAX program of the same buffers: a version-1 trace.
+	eager := "membench-trace 1\na 1 1000\na 2 100\na 5 8\na 7 5000\nf 7\nf 2\nf 1\nf 5\n"
+	cases := []struct {
+		name, trace, spec, dev string
+		allocs, frees, elided  int64
+		peakLive               int64
+		execution              string // a substring of Result.Execution
+	}{
+		// Parameters and constants allocate nothing, the new weights
+		// take the old ones' memory: 1, 2, 5, 7 allocate.
+		{"jax default", compiledTrace, "jax", "a100-80g", 4, 4, 8, 1000 + 100 + 8 + 5000, "replayed compiled (default, as the trace has executable launches): 1 launches"},
+		{"jax jit=true", compiledTrace, "jax:jit=true", "a100-80g", 4, 4, 8, 6108, "replayed compiled (jit=true)"},
+		{"jax platform", compiledTrace, "jax:allocator=platform", "a100-80g", 4, 4, 8, 6108, "replayed compiled"},
+		{"tf jit_compile", compiledTrace, "tf:jit_compile=true", "a100-80g", 4, 4, 8, 6108, "replayed compiled (jit_compile=true)"},
+		// Op by op, every buffer is allocated as recorded.
+		{"jax jit=false", compiledTrace, "jax:jit=false", "a100-80g", 8, 8, 0, 8224, "replayed op by op (jit=false)"},
+		{"JAX_DISABLE_JIT", compiledTrace, "jax:JAX_DISABLE_JIT=1", "a100-80g", 8, 8, 0, 8224, "replayed op by op (jit=false)"},
+		{"tf default", compiledTrace, "tf", "a100-80g", 8, 8, 0, 8224, "(jit_compile=false, TensorFlow's default"},
+		{"torch", compiledTrace, "torch", "a100-80g", 8, 8, 0, 8224, "this strategy has no model of compiled executables"},
+		{"jax per op on a TPU", compiledTrace, "jax:jit=false", "tpu-v4", 8, 8, 0, 8224, "replayed op by op"},
+		// A trace without launches replays as before, and says so.
+		{"jax eager trace", eager, "jax", "a100-80g", 4, 4, 0, 6108, "the trace has no executable launches"},
+		{"torch eager trace", eager, "torch", "a100-80g", 4, 4, 0, 6108, ""},
+	}
+	for _, c := range cases {
+		res, err := Replay("t", readText(t, c.trace), c.spec, device(t, c.dev), Options{Check: true})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if res.Allocs != c.allocs || res.Frees != c.frees || res.Elided != c.elided || res.PeakLive != c.peakLive {
+			t.Errorf("%s: allocs %d frees %d elided %d peak live %d; want %d %d %d %d", c.name, res.Allocs, res.Frees, res.Elided, res.PeakLive, c.allocs, c.frees, c.elided, c.peakLive)
+		}
+		if !strings.Contains(res.Execution, c.execution) || (c.execution == "") != (res.Execution == "") {
+			t.Errorf("%s: execution %q, want %q", c.name, res.Execution, c.execution)
+		}
+		if res.Events != int64(strings.Count(c.trace, "\n")-1) {
+			t.Errorf("%s: %d events", c.name, res.Events)
+		}
+	}
+	// On the platform allocator every allocator call is a device call.
+	res, err := Replay("t", readText(t, compiledTrace), "jax:allocator=platform", device(t, "a100-80g"), DefaultOptions)
+	if err != nil || res.DeviceMallocs != 4 || res.DeviceFrees != 4 {
+		t.Errorf("platform: %v, %d device mallocs, %d frees; want 4 and 4", err, res.DeviceMallocs, res.DeviceFrees)
+	}
+}
+
+// TestCompiledRefusals: what a compiled replay cannot model is an error
+// naming the file and the event, not an approximation.
+func TestCompiledRefusals(t *testing.T) {
+	cases := []struct{ name, trace, spec, dev, want string }{
+		{"jit=true without launches", "membench-trace 1\na 1 8\n", "jax:jit=true", "a100-80g",
+			"t: jax:jit=true: the trace has no executable launches"},
+		{"jit_compile without launches", "membench-trace 1\na 1 8\n", "tf:jit_compile=true", "a100-80g",
+			"tf:jit_compile=true: the trace has no executable launches"},
+		{"compiled on a TPU", compiledTrace, "jax", "tpu-v4",
+			"t.txt:4 (event 2): jax on tpu-v4: a compiled launch is not modelled on a TPU"},
+		{"larger output", "membench-trace 2\na 1 8 device_put\nb f\na 2 16 output donor=1\ne f\n", "jax", "a100-80g",
+			"t.txt:4 (event 2): output 2 of 16 bytes is aliased to donated input 1 of 8 bytes"},
+		{"donor twice", "membench-trace 2\na 1 8 device_put\nb f\na 2 8 output donor=1\na 3 8 output donor=1\ne f\n", "jax:jit=false", "a100-80g",
+			"t.txt:5 (event 3): output 3: bad donor: id 1 was donated already"},
+		{"launch never ends", "membench-trace 2\nb f\n", "torch", "a100-80g",
+			`the launch of "f" begun at event 0 never ends`},
+		{"temp outside", "membench-trace 2\na 1 8 temp\n", "jax", "a100-80g",
+			"t.txt:2 (event 0): bad launch: a temp allocation outside any launch"},
+	}
+	for _, c := range cases {
+		r, err := traces.NewNativeReader("t.txt", strings.NewReader(c.trace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Replay("t", r, c.spec, device(t, c.dev), DefaultOptions)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestDonatedChain: a donated buffer passes from step to step; only the
+// first allocation of the weights is ever made, and frees of donors free
+// nothing. A donor that is a parameter (memory outside the replay) gives
+// an output outside it too.
+func TestDonatedChain(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("membench-trace 2\na 1 1000 eager\n")
+	for s := 0; s < 3; s++ {
+		id := 2 + s
+		b.WriteString("b step\n")
+		b.WriteString("a " + strconv.Itoa(id) + " 1000 output donor=" + strconv.Itoa(id-1) + "\n")
+		b.WriteString("a 100 64 temp\ne step\nf 100\nf " + strconv.Itoa(id-1) + "\n")
+	}
+	b.WriteString("b g\na 200 8 parameter\na 201 8 output donor=200\ne g\nf 200\nf 201\nf 4\n")
+	res, err := Replay("chain", readText(t, b.String()), "jax", device(t, "a100-80g"), Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Allocations: the weights once, a temp per step.
+	if res.Allocs != 4 || res.Frees != 4 || res.PeakLive != 1064 || res.Launches != 4 {
+		t.Errorf("allocs %d frees %d peak live %d launches %d; want 4 4 1064 4", res.Allocs, res.Frees, res.PeakLive, res.Launches)
+	}
+}
