@@ -2,8 +2,9 @@
 // §3): on GPU, XLA's BFC allocator (package bfc) preallocating 75 % of the
 // device's total memory by default, growing on demand with
 // preallocate=false, or the platform allocator; on TPU, the TPU runtime
-// model that bfc.NewTPU describes.
+// model (package tpurt), which also owns the knobs defrag, defrag_via_host
+// and program_bytes.
 //
-// It imports strategies, bfc and platform; the harness's registry is its
+// It imports strategies, bfc, platform and tpurt; the harness's registry is its
 // only importer.
 package jaxlike

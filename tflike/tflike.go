@@ -7,6 +7,7 @@ import (
 	"membench/bfc"
 	"membench/platform"
 	"membench/strategies"
+	"membench/tpurt"
 )
 
 // Config is TensorFlow's GPUOptions and environment as they affect memory.
@@ -18,7 +19,7 @@ type Config struct {
 	FragmentationFraction float64 // experimental.internal_fragmentation_fraction
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
-	bfc.Relocation                // defrag, defrag_via_host
+	tpurt.Knobs                   // defrag, defrag_via_host, program_bytes
 	// given are the knobs set, in the order given (see notes).
 	given []setting
 }
@@ -47,7 +48,7 @@ var Keys = append([]string{
 	"internal_fragmentation_fraction",
 	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
 	"memory_limit_mb",
-}, bfc.RelocationKeys...)
+}, tpurt.KnobKeys...)
 
 // ParseConfig reads a tf strategy spec.
 func ParseConfig(sp strategies.Spec) (Config, error) {
@@ -96,7 +97,7 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 				err = fmt.Errorf("must be in [1, %d] (MiB)", maxMB)
 			}
 		default:
-			_, err = c.Relocation.Parse(p.Key, p.Value)
+			_, err = c.Knobs.Parse(p.Key, p.Value)
 		}
 		if err != nil {
 			return c, fmt.Errorf("tf: %s=%s: %w", p.Key, p.Value, err)
@@ -157,7 +158,7 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
 	notes := c.notes(d)
 	if d.Kind == strategies.TPU {
-		return c.Relocation.TPU(mem, notes...)
+		return c.Knobs.New(mem, notes...)
 	}
 	if c.CudaMalloc {
 		a := platform.New(mem, "cuda_malloc")
@@ -182,15 +183,15 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 // cuda_malloc, every BFC setting; a fraction or a system reserve that a
 // memory_limit_mb or a system reserve overrides (SingleVirtualDeviceMemoryLimit,
 // allocator-spec §2.8); defrag_via_host on a GPU (relocation there always
-// goes through host memory) or with defrag=false.
+// goes through host memory) or with defrag=false; program_bytes on a GPU.
 func (c Config) notes(d *strategies.Device) []string {
 	var out []string
 	sysReserve := c.SystemMemoryMB > 0 && c.SystemMemoryMB<<20 < d.Free
 	for _, g := range c.given {
-		relocation := g.knob == "defrag" || g.knob == "defrag_via_host"
+		tpuKnob := tpurt.IsKnob(g.knob)
 		why := ""
 		switch {
-		case d.Kind == strategies.TPU && !relocation:
+		case d.Kind == strategies.TPU && !tpuKnob:
 			why = "on a TPU device: it configures TensorFlow's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.CudaMalloc && g.knob != "allocator":
 			why = "with TF_GPU_ALLOCATOR=cuda_malloc: every tensor is its own cudaMalloc, with no BFC limit, growth policy, garbage collection or relocation"
@@ -202,7 +203,7 @@ func (c Config) notes(d *strategies.Device) []string {
 		case g.knob == "per_process_gpu_memory_fraction" && sysReserve:
 			why = "with gpu_system_memory_size_in_mb set: the limit is free memory less that reserve (allocator-spec §2.8)"
 		default:
-			why = c.Relocation.NoEffect(g.knob, d.Kind)
+			why = c.Knobs.NoEffect(g.knob, d.Kind)
 		}
 		if why != "" {
 			out = append(out, g.text+" has no effect "+why)

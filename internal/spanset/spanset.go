@@ -184,6 +184,34 @@ func (s *Set) remove(x int32, start int64) int32 {
 	return s.balance(x)
 }
 
+// SetSize changes the size of the span that starts at start (its place in
+// the order is unchanged, so no rebalancing is needed): the TPU model
+// shrinks a free range it carves a buffer from, and grows one a freed
+// buffer joins. It panics when there is no such span or size is not
+// positive, a caller's bug.
+func (s *Set) SetSize(start, size int64) {
+	if size <= 0 {
+		panic("spanset: resizing a span to nothing")
+	}
+	s.setSize(s.root, start, size)
+}
+
+func (s *Set) setSize(x int32, start, size int64) {
+	if x == none {
+		panic("spanset: resizing a span that is not in the set")
+	}
+	nd := &s.nodes[x]
+	switch {
+	case start < nd.span.Start:
+		s.setSize(nd.left, start, size)
+	case start > nd.span.Start:
+		s.setSize(nd.right, start, size)
+	default:
+		nd.span.Size = size
+	}
+	s.fix(x)
+}
+
 // Get returns the span that starts at start.
 func (s *Set) Get(start int64) (Span, bool) {
 	for x := s.root; x != none; {

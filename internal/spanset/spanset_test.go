@@ -18,7 +18,11 @@ func TestAgainstModel(t *testing.T) {
 	// by construction: slot i may hold a span [i KiB, i KiB + size).
 	used := map[int64]bool{}
 	for step := 0; step < 40000; step++ {
-		if len(model) > 0 && rng.IntN(100) < 48 {
+		if len(model) > 0 && rng.IntN(100) < 10 {
+			i := rng.IntN(len(model))
+			model[i].Size = 1 + rng.Int64N(1024)
+			s.SetSize(model[i].Start, model[i].Size)
+		} else if len(model) > 0 && rng.IntN(100) < 48 {
 			sp := model[rng.IntN(len(model))]
 			s.Remove(sp.Start)
 			i, _ := slices.BinarySearchFunc(model, sp.Start, func(x Span, k int64) int { return cmp64(x.Start, k) })
@@ -107,6 +111,8 @@ func TestEmptyAndPanics(t *testing.T) {
 		"duplicate": func() { s.Insert(Span{0, 5}) },
 		"empty":     func() { s.Insert(Span{100, 0}) },
 		"absent":    func() { s.Remove(7) },
+		"resize":    func() { s.SetSize(7, 1) },
+		"resize0":   func() { s.SetSize(0, 0) },
 	} {
 		func() {
 			defer func() {
