@@ -12,7 +12,9 @@ import (
 const (
 	MinAllocationSize int64 = 256
 	initialGrowth     int64 = 2 << 20
-	defaultMaxFrag    int64 = 128 << 20
+	// DefaultMaxInternalFragmentation is max_internal_fragmentation_bytes
+	// when no fraction sets it (§2.2).
+	DefaultMaxInternalFragmentation int64 = 128 << 20
 	// backpedalFactor is kBackpedalFactor, declared float in Extend.
 	backpedalFactor float32 = 0.9
 )
@@ -102,7 +104,7 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 	} else {
 		a.curr = RoundedBytes(opts.Limit)
 	}
-	a.maxFrag = defaultMaxFrag
+	a.maxFrag = DefaultMaxInternalFragmentation
 	if opts.FragmentationFraction > 0 {
 		a.maxFrag = int64(opts.FragmentationFraction * float64(opts.Limit))
 	}
@@ -199,7 +201,7 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 	a.free.Remove(k)
 	h := k.B
 	c := &a.chunks[h]
-	if c.size >= 2*r || c.size-r >= a.maxFrag {
+	if Splits(c.size, r, a.maxFrag) {
 		a.split(h, r)
 		c = &a.chunks[h]
 	}
@@ -212,6 +214,13 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 	a.stats.LargestAllocSize = max(a.stats.LargestAllocSize, c.size)
 	return strategies.Handle(h), true
 }
+
+// Splits is FindChunkPtr's rule (§2.2): a free chunk of size bytes chosen
+// for a request rounded to r is split, the allocation keeping its low r
+// bytes, when it is at least twice the request or would otherwise waste at
+// least maxFrag bytes; else the whole chunk is handed out. Validation
+// (bfc/validate) judges recorded decisions by this same function.
+func Splits(size, r, maxFrag int64) bool { return size >= 2*r || size-r >= maxFrag }
 
 // split is SplitChunk: the low r bytes stay with h, the rest becomes a
 // free chunk (whose right neighbour cannot be free, §2.2).

@@ -127,6 +127,22 @@ func ResolveTrace(arg string) (*Source, error) {
 	if arg == "-" {
 		return StdinSource(os.Stdin), nil
 	}
+	if path, alloc, ok := strings.Cut(arg, "#allocator="); ok {
+		// One allocator of an XProf profile: FILE#allocator=GPU_0_bfc.
+		if alloc == "" {
+			return nil, fmt.Errorf("trace %q: empty allocator name", arg)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("trace %q: %w", arg, err)
+		}
+		b := filepath.Base(path)
+		if i := strings.IndexByte(b, '.'); i > 0 {
+			b = b[:i]
+		}
+		return &Source{Name: b + "-" + alloc, open: func() (traces.Reader, error) {
+			return traces.Open(path, traces.OpenOptions{Device: -1, Allocator: alloc})
+		}}, nil
+	}
 	if path, dev, ok := strings.Cut(arg, "#device="); ok {
 		// One device of a multi-device PyTorch snapshot: FILE#device=N.
 		n, err := strconv.Atoi(dev)

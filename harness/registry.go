@@ -12,6 +12,7 @@ import (
 	// PyTorch snapshots are detected by traces and decoded by the torch
 	// house, which registers its reader when linked in.
 	_ "membench/torchlike/snapshot"
+	_ "membench/xprof"
 )
 
 // Constructor builds a strategy's allocator on a replay's device memory.

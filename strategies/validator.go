@@ -1,6 +1,9 @@
 package strategies
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // A Validator checks a framework's model against a real allocator's
 // recording: it replays the recorded requests through the model,
@@ -23,13 +26,23 @@ type Validator struct {
 	Validate func(name string, r io.Reader, opts ValidateOptions, w io.Writer) (disagree int, err error)
 }
 
+// ErrNothingToValidate is returned by a Validator whose Match accepted a
+// file that holds nothing it validates (a profile with only TPU
+// allocators, for the BFC's validator): `membench validate` runs every
+// validator that matches a file and fails only when all of them say this.
+var ErrNothingToValidate = errors.New("nothing this validator checks")
+
 // ValidateOptions are what a user may tell a validator that a recording
 // does not say itself.
 type ValidateOptions struct {
-	// Devices to validate; nil means every device in the recording.
+	// Devices to validate; nil means every device in the recording. In
+	// a profile, device N is the TPU chip N or the allocator GPU_N_bfc.
 	Devices []int
 	// Capacity is the device memory the allocator could obtain, used when
 	// the recording holds no out-of-memory event to infer it from; 0 means
 	// unlimited.
 	Capacity int64
+	// Allocators to validate, by name, in recordings that hold several
+	// (profiles: GPU_0_bfc, TPU:0); nil means every allocator.
+	Allocators []string
 }

@@ -187,6 +187,10 @@ type OpenOptions struct {
 	// that has events. Asking for a device of a single-device format is an
 	// error, not ignored.
 	Device int
+	// Allocator picks one allocator of a profile that records several
+	// (an XProf profile: GPU_0_bfc, gpu_host_bfc, TPU:0); "" leaves the
+	// choice to Device, or to the profile when it holds only one.
+	Allocator string
 }
 
 // DefaultOpenOptions is what Open uses when the caller has no preference.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,10 @@ const (
 	FormatAllocatorSim   = "allocatorsim-log" // allocatorSim input log ("alloc_op free_op size" lines)
 	FormatSTAlloc        = "stalloc-log"      // STAlloc/Megatron allocator log ("1 ptr size stream", "0 ptr" lines)
 	FormatJAXPprof       = "jax-pprof"        // JAX device memory profile (pprof protobuf)
+	FormatXSpace         = "xprof-xspace"     // TensorBoard / XProf profile (*.xplane.pb, an XSpace protobuf)
+	// FormatMemoryProfileJSON is the memory_profile.json TensorBoard
+	// writes beside a profile (a MemoryProfile message as JSON).
+	FormatMemoryProfileJSON = "xprof-memory-profile-json"
 )
 
 // ErrUnknownFormat is wrapped by the error of Open, OpenReader and Detect
@@ -36,6 +41,7 @@ const acceptedFormats = `accepted: membench native text (first line "membench-tr
 	`allocatorSim log (lines "alloc_op free_op size"), ` +
 	`STAlloc/Megatron allocator log (lines "1 ptr size stream" and "0 ptr"), ` +
 	`JAX device memory profile (pprof protobuf), ` +
+	`TensorBoard / XProf profile (*.xplane.pb, or the memory_profile.json beside it), ` +
 	`each plain or gzip-compressed`
 
 // sniffLen is how much of the content detection looks at.
@@ -79,7 +85,10 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 		return nil, err
 	}
 	if opts.Device >= 0 && !multiDevice(format) {
-		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("device %d asked for, but a %s trace holds one device's events (devices can be chosen in PyTorch snapshots and JAX device memory profiles)", opts.Device, format)}
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("device %d asked for, but a %s trace holds one device's events (devices can be chosen in PyTorch snapshots, JAX device memory profiles and XProf profiles)", opts.Device, format)}
+	}
+	if opts.Allocator != "" && format != FormatXSpace && format != FormatMemoryProfileJSON {
+		return nil, &PosError{File: name, Event: -1, Err: fmt.Errorf("allocator %q asked for, but a %s trace holds one allocator's events (allocators can be chosen in XProf profiles)", opts.Allocator, format)}
 	}
 	switch format {
 	case FormatNative:
@@ -135,7 +144,7 @@ func openReader(name string, r io.Reader, closer io.Closer, opts OpenOptions) (_
 // so that OpenOptions.Device means something for it.
 func multiDevice(format string) bool {
 	switch format {
-	case FormatSnapshotPickle, FormatSnapshotJSON, FormatJAXPprof:
+	case FormatSnapshotPickle, FormatSnapshotJSON, FormatJAXPprof, FormatXSpace, FormatMemoryProfileJSON:
 		return true
 	}
 	return false
@@ -224,12 +233,18 @@ func detect(p []byte) string {
 			continue
 		}
 		if c == '{' {
+			if firstKeyIs(p, "memoryProfilePerAllocator") {
+				return FormatMemoryProfileJSON
+			}
 			return FormatSnapshotJSON
 		}
 		break
 	}
 	if f := detectLines(p); f != "" {
 		return f
+	}
+	if looksLikeXSpace(p) {
+		return FormatXSpace
 	}
 	if looksLikePprof(p) {
 		// Only a prefix is checked here; the whole content is decoded
@@ -374,4 +389,57 @@ func (c *closingReader) Close() error {
 		err = ierr
 	}
 	return err
+}
+
+// looksLikeXSpace reports whether p starts an XSpace protobuf as the
+// profiler writes it: field 1 (planes, length-delimited), whose XPlane
+// opens with an optional id (field 1, varint) and then its name (field 2)
+// in printable text: "/host:CPU", "/device:GPU:0", "/host:metadata",
+// "Task Environment". A pprof profile also opens with field 1, but its
+// ValueType holds varints only, so the name field tells them apart.
+func looksLikeXSpace(p []byte) bool {
+	if len(p) < 4 || p[0] != 0x0a {
+		return false
+	}
+	_, n := binary.Uvarint(p[1:])
+	if n <= 0 {
+		return false
+	}
+	i := 1 + n
+	if i < len(p) && p[i] == 0x08 { // XPlane.id
+		_, m := binary.Uvarint(p[i+1:])
+		if m <= 0 {
+			return false
+		}
+		i += 1 + m
+	}
+	if i >= len(p) || p[i] != 0x12 { // XPlane.name
+		return false
+	}
+	l, m := binary.Uvarint(p[i+1:])
+	if m <= 0 || l == 0 || l > 256 {
+		return false
+	}
+	name := p[i+1+m:]
+	if uint64(len(name)) < l {
+		return false
+	}
+	for _, c := range name[:l] {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// firstKeyIs reports whether the JSON object that p starts (after white
+// space) opens with key: proto3's JSON mapping writes fields in number
+// order, so a MemoryProfile opens with memoryProfilePerAllocator.
+func firstKeyIs(p []byte, key string) bool {
+	p = bytes.TrimLeft(p, " \t\r\n")
+	if len(p) == 0 || p[0] != '{' {
+		return false
+	}
+	p = bytes.TrimLeft(p[1:], " \t\r\n")
+	return bytes.HasPrefix(p, []byte(`"`+key+`"`))
 }

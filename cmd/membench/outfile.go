@@ -85,6 +85,7 @@ func notAnInput(path string, inputs []string) error {
 	}
 	for _, in := range inputs {
 		in, _, _ = strings.Cut(in, "#device=")
+		in, _, _ = strings.Cut(in, "#allocator=")
 		if in == "-" {
 			// Standard input redirected from the output file.
 			if st, err := os.Stdin.Stat(); err == nil && os.SameFile(st, out) {

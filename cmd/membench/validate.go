@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,15 +11,17 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	bfcvalidate "membench/bfc/validate"
 	"membench/strategies"
 	"membench/torchlike/validate"
 	"membench/traces"
 )
 
 // validators are the recordings `membench validate` reads, each declared
-// by its framework's house; the first whose Match accepts a file's content
-// validates it.
-var validators = []strategies.Validator{validate.Snapshots}
+// by its framework's house; every one whose Match accepts a file's content
+// validates what it knows in it (a profile's BFC allocators and its TPU
+// chips are different houses' to check).
+var validators = []strategies.Validator{validate.Snapshots, bfcvalidate.Profiles}
 
 func validateCommand() *cli.Command {
 	var kinds []string
@@ -32,7 +36,8 @@ func validateCommand() *cli.Command {
 			"exactly with the model's. The recording's kind is detected from its content (gzip is transparent):\n" +
 			strings.Join(kinds, "\n"),
 		Flags: []cli.Flag{
-			&cli.IntSliceFlag{Name: "device-index", Usage: "validate only device `N` (repeatable; default: every device)"},
+			&cli.IntSliceFlag{Name: "device-index", Usage: "validate only device `N` (repeatable; default: every device; in a profile, the TPU chip N or GPU_N_bfc)"},
+			&cli.StringSliceFlag{Name: "allocator", Usage: "in a profile, validate only the allocator `NAME` (repeatable; e.g. GPU_0_bfc, gpu_host_bfc, TPU:0; default: every allocator)"},
 			&cli.StringFlag{Name: "capacity", Usage: "device memory the allocator could obtain, e.g. 40GiB, when the recording holds no out-of-memory event (default: unlimited)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -42,6 +47,9 @@ func validateCommand() *cli.Command {
 			var opts strategies.ValidateOptions
 			if c.IsSet("device-index") {
 				opts.Devices = c.IntSlice("device-index")
+			}
+			if c.IsSet("allocator") {
+				opts.Allocators = c.StringSlice("allocator")
 			}
 			if c.IsSet("capacity") {
 				n, err := strategies.ParseMemorySize(c.String("capacity"))
@@ -92,14 +100,35 @@ func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (in
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
+	// Every matching validator reads the same content: keep it, so each
+	// gets its own reader. Recordings that match are small next to memory
+	// (profiles and snapshots are bounded by their readers' limits).
+	matched, disagree := 0, 0
+	var content []byte
 	for _, v := range validators {
-		if v.Match(head) {
-			n, err := v.Validate(path, r, opts, w)
-			if err != nil {
+		if !v.Match(head) {
+			continue
+		}
+		if content == nil {
+			if content, err = io.ReadAll(r); err != nil {
 				return 0, fmt.Errorf("%s: %w", path, err)
 			}
-			return n, nil
 		}
+		n, err := v.Validate(path, bytes.NewReader(content), opts, w)
+		if errors.Is(err, strategies.ErrNothingToValidate) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		matched++
+		disagree += n
+	}
+	if matched > 0 {
+		return disagree, nil
+	}
+	if content != nil {
+		return 0, fmt.Errorf("%s: nothing membench can validate in it (no allocator it models was chosen)", path)
 	}
 	var kinds []string
 	for _, v := range validators {

@@ -1,0 +1,202 @@
+package xprof
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"membench/traces"
+)
+
+// The profile is detected by traces (from the content alone, as every
+// format) and decoded here.
+func init() {
+	traces.RegisterFormat(traces.FormatXSpace, openProfile)
+	traces.RegisterFormat(traces.FormatMemoryProfileJSON, openProfile)
+}
+
+// Select picks the allocator a replay or a validation reads: the one
+// named allocator, else device n (a TPU chip, or the GPU allocator
+// GPU_n_bfc), else the profile's only allocator. Any other choice is
+// ambiguous, and the error lists the allocators.
+func (p *Profile) Select(allocator string, device int) (*Allocator, error) {
+	list := func() string {
+		var s []string
+		for _, a := range p.Allocators {
+			s = append(s, fmt.Sprintf("%s (%d events)", a.Name, len(a.Records)))
+		}
+		return strings.Join(s, ", ")
+	}
+	switch {
+	case len(p.Allocators) == 0:
+		return nil, errors.New("the profile holds no allocator events (MemoryAllocation / MemoryDeallocation); profile with memory tracing on (TensorFlow: tf.profiler; JAX: jax.profiler with the device's memory profiling)")
+	case allocator != "":
+		if a := p.Find(allocator); a != nil {
+			return a, nil
+		}
+		return nil, fmt.Errorf("no allocator %q in the profile; it holds %s", allocator, list())
+	case device >= 0:
+		if a := p.Device(device); a != nil {
+			return a, nil
+		}
+		return nil, fmt.Errorf("no allocator of device %d in the profile; it holds %s", device, list())
+	case len(p.Allocators) == 1:
+		return p.Allocators[0], nil
+	}
+	return nil, fmt.Errorf("the profile holds %d allocators, so say which to read (FILE#allocator=NAME, or FILE#device=N for a TPU chip or GPU_N_bfc): %s", len(p.Allocators), list())
+}
+
+// openProfile reads an XSpace and serves the requests of one allocator
+// as trace events.
+func openProfile(name string, r io.Reader, opts traces.OpenOptions) (traces.Reader, error) {
+	fail := func(err error) (traces.Reader, error) {
+		return nil, &traces.PosError{File: name, Event: -1, Err: err}
+	}
+	p, err := ReadAny(r, DefaultLimits)
+	if err != nil {
+		return fail(err)
+	}
+	a, err := p.Select(opts.Allocator, opts.Device)
+	if err != nil {
+		return fail(err)
+	}
+	events, meta, err := Events(a)
+	if err != nil {
+		return fail(err)
+	}
+	meta = append(traces.Meta{{Key: "format", Value: "TensorBoard / XProf profile"}}, meta...)
+	meta = append(meta, traces.KV{Key: "allocators", Value: strings.Join(p.Names(), " ")})
+	return &sliceReader{name: name, SliceReader: traces.SliceReader{Events: events, M: meta}}, nil
+}
+
+// sliceReader names its file in positions.
+type sliceReader struct {
+	name string
+	traces.SliceReader
+}
+
+func (s *sliceReader) Pos() traces.Pos {
+	p := s.SliceReader.Pos()
+	p.File = s.name
+	return p
+}
+
+// Events turns an allocator's records into trace events: the requests a
+// replay feeds to a simulated allocator. Recordings start warm, so the
+// stream opens, at time 0, with what was live before the first record:
+// first every chunk that a deallocation in the window reveals (it frees
+// an address no allocation in the window took), with its requested bytes,
+// in address order; then, as one allocation, the rest of the bytes in use
+// before the first record, whose buffers the window never shows (Meta
+// "warm_start" says how many bytes each part holds). Then every record in
+// time order: an allocation of its requested bytes, or the free of the
+// allocation at its address. Times are nanoseconds since the first record.
+func Events(a *Allocator) ([]traces.Event, traces.Meta, error) {
+	recs := a.Records
+	if len(recs) == 0 {
+		return nil, nil, fmt.Errorf("allocator %s has no events", a.Name)
+	}
+	// Pre-window chunks: freed at an address nothing in the window
+	// allocated before.
+	type pre struct {
+		addr       uint64
+		size, held int64
+		rec        int
+	}
+	var pres []pre
+	live := map[uint64]bool{}
+	unsized := 0
+	for i := range recs {
+		r := &recs[i]
+		if r.Has&HasAddr == 0 {
+			return nil, nil, fmt.Errorf("allocator %s, event %d: no addr", a.Name, i)
+		}
+		if r.Alloc {
+			if live[r.Addr] {
+				return nil, nil, fmt.Errorf("allocator %s, event %d: allocation at %#x, which is already allocated", a.Name, i, r.Addr)
+			}
+			live[r.Addr] = true
+			continue
+		}
+		if live[r.Addr] {
+			delete(live, r.Addr)
+			continue
+		}
+		size := r.Requested
+		if size <= 0 {
+			size = r.Chunk
+		}
+		if size <= 0 {
+			unsized++
+			continue
+		}
+		pres = append(pres, pre{r.Addr, size, max(r.Chunk, size), i})
+	}
+	slices.SortFunc(pres, func(x, y pre) int { return cmp.Compare(x.addr, y.addr) })
+
+	first := &recs[0]
+	inUse0 := first.InUse
+	if first.Alloc {
+		inUse0 -= first.Chunk
+	} else {
+		inUse0 += first.Chunk
+	}
+	t0 := first.Time
+	var evs []traces.Event
+	ids := map[uint64]uint64{}
+	next := uint64(1)
+	var known int64
+	for _, p := range pres {
+		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: p.size, Time: 0})
+		ids[p.addr] = next
+		next++
+		known += p.held
+	}
+	rest := int64(0)
+	if first.Has&HasInUse != 0 && inUse0 > known {
+		rest = inUse0 - known
+		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: rest, Time: 0})
+		next++
+	}
+	for i := range recs {
+		r := &recs[i]
+		t := (r.Time - t0) / 1000
+		if r.Alloc {
+			size := r.Requested
+			if size <= 0 {
+				size = r.Chunk
+			}
+			if size <= 0 || size > traces.MaxSize {
+				return nil, nil, fmt.Errorf("allocator %s, event %d: allocation of %d bytes: %w", a.Name, i, size, traces.ErrBadSize)
+			}
+			evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: size, Time: t})
+			ids[r.Addr] = next
+			next++
+			continue
+		}
+		id, ok := ids[r.Addr]
+		if !ok {
+			continue // a pre-window chunk of unknown size, counted in warm_start
+		}
+		delete(ids, r.Addr)
+		evs = append(evs, traces.Event{Op: traces.OpFree, ID: id, Time: t})
+	}
+	warm := fmt.Sprintf("%d bytes in use before the first event: %d in %d chunks the window frees (replayed with their requested bytes), %d replayed as one allocation (the window does not show their buffers)",
+		max(inUse0, 0), known, len(pres), rest)
+	if unsized > 0 {
+		warm += fmt.Sprintf("; %d frees of chunks allocated before the window carry no size and are not replayed", unsized)
+	}
+	meta := traces.Meta{
+		{Key: "allocator", Value: a.Name},
+		{Key: "limit", Value: strconv.FormatInt(a.Limit(), 10)},
+		{Key: "warm_start", Value: warm},
+	}
+	if a.Device >= 0 {
+		meta = append(meta, traces.KV{Key: "device", Value: strconv.Itoa(a.Device)})
+	}
+	return evs, meta, nil
+}
