@@ -223,8 +223,8 @@ var scenarios = []scenario{
 		stats: "inuse=1536 footprint=1536 mallocs=1",
 	},
 	{
-		name: "buffers stack top-down, contiguously; 32 B rounds to 128 B, larger sizes stay exact",
-		ops:  "alloc a 1472; alloc b 29696; alloc c 32; alloc d 35328",
+		name:  "buffers stack top-down, contiguously; 32 B rounds to 128 B, larger sizes stay exact",
+		ops:   "alloc a 1472; alloc b 29696; alloc c 32; alloc d 35328",
 		after: "F1M-1536-29696-128-35328 d:35328 c:128/32 b:29696 a:1536/1472",
 	},
 	{

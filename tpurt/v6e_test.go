@@ -6,6 +6,7 @@ import (
 
 	"membench/internal/sharedtraces"
 	"membench/strategies"
+	"membench/xprof"
 )
 
 // v6eRecording is the public TPU v6e profile (openxla/xprof test data;
@@ -23,11 +24,12 @@ const v6eRecording = "profiler/xprof-tpu-v6e-inference.xplane.pb"
 // which a load may need the room of). Deallocations carry only the
 // address; the model frees the buffer it placed there.
 func TestV6eRecording(t *testing.T) {
-	data, err := os.ReadFile(sharedtraces.Path(t, v6eRecording))
+	fh, err := os.Open(sharedtraces.Path(t, v6eRecording))
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := readMemEvents(data)
+	defer fh.Close()
+	prof, err := xprof.Read(fh, xprof.DefaultLimits)
 	if err != nil {
 		t.Fatalf("%s: %v", v6eRecording, err)
 	}
@@ -35,23 +37,23 @@ func TestV6eRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perChip := map[int64][]memEvent{}
-	for _, e := range events {
-		perChip[e.chip] = append(perChip[e.chip], e)
-	}
 	// The recording's per-chip allocation counts (its README: 112–117
 	// pairs a chip).
-	wantAllocs := map[int64]int{0: 117, 1: 112, 2: 112, 3: 112}
-	if len(perChip) != len(wantAllocs) {
-		t.Fatalf("%d chips in the recording, want %d", len(perChip), len(wantAllocs))
+	wantAllocs := map[int]int{0: 117, 1: 112, 2: 112, 3: 112}
+	if len(prof.Allocators) != len(wantAllocs) {
+		t.Fatalf("allocators %v in the recording, want the 4 TPU chips", prof.Names())
 	}
 	total := 0
-	for chip := int64(0); chip < 4; chip++ {
-		evs := perChip[chip]
+	for chip := 0; chip < 4; chip++ {
+		ra := prof.Device(chip)
+		if ra == nil || !ra.TPU() {
+			t.Fatalf("no TPU chip %d in the recording (%v)", chip, prof.Names())
+		}
+		evs := ra.Records
 		mem := strategies.NewMemory(&dev)
 		a := New(Options{Defrag: true}, mem)
 		limit := a.Limit()
-		live := map[int64]int32{} // recorded addr → handle
+		live := map[uint64]strategies.Handle{} // recorded addr → handle
 		var prog Program = -1
 		setReserved := func(i int, want int64) {
 			if a.Reserved() == want {
@@ -69,35 +71,35 @@ func TestV6eRecording(t *testing.T) {
 		for i, e := range evs {
 			// The runtime's limit is the preset's capacity:
 			// available + in use + reserved after every event.
-			if got := e.available + e.inUse + e.reserved; got != dev.Capacity {
+			if got := e.Limit(); got != dev.Capacity {
 				t.Fatalf("chip %d event %d: the recorded limit is %d B, the tpu-v6e preset's capacity %d B", chip, i, got, dev.Capacity)
 			}
-			if e.alloc {
-				setReserved(i, e.reserved)
-				h, ok := a.Malloc(e.requested, 0)
+			if e.Alloc {
+				setReserved(i, e.Reserved)
+				h, ok := a.Malloc(e.Requested, 0)
 				if !ok {
-					t.Fatalf("chip %d event %d: allocation of %d B failed: %s", chip, i, e.requested, a.LastOOM().Message)
+					t.Fatalf("chip %d event %d: allocation of %d B failed: %s", chip, i, e.Requested, a.LastOOM().Message)
 				}
 				off, size := a.Block(h)
-				if limit-off == dev.Capacity-e.addr && size == e.chunk {
+				if limit-off == dev.Capacity-int64(e.Addr) && size == e.Chunk {
 					matched++
 				} else {
 					t.Errorf("chip %d event %d: %d B requested: model places %d B at limit-%d, recorded %d B at limit-%d",
-						chip, i, e.requested, size, limit-off, e.chunk, dev.Capacity-e.addr)
+						chip, i, e.Requested, size, limit-off, e.Chunk, dev.Capacity-int64(e.Addr))
 				}
-				live[e.addr] = int32(h)
+				live[e.Addr] = h
 				allocs++
 			} else {
-				h, ok := live[e.addr]
+				h, ok := live[e.Addr]
 				if !ok {
-					t.Fatalf("chip %d event %d: free of %d, which no recorded allocation holds", chip, i, e.addr)
+					t.Fatalf("chip %d event %d: free of %d, which no recorded allocation holds", chip, i, e.Addr)
 				}
-				delete(live, e.addr)
-				a.Free(strategies.Handle(h))
-				setReserved(i, e.reserved)
+				delete(live, e.Addr)
+				a.Free(h)
+				setReserved(i, e.Reserved)
 			}
-			if a.Allocated() != e.inUse || a.Reserved() != e.reserved {
-				t.Errorf("chip %d event %d: model has %d B in use, %d B reserved; recorded %d, %d", chip, i, a.Allocated(), a.Reserved(), e.inUse, e.reserved)
+			if a.Allocated() != e.InUse || a.Reserved() != e.Reserved {
+				t.Errorf("chip %d event %d: model has %d B in use, %d B reserved; recorded %d, %d", chip, i, a.Allocated(), a.Reserved(), e.InUse, e.Reserved)
 			}
 			if err := a.Check(); err != nil {
 				t.Fatalf("chip %d event %d: %v", chip, i, err)
