@@ -30,7 +30,8 @@
 // automatic defragmentation when the free bytes would hold it (live
 // buffers slid to the top, keeping their order: an assumption, costed as
 // bytes moved × 2 over the HBM bandwidth, or the host link with
-// defrag_via_host), then after evicting loaded programs (buffers take
+// defrag_via_host; on by default unless the device is set
+// relocatable=false), then after evicting loaded programs (buffers take
 // priority over keeping programs loaded), the most recently loaded first
 // (assumption). A failure after all that is reported in E0100's words,
 // "Attempting to allocate X. That was not possible. There are Y free.".

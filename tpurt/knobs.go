@@ -7,9 +7,9 @@ import (
 )
 
 // Knobs are the TPU runtime model's settings that the jax and tf
-// strategy specs share: `defrag` (on unless set false on a TPU; on a GPU
-// the BFC's what-if of jax-ml/jax#9064, off unless set), `defrag_via_host`
-// and `program_bytes`.
+// strategy specs share: `defrag` (on a TPU, on unless set false or the
+// device is not relocatable; on a GPU the BFC's what-if of
+// jax-ml/jax#9064, off unless set), `defrag_via_host` and `program_bytes`.
 type Knobs struct {
 	Defrag, DefragSet, DefragViaHost bool
 	// ProgramBytes loads one program of that size before the first event
@@ -43,7 +43,7 @@ func (k *Knobs) Parse(key, value string) (ok bool, err error) {
 // framework's, on its configuration) follow the model's own.
 func (k Knobs) New(mem *strategies.Memory, notes ...string) *Allocator {
 	return New(Options{
-		Defrag:        k.Defrag || !k.DefragSet,
+		Defrag:        k.Defrag || !k.DefragSet && mem.Dev.Relocatable,
 		DefragViaHost: k.DefragViaHost,
 		ProgramBytes:  k.ProgramBytes,
 		Notes:         notes,

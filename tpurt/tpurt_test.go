@@ -421,6 +421,10 @@ func TestKnobs(t *testing.T) {
 	if (Knobs{}).New(strategies.NewMemory(&d)).Options().Defrag != true {
 		t.Error("defrag is not on by default on a TPU")
 	}
+	fixed, _ := strategies.ParseDevice("tpu-v6e:relocatable=false")
+	if (Knobs{}).New(strategies.NewMemory(&fixed)).Options().Defrag {
+		t.Error("defrag is on by default on a device that cannot relocate")
+	}
 }
 
 // TestProgramTooLarge: a program_bytes beyond the heap loads nothing and
