@@ -679,6 +679,7 @@ func (d *decoder) finish() *Profile {
 		slices.SortStableFunc(a.Records, func(x, y Record) int {
 			return cmp.Or(cmp.Compare(x.Time, y.Time), cmp.Compare(x.Seq, y.Seq))
 		})
+		untie(a.Records)
 		p.Allocators = append(p.Allocators, a)
 	}
 	slices.SortFunc(p.Allocators, func(x, y *Allocator) int {
@@ -688,4 +689,47 @@ func (d *decoder) finish() *Profile {
 		return cmp.Compare(x.Name, y.Name)
 	})
 	return p
+}
+
+// untie orders records of equal time (the clock's resolution is a
+// nanosecond, and the events of one allocator come from many threads) by
+// the allocator's own accounting: bytes in use after each event differ
+// from the previous event's by exactly its chunk. Within a run of equal
+// times it picks, greedily, the next record that continues the count, and
+// keeps the file order where none does or where the chunk is not known.
+func untie(recs []Record) {
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && recs[j].Time == recs[i].Time {
+			j++
+		}
+		if j-i > 1 && i > 0 {
+			for k := i; k < j-1; k++ {
+				prev := &recs[k-1]
+				for m := k; m < j; m++ {
+					if continues(prev, &recs[m]) {
+						recs[k], recs[m] = recs[m], recs[k]
+						// keep the others in file order
+						slices.SortStableFunc(recs[k+1:j], func(x, y Record) int { return cmp.Compare(x.Seq, y.Seq) })
+						break
+					}
+				}
+			}
+		}
+		i = j
+	}
+}
+
+// continues reports whether r's bytes in use follow from prev's by r's
+// chunk.
+func continues(prev, r *Record) bool {
+	const need = HasInUse | HasChunk
+	if prev.Has&HasInUse == 0 || r.Has&need != need {
+		return false
+	}
+	d := r.InUse - prev.InUse
+	if r.Alloc {
+		return d == r.Chunk
+	}
+	return d == -r.Chunk
 }

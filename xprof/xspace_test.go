@@ -373,3 +373,34 @@ func TestMemoryProfileJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestTies: events of one allocator recorded in the same nanosecond are
+// put in the order its bytes in use say, whatever the file order.
+func TestTies(t *testing.T) {
+	const (
+		evAlloc                             = 1
+		sName, sChunk, sAddr, sInUse, sGPU0 = 10, 12, 13, 14, 15
+	)
+	ev := func(off, chunk, addr, inUse uint64) []byte {
+		return bytesField(4, msg(varintField(1, evAlloc), varintField(2, off),
+			statRef(sName, sGPU0), statU(sChunk, chunk), statU(sAddr, addr), statU(sInUse, inUse)))
+	}
+	// Three allocations in one nanosecond, written in the wrong order
+	// (the one that makes 768 bytes in use first).
+	line := bytesField(3, msg(varintField(3, 1000), ev(0, 256, 0x1000, 256),
+		ev(5000, 512, 0x3000, 1280), ev(5000, 256, 0x2000, 768), ev(5000, 256, 0x1100, 512)))
+	plane := msg(bytesField(2, []byte("/host:CPU")), line, metaEntry(4, evAlloc, "MemoryAllocation"),
+		metaEntry(5, sName, "allocator_name"), metaEntry(5, sChunk, "allocation_bytes"), metaEntry(5, sAddr, "addr"),
+		metaEntry(5, sInUse, "bytes_allocated"), metaEntry(5, sGPU0, "GPU_0_bfc"))
+	p, err := xprof.Read(bytes.NewReader(bytesField(1, plane)), xprof.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range p.Allocators[0].Records {
+		got = append(got, r.InUse)
+	}
+	if fmt.Sprint(got) != "[256 512 768 1280]" {
+		t.Errorf("bytes in use in order %v", got)
+	}
+}

@@ -30,6 +30,25 @@ var Profiles = strategies.Validator{
 		if err != nil {
 			return 0, err
 		}
+		// Only TSL's BFC is modelled: its instances are named <device>_bfc
+		// (GPU_0_bfc, gpu_host_bfc, cuda_host_bfc). TensorFlow's CPU
+		// allocator ("cpu") and the stream-ordered one record the same
+		// events but follow other rules: say so rather than judge them.
+		var bfcs []*xprof.Allocator
+		for _, a := range allocs {
+			if IsBFC(a.Name) {
+				bfcs = append(bfcs, a)
+				continue
+			}
+			if len(opts.Allocators) > 0 {
+				return 0, fmt.Errorf("allocator %s is not a BFC allocator (its name does not end in _bfc); membench validates the BFC and the TPU runtime", a.Name)
+			}
+			fmt.Fprintf(w, "%s %s: not a BFC allocator (its name does not end in _bfc): not validated\n", name, a.Name)
+		}
+		if len(bfcs) == 0 {
+			return 0, strategies.ErrNothingToValidate
+		}
+		allocs = bfcs
 		disagree := 0
 		for _, a := range allocs {
 			rep, err := Allocator(a, Options{})
@@ -73,3 +92,9 @@ func Chosen(p *xprof.Profile, opts strategies.ValidateOptions, mine func(*xprof.
 	}
 	return out, nil
 }
+
+// IsBFC reports whether an allocator's name is one TSL gives a BFC
+// allocator: every BFCAllocator is constructed with a name ending in
+// "_bfc" (GPU_<n>_bfc for a device, gpu_host_bfc / cuda_host_bfc for
+// pinned host memory), while TensorFlow's CPU allocator is "cpu".
+func IsBFC(name string) bool { return strings.HasSuffix(name, "_bfc") }

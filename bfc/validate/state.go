@@ -140,6 +140,27 @@ func (s *state) occupy(lo, hi int64) error {
 	return nil
 }
 
+// forget drops every live interval that overlaps [lo, hi): after the
+// recording contradicted itself there, the window must have lost events
+// (a free it never recorded), and the recording's own later word is
+// trusted.
+func (s *state) forget(lo, hi int64) {
+	k, ok := s.at(lo)
+	if !ok {
+		k, ok = s.byAddr.After(freeset.Key{Addr: lo})
+	}
+	var drop []freeset.Key
+	for ok && k.Addr < hi {
+		if k.B == live && k.Addr+k.Size > lo {
+			drop = append(drop, k)
+		}
+		k, ok = s.byAddr.After(k)
+	}
+	for _, k := range drop {
+		s.remove(k)
+	}
+}
+
 // release frees the live chunk [lo, lo+size) and coalesces it with free
 // neighbours in the same region, as DeallocateRawInternal does (§2.3).
 // size 0 means whatever the live chunk at lo holds.

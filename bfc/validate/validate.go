@@ -56,8 +56,22 @@ type Report struct {
 	// in use change by exactly the chunk handed out or taken back).
 	InUseChecked, InUseWrong int
 	FirstInUse               int // first event whose bytes in use differ, -1
-	First                    *Decision
-	Context                  []string // the events before the first disagreement, and the free chunks the model saw
+	// Gaps counts the events at which the recording contradicts itself
+	// (a chunk handed out over a live one, a free of memory that holds no
+	// such live chunk): events the profiler lost, not the model's doing,
+	// since no allocator could produce them. The recording is trusted from
+	// there on; FirstGap describes the first.
+	Gaps     int
+	FirstGap string
+	First    *Decision
+	Context  []string // the events before the first disagreement, and the free chunks the model saw
+}
+
+func (r *Report) gap(i int, err error) {
+	if r.Gaps == 0 {
+		r.FirstGap = fmt.Sprintf("event %d: %v", i, err)
+	}
+	r.Gaps++
 }
 
 // Determined is how many allocations the window determines.
@@ -122,7 +136,9 @@ func Allocator(a *xprof.Allocator, opts Options) (*Report, error) {
 	s := newState(chunks)
 	for _, c := range pre {
 		if err := s.occupy(c[0], c[1]); err != nil {
-			return fail(0, fmt.Errorf("chunks allocated before the window: %w", err))
+			rep.gap(0, fmt.Errorf("chunks allocated before the window: %w", err))
+			s.forget(c[0], c[1])
+			s.occupy(c[0], c[1])
 		}
 	}
 	rep.PreWindow = len(pre)
@@ -134,7 +150,8 @@ func Allocator(a *xprof.Allocator, opts Options) (*Report, error) {
 		lo := int64(r.Addr)
 		if !r.Alloc {
 			if _, err := s.release(lo, r.Chunk); err != nil {
-				return fail(i, err)
+				rep.gap(i, err)
+				s.forget(lo, lo+r.Chunk)
 			}
 			inUse -= r.Chunk
 		} else {
@@ -159,7 +176,11 @@ func Allocator(a *xprof.Allocator, opts Options) (*Report, error) {
 			// and learn what the decision shows of unseen memory.
 			s.learn(lo, r.Chunk, d.Rounded)
 			if err := s.occupy(lo, lo+r.Chunk); err != nil {
-				return fail(i, err)
+				rep.gap(i, err)
+				s.forget(lo, lo+r.Chunk)
+				if err := s.occupy(lo, lo+r.Chunk); err != nil {
+					return fail(i, err) // cannot happen: nothing live is left there
+				}
 			}
 			inUse += r.Chunk
 		}
@@ -292,6 +313,9 @@ func (r *Report) Write(w io.Writer, file string) {
 		fmt.Fprintf(w, "  bytes in use after each event: agree at all %d events\n", r.InUseChecked)
 	} else {
 		fmt.Fprintf(w, "  bytes in use after each event: %d of %d differ from the model's accounting, first at event %d\n", r.InUseWrong, r.InUseChecked, r.FirstInUse)
+	}
+	if r.Gaps > 0 {
+		fmt.Fprintf(w, "  recording incomplete: %d events contradict what it recorded before (lost events?), first at %s; judged from the recording onwards\n", r.Gaps, r.FirstGap)
 	}
 	if d := r.First; d != nil {
 		fmt.Fprintf(w, "  first divergence at event %d: request of %d B (rounded %d B)\n", d.Event, d.Requested, d.Rounded)
