@@ -9,12 +9,10 @@ require (
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/montanaflynn/stats v0.14.0
 	github.com/tidwall/btree v1.8.2
+	google.golang.org/protobuf v1.36.12
 )
 
-require (
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
-)
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect

@@ -43,8 +43,9 @@ type Options struct {
 	DefragViaHost bool
 	// Name appears in OOM messages, as GPU_0_bfc does.
 	Name string
-	// Notes are the assumptions this configuration rests on, reported
-	// by the allocator's Notes (strategies.Noter); NewTPU sets them.
+	// Notes are what this configuration has to say beside its results
+	// (the framework's knobs without effect), reported by the
+	// allocator's Notes (strategies.Noter).
 	Notes []string
 }
 
@@ -524,8 +525,7 @@ func (a *Allocator) Check() error {
 }
 
 // PeakFootprint implements strategies.Footprinter. Preallocated (no
-// growth, as JAX by default, TensorFlow without allow_growth and the TPU
-// model's one heap), the region is the framework's reservation policy and
+// growth, as JAX by default and TensorFlow without allow_growth), the region is the framework's reservation policy and
 // the footprint is the highest point placement ever carved out of it:
 // chunks are best fit with ties to the lowest address, so everything above
 // it was never needed. Growing on demand, the regions were each extended

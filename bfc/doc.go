@@ -27,17 +27,14 @@
 // Beyond TSL, the allocator can defragment (Options.Defrag): when a request
 // fails although the free bytes inside its regions would hold it, live
 // chunks are slid to the low end of each region in address order, leaving
-// one free chunk at the top, and the request is retried. That is the
-// model of the TPU runtime's automatic defragmentation (allocator-spec §4,
-// jax-ml/jax#9064), whose real algorithm is not public: an assumption,
-// labelled as such wherever it is used, and costed as bytes moved × 2 over
-// the HBM bandwidth (or the host link when relocation goes through host
-// memory, as a GPU would have to).
+// one free chunk at the top, and the request is retried. No GPU allocator
+// does this: it is the what-if of jax-ml/jax#9064 (the `defrag` knob of
+// jax and tf on a GPU), costed as bytes moved × 2 over the HBM, or over
+// the host link with Options.DefragViaHost, which jax and tf always set
+// since a GPU framework cannot move buffers in place. The TPU runtime,
+// which does defragment, has its own model (package tpurt).
 //
-// The TPU runtime model (NewTPU, tpu.go) is this allocator configured as
-// one defragmenting heap; it states its assumption itself through Notes
-// (strategies.Noter), so that results and the report carry it wherever
-// jaxlike or tflike build it. Beyond the Allocator contract the allocator
-// declares strategies.Layouter, Defragmenter and Noter. The package
+// Beyond the Allocator contract the allocator declares
+// strategies.Layouter, Defragmenter, Footprinter and Noter. The package
 // imports strategies and internal/freeset only.
 package bfc

@@ -470,7 +470,7 @@ func TestStateAggregates(t *testing.T) {
 	}
 	var blocks [len(stateNames)][]blockItem
 	var segs []segItem
-	stateItems(0, l, 0, &blocks, &segs)
+	stateItems(0, l, 0, false, &blocks, &segs)
 	n, bytes, count := 0, 0.0, 0.0
 	for _, bs := range blocks {
 		n += len(bs)

@@ -22,20 +22,40 @@ func TestCutAtFootprint(t *testing.T) {
 	l := []strategies.Segment{seg}
 	orig := []strategies.Segment{seg}
 	orig[0].Blocks = append([]strategies.Block(nil), seg.Blocks...)
-	cut, unused := cutAtFootprint(l, 300)
+	cut, unused, _ := cutAtFootprint(l, 300)
 	if unused != 700 || len(cut) != 1 || cut[0].Size != 300 || len(cut[0].Blocks) != 4 || cut[0].Blocks[3].Size != 50 {
 		t.Errorf("cut %+v, unused %d", cut, unused)
 	}
 	if !reflect.DeepEqual(l, orig) {
 		t.Error("the input layout was modified")
 	}
-	if cut, unused := cutAtFootprint(l, 200); unused != 0 || !reflect.DeepEqual(cut, l) {
+	if cut, unused, _ := cutAtFootprint(l, 200); unused != 0 || !reflect.DeepEqual(cut, l) {
 		t.Errorf("a block in use above the cut: cut %+v, unused %d; want the layout whole", cut, unused)
 	}
 	// A later region wholly above the cut, free, is unused too.
 	two := []strategies.Segment{seg, {Addr: 1<<20 + 4096, Size: 512, Blocks: []strategies.Block{{Addr: 1<<20 + 4096, Size: 512}}}}
-	if _, unused := cutAtFootprint(two, 250); unused != 750+512 {
+	if _, unused, _ := cutAtFootprint(two, 250); unused != 750+512 {
 		t.Errorf("unused %d, want %d", unused, 750+512)
+	}
+}
+
+// TestCutBelowFootprint: a top-down heap (the TPU runtime's) whose
+// buffers sit at its top is cut footprint bytes below its end; the
+// never-used bytes lie below, and the layout's blocks above are kept.
+func TestCutBelowFootprint(t *testing.T) {
+	seg := strategies.Segment{Addr: 1 << 20, Size: 1000, Pool: "tpu_hbm", Blocks: []strategies.Block{
+		{Addr: 1 << 20, Size: 700, State: strategies.BlockFree},
+		{Addr: 1<<20 + 700, Size: 100, Requested: 100, State: strategies.BlockAllocated},
+		{Addr: 1<<20 + 800, Size: 50, State: strategies.BlockFree},
+		{Addr: 1<<20 + 850, Size: 150, Requested: 140, State: strategies.BlockAllocated},
+	}}
+	cut, unused, below := cutAtFootprint([]strategies.Segment{seg}, 400)
+	if !below || unused != 600 || len(cut) != 1 || cut[0].Addr != 1<<20+600 || cut[0].Size != 400 ||
+		len(cut[0].Blocks) != 4 || cut[0].Blocks[0].Addr != 1<<20+600 || cut[0].Blocks[0].Size != 100 {
+		t.Errorf("cut %+v, unused %d, below %v", cut, unused, below)
+	}
+	if _, unused, _ := cutAtFootprint([]strategies.Segment{seg}, 200); unused != 0 {
+		t.Errorf("a block in use on both sides of the cuts: unused %d, want the layout whole", unused)
 	}
 }
 

@@ -75,9 +75,10 @@ func layoutBytes(l []strategies.Segment) (mapped, unmapped int64) {
 // segment reserved without pages, often many times the mapped bytes) is
 // drawn at most a tenth of the mapped bytes wide, so that what is mapped
 // stays visible. unused bytes (a preallocation never used, cut off the
-// layout by cutAtFootprint) are one thin item at the row's end,
-// unusedShare of it. It reports whether it shortened anything.
-func stateItems(row int, l []strategies.Segment, unused int64, blocks *[len(stateNames)][]blockItem, segs *[]segItem) (shortened bool) {
+// layout by cutAtFootprint) are one thin item, unusedShare of the row, at
+// its end, or at its start when they lay below the layout (unusedBelow:
+// the TPU heap). It reports whether it shortened anything.
+func stateItems(row int, l []strategies.Segment, unused int64, unusedBelow bool, blocks *[len(stateNames)][]blockItem, segs *[]segItem) (shortened bool) {
 	mapped, _ := layoutBytes(l)
 	width := func(b strategies.Block) int64 {
 		if b.State == strategies.BlockUnmapped && mapped > 0 && b.Size > mapped/10 {
@@ -108,6 +109,10 @@ func stateItems(row int, l []strategies.Segment, unused int64, blocks *[len(stat
 	pct := func(b int64) float64 { return round4(100 * float64(b) / float64(total)) }
 	tiny := func(w int64) bool { return 100*float64(w)/float64(total) < minBlockPct }
 	var pos int64 // display bytes laid out so far
+	if unused > 0 && unusedBelow {
+		blocks[unusedState] = append(blocks[unusedState], blockItem{0, pct(unusedWidth), float64(row), float64(unused), 0, 1, 0, 0})
+		pos = unusedWidth
+	}
 	for _, s := range l {
 		segStart := pos
 		// agg accumulates neighbouring tiny blocks.
@@ -169,7 +174,7 @@ func stateItems(row int, l []strategies.Segment, unused int64, blocks *[len(stat
 			Name:  fmt.Sprintf("segment 0x%x · %s · pool %s · stream %d · %d blocks", s.Addr, units.Bytes(float64(s.Size), units.Auto), s.Pool, s.Stream, len(s.Blocks)),
 		})
 	}
-	if unused > 0 {
+	if unused > 0 && !unusedBelow {
 		var off int64
 		if n := len(l); n > 0 {
 			off = l[n-1].Addr + l[n-1].Size - l[0].Addr
@@ -180,16 +185,31 @@ func stateItems(row int, l []strategies.Segment, unused int64, blocks *[len(stat
 }
 
 // cutAtFootprint cuts a preallocated region's layout at its peak
-// footprint (harness.Result.PeakFootprint: the highest point placement
-// ever carved out of the region, from its start): what lies above was
-// never used by any allocation, and is returned as unused bytes rather
-// than drawn as a region of "cached free". l is not modified. A layout
-// with anything in use above the cut (which a Footprinter does not
-// allow) is returned whole.
-func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.Segment, unused int64) {
+// footprint (harness.Result.PeakFootprint: the most of the region
+// placement ever needed): what placement never reached is returned as
+// unused bytes rather than drawn as a region of "cached free". A BFC
+// carves from the bottom, so the cut is footprint bytes above the
+// layout's start; the TPU runtime places buffers top-down (package
+// tpurt), so when something is in use above that cut the layout is cut
+// footprint bytes below its end instead, and below says so. l is not
+// modified. A layout with something in use on the unused side of both
+// cuts is returned whole.
+func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.Segment, unused int64, below bool) {
 	if len(l) == 0 || footprint <= 0 {
-		return l, 0
+		return l, 0, false
 	}
+	if cut, unused, ok := cutAbove(l, footprint); ok {
+		return cut, unused, false
+	}
+	if cut, unused, ok := cutBelow(l, footprint); ok {
+		return cut, unused, true
+	}
+	return l, 0, false
+}
+
+// cutAbove cuts l footprint bytes above its start; ok is false when
+// something in use lies above the cut.
+func cutAbove(l []strategies.Segment, footprint int64) (cut []strategies.Segment, unused int64, ok bool) {
 	at := l[0].Addr + footprint
 	for _, s := range l {
 		if s.Addr+s.Size <= at {
@@ -199,7 +219,7 @@ func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.S
 		if s.Addr >= at {
 			for _, b := range s.Blocks {
 				if b.State != strategies.BlockFree {
-					return l, 0
+					return nil, 0, false
 				}
 			}
 			unused += s.Size
@@ -213,7 +233,7 @@ func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.S
 			case b.Addr+b.Size <= at:
 				c.Blocks = append(c.Blocks, b)
 			case b.State != strategies.BlockFree:
-				return l, 0
+				return nil, 0, false
 			case b.Addr < at:
 				b.Size = at - b.Addr
 				c.Blocks = append(c.Blocks, b)
@@ -222,7 +242,41 @@ func cutAtFootprint(l []strategies.Segment, footprint int64) (cut []strategies.S
 		unused += s.Size - c.Size
 		cut = append(cut, c)
 	}
-	return cut, unused
+	return cut, unused, true
+}
+
+// cutBelow cuts l footprint bytes below its end; ok is false when
+// something in use lies below the cut.
+func cutBelow(l []strategies.Segment, footprint int64) (cut []strategies.Segment, unused int64, ok bool) {
+	last := l[len(l)-1]
+	at := last.Addr + last.Size - footprint
+	for _, s := range l {
+		if s.Addr >= at {
+			cut = append(cut, s)
+			continue
+		}
+		c := s
+		c.Addr = max(s.Addr, at)
+		c.Size = max(s.Addr+s.Size-at, 0)
+		c.Blocks = nil
+		for _, b := range s.Blocks {
+			switch {
+			case b.Addr >= at:
+				c.Blocks = append(c.Blocks, b)
+			case b.State != strategies.BlockFree:
+				return nil, 0, false
+			case b.Addr+b.Size > at:
+				b.Size = b.Addr + b.Size - at
+				b.Addr = at
+				c.Blocks = append(c.Blocks, b)
+			}
+		}
+		unused += s.Size - c.Size
+		if c.Size > 0 {
+			cut = append(cut, c)
+		}
+	}
+	return cut, unused, true
 }
 
 // rowLabel names a row: a swatch of the strategy's colour (rich text
@@ -262,6 +316,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		label  string
 		layout []strategies.Segment
 		unused int64
+		below  bool
 	}
 	var rows []stateRow
 	for _, r := range g.runs {
@@ -273,10 +328,11 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		}
 		add := func(moment string, l []strategies.Segment) {
 			var unused int64
+			var below bool
 			if policy(res) {
-				l, unused = cutAtFootprint(l, res.PeakFootprint)
+				l, unused, below = cutAtFootprint(l, res.PeakFootprint)
 			}
-			rows = append(rows, stateRow{rowLabel(ci, res.Strategy, failed, moment, l, unused), l, unused})
+			rows = append(rows, stateRow{rowLabel(ci, res.Strategy, failed, moment, l, unused), l, unused, below})
 		}
 		switch {
 		case r.LiveLayout != nil && res.PeakFootprintEvent == res.PeakLiveEvent:
@@ -303,7 +359,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 	shortened := false
 	for i, row := range rows {
 		labels[i] = row.label
-		if stateItems(i, row.layout, row.unused, &blocks, &segs) {
+		if stateItems(i, row.layout, row.unused, row.below, &blocks, &segs) {
 			shortened = true
 		}
 	}

@@ -114,3 +114,36 @@ func TestSweepAllocationsPerReplay(t *testing.T) {
 	}
 	t.Logf("%.0f allocations per replay at 2 replays, %.0f at 16 (gpt-train has 11060 events)", small, large)
 }
+
+// TestShardFromEnv: --shard auto reads the shard the engine assigned.
+func TestShardFromEnv(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want Shard
+		err  string
+	}{
+		{map[string]string{"MEMBENCH_SHARD": "2/3", "JOB_COMPLETION_INDEX": "0"}, Shard{2, 3}, ""},
+		{map[string]string{"JOB_COMPLETION_INDEX": "0", "MEMBENCH_SHARDS": "4"}, Shard{1, 4}, ""},
+		{map[string]string{"JOB_COMPLETION_INDEX": "3", "JOB_COMPLETIONS": "4"}, Shard{4, 4}, ""},
+		{map[string]string{"JOB_COMPLETION_INDEX": "4", "JOB_COMPLETIONS": "4"}, Shard{}, "do not name a shard"},
+		{map[string]string{"JOB_COMPLETION_INDEX": "1"}, Shard{}, "not the number of shards"},
+		{map[string]string{"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "2"}, Shard{1, 2}, ""},
+		{map[string]string{"CI_NODE_INDEX": "0", "CI_NODE_TOTAL": "2"}, Shard{}, "1-based"},
+		{map[string]string{"CIRCLE_NODE_INDEX": "1", "CIRCLE_NODE_TOTAL": "2"}, Shard{2, 2}, ""},
+		{map[string]string{"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "5"}, Shard{1, 5}, ""},
+		{map[string]string{}, Shard{}, "no shard in the environment"},
+		{map[string]string{"MEMBENCH_SHARD": "3/2"}, Shard{}, "bad shard"},
+	}
+	for _, tc := range cases {
+		got, _, err := ShardFromEnv(func(k string) string { return tc.env[k] })
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want one saying %q", tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%v: %v, %v; want %v", tc.env, got, err, tc.want)
+		}
+	}
+}

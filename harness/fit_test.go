@@ -128,10 +128,11 @@ func TestVerdicts(t *testing.T) {
 // TestPeakFootprintEvent: the replay names the event right after which
 // its footprint first reached its peak. Replaying the events up to it
 // reaches PeakFootprint and the events before it do not; for a
-// preallocated region (jax, tf, the TPU heap) the layout there has a block
-// in use ending exactly PeakFootprint bytes above the region's start (what
-// the report's state map draws), and for the others the event is where
-// peak reserved was reached.
+// preallocated region (jax, tf) the layout there has a block in use
+// ending exactly PeakFootprint bytes above the region's start, and for the
+// TPU heap, which places buffers top-down (package tpurt), one starting
+// exactly PeakFootprint bytes below its end (what the report's state map
+// draws); for the others the event is where peak reserved was reached.
 func TestPeakFootprintEvent(t *testing.T) {
 	evs := loadCorpus(t, "gpt-train")
 	for _, c := range []struct{ spec, dev string }{
@@ -161,9 +162,10 @@ func TestPeakFootprintEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		top := false
+		end := l[len(l)-1].Addr + l[len(l)-1].Size
 		for _, s := range l {
 			for _, b := range s.Blocks {
-				if b.State == strategies.BlockAllocated && b.Addr+b.Size-l[0].Addr == r.PeakFootprint {
+				if b.State == strategies.BlockAllocated && (b.Addr+b.Size-l[0].Addr == r.PeakFootprint || end-b.Addr == r.PeakFootprint && dev.Kind == strategies.TPU) {
 					top = true
 				}
 			}

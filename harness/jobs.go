@@ -333,6 +333,59 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{ki, ni}, nil
 }
 
+// ShardFromEnv is --shard auto: the shard an existing engine assigned this
+// process, read through getenv (os.Getenv), so that a sweep spreads over a
+// Kubernetes Indexed Job or a CI matrix with no scheduler of membench's
+// own. It tries, in order: MEMBENCH_SHARD=K/N (set by hand or by a CI
+// matrix); a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (0-based; the
+// Job does not expose its completions count, so the manifest sets
+// MEMBENCH_SHARDS, or JOB_COMPLETIONS, to it); GitLab's parallel jobs
+// (CI_NODE_INDEX, 1-based, and CI_NODE_TOTAL); CircleCI
+// (CIRCLE_NODE_INDEX, 0-based, CIRCLE_NODE_TOTAL); Buildkite
+// (BUILDKITE_PARALLEL_JOB, 0-based, BUILDKITE_PARALLEL_JOB_COUNT). from
+// names the variables used, for the message that says which shard ran.
+func ShardFromEnv(getenv func(string) string) (sh Shard, from string, err error) {
+	if v := getenv("MEMBENCH_SHARD"); v != "" {
+		sh, err = ParseShard(v)
+		return sh, "MEMBENCH_SHARD=" + v, err
+	}
+	pair := func(indexVar string, base int, totalVars ...string) (bool, error) {
+		idx := getenv(indexVar)
+		if idx == "" {
+			return false, nil
+		}
+		for _, tv := range totalVars {
+			total := getenv(tv)
+			if total == "" {
+				continue
+			}
+			k, err1 := strconv.Atoi(idx)
+			n, err2 := strconv.Atoi(total)
+			if err1 != nil || err2 != nil || n < 1 || k-base < 0 || k-base >= n {
+				return true, fmt.Errorf("--shard auto: %s=%q and %s=%q do not name a shard (index %d-based, below the count)", indexVar, idx, tv, total, base)
+			}
+			sh, from = Shard{k - base + 1, n}, fmt.Sprintf("%s=%s, %s=%s", indexVar, idx, tv, total)
+			return true, nil
+		}
+		return true, fmt.Errorf("--shard auto: %s=%s is set, but not the number of shards (set %s)", indexVar, idx, strings.Join(totalVars, " or "))
+	}
+	for _, p := range []struct {
+		index  string
+		base   int
+		totals []string
+	}{
+		{"JOB_COMPLETION_INDEX", 0, []string{"MEMBENCH_SHARDS", "JOB_COMPLETIONS"}},
+		{"CI_NODE_INDEX", 1, []string{"CI_NODE_TOTAL"}},
+		{"CIRCLE_NODE_INDEX", 0, []string{"CIRCLE_NODE_TOTAL"}},
+		{"BUILDKITE_PARALLEL_JOB", 0, []string{"BUILDKITE_PARALLEL_JOB_COUNT"}},
+	} {
+		if found, err := pair(p.index, p.base, p.totals...); found {
+			return sh, from, err
+		}
+	}
+	return Shard{}, "", fmt.Errorf("--shard auto: no shard in the environment (set MEMBENCH_SHARD=K/N, or run as a Kubernetes Indexed Job with MEMBENCH_SHARDS, or as GitLab, CircleCI or Buildkite parallel jobs)")
+}
+
 // Select keeps the jobs of this shard. When there are at least N trace ×
 // device pairs, a pair's strategies stay together (pair i goes to shard
 // i mod N + 1), so that each shard lists strategies in the same order and

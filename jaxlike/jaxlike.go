@@ -8,14 +8,15 @@ import (
 	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
+	"membench/tpurt"
 )
 
 // Config is GpuAllocatorConfig as JAX's environment variables set it.
 type Config struct {
-	Preallocate    bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
-	Fraction       float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
-	Platform       bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
-	bfc.Relocation         // defrag, defrag_via_host
+	Preallocate bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
+	Fraction    float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
+	Platform    bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
+	tpurt.Knobs         // defrag, defrag_via_host, program_bytes
 	// JIT is how a replay runs the trace's executable launches: jit=true
 	// compiled, jit=false (or JAX_DISABLE_JIT=1) op by op, unset
 	// compiled when the trace has launches (package jit).
@@ -27,7 +28,7 @@ type Config struct {
 
 // setting is one knob as the spec gave it.
 type setting struct {
-	knob string // preallocate, mem_fraction, allocator, defrag, defrag_via_host
+	knob string // preallocate, mem_fraction, allocator, defrag, defrag_via_host, program_bytes
 	text string // key=value as written
 }
 
@@ -38,7 +39,7 @@ var Keys = append([]string{
 	"mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION",
 	"allocator", "XLA_PYTHON_CLIENT_ALLOCATOR",
 	"jit", "JAX_DISABLE_JIT",
-}, bfc.RelocationKeys...)
+}, tpurt.KnobKeys...)
 
 // ParseConfig reads a jax strategy spec.
 func ParseConfig(sp strategies.Spec) (Config, error) {
@@ -85,7 +86,7 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 				}
 			}
 		default:
-			_, err = c.Relocation.Parse(p.Key, p.Value)
+			_, err = c.Knobs.Parse(p.Key, p.Value)
 		}
 		if err != nil {
 			return c, fmt.Errorf("jax: %s=%s: %w", p.Key, p.Value, err)
@@ -112,7 +113,7 @@ var knobOf = map[string]string{
 	"preallocate": "preallocate", "XLA_PYTHON_CLIENT_PREALLOCATE": "preallocate",
 	"mem_fraction": "mem_fraction", "XLA_PYTHON_CLIENT_MEM_FRACTION": "mem_fraction", "XLA_CLIENT_MEM_FRACTION": "mem_fraction",
 	"allocator": "allocator", "XLA_PYTHON_CLIENT_ALLOCATOR": "allocator",
-	"defrag": "defrag", "defrag_via_host": "defrag_via_host",
+	"defrag": "defrag", "defrag_via_host": "defrag_via_host", "program_bytes": "program_bytes",
 	"jit": "jit", "JAX_DISABLE_JIT": "jit",
 }
 
@@ -122,7 +123,7 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
 	notes := c.notes(d)
 	if d.Kind == strategies.TPU {
-		return c.Relocation.TPU(mem, notes...)
+		return c.Knobs.New(mem, notes...)
 	}
 	if c.Platform {
 		a := platform.New(mem, "XLA platform allocator")
@@ -143,8 +144,8 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 // TPU, the GPU client's settings (XLA_PYTHON_CLIENT_*: the TPU runtime
 // model takes the whole HBM less the runtime reserve); with the platform
 // allocator, the BFC's limit, preallocation and relocation; on a GPU,
-// defrag_via_host (relocation there always goes through host memory);
-// and defrag_via_host with defrag off.
+// defrag_via_host (relocation there always goes through host memory) and
+// program_bytes (the TPU runtime's); and defrag_via_host with defrag off.
 func (c Config) notes(d *strategies.Device) []string {
 	var out []string
 	for _, g := range c.given {
@@ -158,7 +159,7 @@ func (c Config) notes(d *strategies.Device) []string {
 		case d.Kind != strategies.TPU && c.Platform && g.knob != "allocator":
 			why = "with the platform allocator: every buffer is its own device allocation, with no BFC limit, preallocation or relocation"
 		default:
-			why = c.Relocation.NoEffect(g.knob, d.Kind)
+			why = c.Knobs.NoEffect(g.knob, d.Kind)
 		}
 		if why != "" {
 			out = append(out, g.text+" has no effect "+why)

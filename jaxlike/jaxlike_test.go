@@ -8,6 +8,7 @@ import (
 	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
+	"membench/tpurt"
 )
 
 func parse(spec string) (Config, error) {
@@ -65,18 +66,23 @@ func TestKnobs(t *testing.T) {
 	}
 }
 
-// TestTPU: on a TPU the whole HBM less the runtime reserve is one heap
-// (no 75 % fraction) with defragmentation unless turned off.
+// TestTPU: on a TPU the TPU runtime model takes the whole HBM less the
+// runtime reserve (no 75 % fraction), defragments unless turned off and
+// loads a program of program_bytes.
 func TestTPU(t *testing.T) {
 	tpu, _ := strategies.ParseDevice("tpu-v5p")
-	for spec, defrag := range map[string]bool{"jax": true, "jax:defrag=false": false, "jax:mem_fraction=0.5": true} {
-		cfg, err := parse(spec)
+	for _, c := range []struct {
+		spec    string
+		defrag  bool
+		program int64
+	}{{"jax", true, 0}, {"jax:defrag=false", false, 0}, {"jax:mem_fraction=0.5", true, 0}, {"jax:program_bytes=1GiB", true, 1 << 30}} {
+		cfg, err := parse(c.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := New(cfg, strategies.NewMemory(&tpu)).(*bfc.Allocator).Options()
-		if o.Limit != tpu.Capacity || o.Defrag != defrag || o.AllowGrowth {
-			t.Errorf("%s on TPU: %+v", spec, o)
+		a := New(cfg, strategies.NewMemory(&tpu)).(*tpurt.Allocator)
+		if o := a.Options(); a.Limit() != tpu.Capacity || o.Defrag != c.defrag || o.ProgramBytes != c.program || o.Granule != 128 {
+			t.Errorf("%s on TPU: limit %d, %+v", c.spec, a.Limit(), o)
 		}
 	}
 }

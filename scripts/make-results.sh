@@ -26,7 +26,7 @@ run run --format table
 echo
 echo "## The smallest card each strategy fits on"
 echo
-echo "Capacity searched in 2 MiB steps (GPU) and 512 B steps (TPU model), verified by"
+echo "Capacity searched in 2 MiB steps (GPU) and 128 B steps (TPU model), verified by"
 echo "replays at the answer (fits) and one step below (OOM). min-card-B adds what the"
 echo "card keeps outside the allocator's reach (CUDA context, TPU runtime reserve);"
 echo "BenchmarkPlacement rows are the allocator limit placement alone needs, and the"
@@ -39,8 +39,8 @@ echo
 echo "The CS336 Transformer probe (peak live 3.25 GB) on a 3300 MiB device: the GPU"
 echo "BFC strategies and PyTorch's default run out of memory; PyTorch with expandable"
 echo "segments fits; the TPU runtime model fits by relocating live buffers once and"
-echo "fails with defragmentation off (the TPU model is an assumption: its allocator"
-echo "is closed source)."
+echo "fails with defragmentation off (the TPU model's defragmentation is an assumption:"
+echo "XLA documents that the runtime defragments, not how)."
 echo
 run run --trace ../shared/traces/pytorch-snapshots/cs336-lm-peak-probe.pickle --device gpu:capacity=3300MiB --strategy jax:mem_fraction=1 --strategy tf:per_process_gpu_memory_fraction=1 --strategy torch --strategy torch:expandable_segments=true --format table
 run run --trace ../shared/traces/pytorch-snapshots/cs336-lm-peak-probe.pickle --device tpu-v5e:capacity=3300MiB --strategy jax --strategy jax:defrag=false --strategy tf --format table

@@ -60,7 +60,9 @@ type Device struct {
 	// system-memory reserve depends on it); 0 on TPU.
 	ComputeMajor int
 	// Granularity is the physical page size: cuMemCreate sizes and the
-	// capacity search step are multiples of it.
+	// capacity search step are multiples of it. On a TPU it is the
+	// runtime's allocation granule, to which the TPU runtime model
+	// (tpurt) rounds every buffer.
 	Granularity int64
 	// Modelled costs in seconds. Nobody publishes authoritative figures
 	// for current hardware (allocator-spec §4.1), so they are assumptions
@@ -73,7 +75,8 @@ type Device struct {
 	HBMBytesPerSec  float64 // device memory bandwidth
 	HostBytesPerSec float64 // host link (PCIe/NVLink-C2C) bandwidth
 	// Relocatable says the runtime can move live buffers (TPU: yes,
-	// allocator-spec §4; GPU frameworks: no).
+	// allocator-spec §6.4, XLA error E0100; GPU frameworks: no). The TPU
+	// runtime model defragments by default only on a relocatable device.
 	Relocatable bool
 	// Notes lists where each figure came from, printed with results so
 	// that assumptions are visible.

@@ -33,8 +33,12 @@ func gpuCosts(d Device) Device {
 // version and lazy loading, typically a few hundred MiB.
 const contextOverhead = 512 * MiB
 
-// tpuCosts: the TPU runtime is closed source (allocator-spec §4); every
-// figure but HBM size and bandwidth is an assumption.
+// tpuCosts sets what the TPU presets share. The TPU runtime is closed
+// source; its allocation granule was recorded (allocator-spec §6.4: 32 →
+// 128, 1,472 → 1,536 B on a v6e) and is the device granularity the TPU
+// runtime model (package tpurt) rounds to; latencies and the host link
+// are assumptions. Each preset gives its Total and Reserve, both in the
+// GiB the runtime reports (§6.4), each citing its source.
 func tpuCosts(d Device) Device {
 	d.Kind = TPU
 	d.MallocSec = 5e-6
@@ -42,22 +46,18 @@ func tpuCosts(d Device) Device {
 	d.MapSec = 5e-6
 	d.UnmapSec = 5e-6
 	d.HitSec = 0.2e-6
-	d.Granularity = 512 // assumption: the TPU runtime's allocation alignment is not public
+	d.Granularity = 128
 	d.Relocatable = true
 	d.HostBytesPerSec = 16e9 // assumption: PCIe Gen3 x16 class host link
-	d.Capacity = d.Total - tpuRuntimeReserve
+	d.Capacity = d.Total - d.Reserve
 	d.Free = d.Capacity
-	d.Reserve = tpuRuntimeReserve
 	d.Notes = append(d.Notes,
-		"TPU runtime closed source (allocator-spec §4): latencies, 512 B alignment, host link 16 GB/s and the 256 MiB runtime reserve are assumptions",
-		"relocatable: the TPU runtime defragments by moving live buffers (allocator-spec §3, jax-ml/jax#9064)",
+		"granularity 128 B: recorded on TPU v6e for small buffers (allocator-spec §6.4); larger recorded sizes were multiples of 512 B and kept exact, so a coarser granule for large buffers and on other generations is an assumption (override: granularity=)",
+		"TPU runtime closed source: latencies and the 16 GB/s host link are assumptions",
+		"relocatable: the TPU runtime defragments by moving live buffers on a fragmentation OOM (allocator-spec §6.4, XLA error E0100)",
 	)
 	return d
 }
-
-// tpuRuntimeReserve is HBM the TPU runtime keeps for itself (program
-// binaries, scratch). Assumption: not public.
-const tpuRuntimeReserve = 256 * MiB
 
 var presets = map[string]Device{
 	"a100-40g": gpuCosts(Device{
@@ -89,17 +89,26 @@ var presets = map[string]Device{
 			"host link 50 GB/s: assumption (PCIe Gen5 x16)",
 		}}),
 	"tpu-v4": tpuCosts(Device{
-		Total: 32 * GiB, HBMBytesPerSec: 1200e9,
-		Notes: []string{"HBM 32 GiB, 1200 GB/s: Cloud TPU system architecture (allocator-spec §4)"}}),
+		Total: 32 * GiB, Reserve: 1280 * MiB, HBMBytesPerSec: 1200e9,
+		Notes: []string{
+			"HBM 32 GiB, 1200 GB/s: Cloud TPU system architecture (allocator-spec §4, §6.4)",
+			"runtime reserve 1.25 GiB: one multi-host v4 reading (allocator-spec §6.4); assumption for other v4 hosts",
+		}}),
 	"tpu-v5e": tpuCosts(Device{
-		Total: 16e9, HBMBytesPerSec: 819e9,
-		Notes: []string{"HBM 16 GB, 819 GB/s: Cloud TPU system architecture (allocator-spec §4)"}}),
+		Total: 16 * GiB, Reserve: 258 * MiB, HBMBytesPerSec: 819e9,
+		Notes: []string{
+			"HBM 16 GiB, of which the runtime reports 15.75G usable (≈258 MiB reserved): allocator-spec §6.4; 819 GB/s: Cloud TPU system architecture (§4)",
+		}}),
 	"tpu-v5p": tpuCosts(Device{
-		Total: 95e9, HBMBytesPerSec: 2765e9,
-		Notes: []string{"HBM 95 GB, 2765 GB/s: Cloud TPU system architecture (allocator-spec §4)"}}),
+		Total: 96 * GiB, Reserve: 266 * MiB, HBMBytesPerSec: 2765e9,
+		Notes: []string{
+			"HBM 96 GiB, 95.74G available in a published sample (allocator-spec §6.4): reserve 266 MiB, to the sample's two decimals; 2765 GB/s: Cloud TPU system architecture (§4)",
+		}}),
 	"tpu-v6e": tpuCosts(Device{
-		Total: 32e9, HBMBytesPerSec: 1638e9,
-		Notes: []string{"HBM 32 GB, 1638 GB/s: Cloud TPU system architecture (allocator-spec §4)"}}),
+		Total: 32 * GiB, Reserve: 32*GiB - 33550237696, HBMBytesPerSec: 1638e9,
+		Notes: []string{
+			"HBM 32 GiB with a limit of 33,550,237,696 B per chip (runtime reserve 772 MiB): recorded (../shared/traces/profiler/xprof-tpu-v6e-inference.xplane.pb, allocator-spec §6.4); 1638 GB/s: Cloud TPU system architecture (§4)",
+		}}),
 }
 
 // PresetNames lists the presets, sorted.

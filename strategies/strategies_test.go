@@ -157,13 +157,33 @@ func TestDeviceFiguresBounded(t *testing.T) {
 // reserve (CUDA context, TPU runtime), so a capacity search on it still
 // names a card that holds one.
 func TestReserveSurvivesOverrides(t *testing.T) {
-	for spec, want := range map[string]int64{"gpu:capacity=3300MiB": 512 * MiB, "a100-40g": 512 * MiB, "tpu-v5e:capacity=8GiB": 256 * MiB} {
+	for spec, want := range map[string]int64{"gpu:capacity=3300MiB": 512 * MiB, "a100-40g": 512 * MiB, "tpu-v5e:capacity=8GiB": 258 * MiB} {
 		d, err := ParseDevice(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d.Reserve != want {
 			t.Errorf("%s: reserve %d, want %d", spec, d.Reserve, want)
+		}
+	}
+}
+
+// TestTPUPresets: the TPU presets are the GiB the runtime reports with
+// each generation's reserve (allocator-spec §6.4), the v6e's limit exactly
+// as recorded, and the recorded 128 B granule.
+func TestTPUPresets(t *testing.T) {
+	for name, want := range map[string]struct{ total, capacity int64 }{
+		"tpu-v6e": {32 * GiB, 33550237696},      // recorded limit
+		"tpu-v5e": {16 * GiB, 16*GiB - 258*MiB}, // 15.75G usable
+		"tpu-v5p": {96 * GiB, 96*GiB - 266*MiB}, // 95.74G available
+		"tpu-v4":  {32 * GiB, 32*GiB - 1280*MiB},
+	} {
+		d, err := ParseDevice(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Total != want.total || d.Capacity != want.capacity || d.Free != d.Capacity || d.Reserve != d.Total-d.Capacity || d.Granularity != 128 {
+			t.Errorf("%s: total %d capacity %d free %d reserve %d granularity %d; want total %d capacity %d", name, d.Total, d.Capacity, d.Free, d.Reserve, d.Granularity, want.total, want.capacity)
 		}
 	}
 }

@@ -2,8 +2,8 @@
 // GPUBFCAllocator that GPUProcessState builds for each GPU (allocator-spec
 // §2.8) on TSL's BFC (package bfc), its default memory limit, and the
 // alternatives its environment variables select. On a TPU device it uses
-// the TPU runtime model shared with jaxlike (see bfc's package comment).
+// the TPU runtime model shared with jaxlike (package tpurt).
 //
-// It imports strategies, bfc and platform; the harness's registry is its
+// It imports strategies, bfc, platform and tpurt; the harness's registry is its
 // only importer.
 package tflike

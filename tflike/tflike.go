@@ -8,6 +8,7 @@ import (
 	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
+	"membench/tpurt"
 )
 
 // Config is TensorFlow's GPUOptions and environment as they affect memory.
@@ -19,7 +20,7 @@ type Config struct {
 	FragmentationFraction float64 // experimental.internal_fragmentation_fraction
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
-	bfc.Relocation                // defrag, defrag_via_host
+	tpurt.Knobs                   // defrag, defrag_via_host, program_bytes
 	// JITCompile is tf.function(jit_compile=True): the function runs as
 	// an XLA executable, allocating as JAX's do under jit (allocator-spec
 	// §6.1; package jit). JITCompileSet says it was given.
@@ -53,7 +54,7 @@ var Keys = append([]string{
 	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
 	"memory_limit_mb",
 	"jit_compile",
-}, bfc.RelocationKeys...)
+}, tpurt.KnobKeys...)
 
 // Execution is how a replay runs the trace's executable launches: op by
 // op unless jit_compile=true, TensorFlow's own default (graph and eager
@@ -119,7 +120,7 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 				err = fmt.Errorf("must be in [1, %d] (MiB)", maxMB)
 			}
 		default:
-			_, err = c.Relocation.Parse(p.Key, p.Value)
+			_, err = c.Knobs.Parse(p.Key, p.Value)
 		}
 		if err != nil {
 			return c, fmt.Errorf("tf: %s=%s: %w", p.Key, p.Value, err)
@@ -180,7 +181,7 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 	d := mem.Dev
 	notes := c.notes(d)
 	if d.Kind == strategies.TPU {
-		return c.Relocation.TPU(mem, notes...)
+		return c.Knobs.New(mem, notes...)
 	}
 	if c.CudaMalloc {
 		a := platform.New(mem, "cuda_malloc")
@@ -205,18 +206,18 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 // cuda_malloc, every BFC setting; a fraction or a system reserve that a
 // memory_limit_mb or a system reserve overrides (SingleVirtualDeviceMemoryLimit,
 // allocator-spec §2.8); defrag_via_host on a GPU (relocation there always
-// goes through host memory) or with defrag=false.
+// goes through host memory) or with defrag=false; program_bytes on a GPU.
 func (c Config) notes(d *strategies.Device) []string {
 	var out []string
 	sysReserve := c.SystemMemoryMB > 0 && c.SystemMemoryMB<<20 < d.Free
 	for _, g := range c.given {
-		relocation := g.knob == "defrag" || g.knob == "defrag_via_host"
+		tpuKnob := tpurt.IsKnob(g.knob)
 		why := ""
 		switch {
 		case g.knob == "jit_compile":
 			// It chooses the replay's mode, whatever the allocator;
 			// the replay says which mode ran (package jit).
-		case d.Kind == strategies.TPU && !relocation:
+		case d.Kind == strategies.TPU && !tpuKnob:
 			why = "on a TPU device: it configures TensorFlow's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.CudaMalloc && g.knob != "allocator":
 			why = "with TF_GPU_ALLOCATOR=cuda_malloc: every tensor is its own cudaMalloc, with no BFC limit, growth policy, garbage collection or relocation"
@@ -228,7 +229,7 @@ func (c Config) notes(d *strategies.Device) []string {
 		case g.knob == "per_process_gpu_memory_fraction" && sysReserve:
 			why = "with gpu_system_memory_size_in_mb set: the limit is free memory less that reserve (allocator-spec §2.8)"
 		default:
-			why = c.Relocation.NoEffect(g.knob, d.Kind)
+			why = c.Knobs.NoEffect(g.knob, d.Kind)
 		}
 		if why != "" {
 			out = append(out, g.text+" has no effect "+why)

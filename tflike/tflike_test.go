@@ -8,6 +8,7 @@ import (
 	"membench/jaxlike/jit"
 	"membench/platform"
 	"membench/strategies"
+	"membench/tpurt"
 )
 
 func cfg(t *testing.T, spec string) Config {
@@ -88,9 +89,9 @@ func TestKnobs(t *testing.T) {
 		t.Errorf("bfc options %+v", a.Options())
 	}
 	tpu, _ := strategies.ParseDevice("tpu-v4")
-	ta := New(cfg(t, "tf"), strategies.NewMemory(&tpu)).(*bfc.Allocator)
-	if o := ta.Options(); !o.Defrag || o.AllowGrowth || o.Limit != tpu.Capacity {
-		t.Errorf("TPU path options %+v", o)
+	ta := New(cfg(t, "tf"), strategies.NewMemory(&tpu)).(*tpurt.Allocator)
+	if o := ta.Options(); !o.Defrag || ta.Limit() != tpu.Capacity {
+		t.Errorf("TPU path: limit %d, options %+v", ta.Limit(), o)
 	}
 	for spec, want := range map[string]string{
 		"tf:allow_grow=true":                     "valid keys",

@@ -55,13 +55,19 @@
 //     (NewAllocatorSimReader);
 //   - STAlloc/Megatron allocator logs (NewSTAllocReader);
 //   - JAX device memory profiles, a pprof protobuf (NewJAXPprofReader);
+//   - TensorBoard / XProf profiles (*.xplane.pb, an XSpace protobuf whose
+//     first plane opens with its name; and the memory_profile.json beside
+//     them, a JSON object whose first key is memoryProfilePerAllocator),
+//     decoded by package xprof, which registers its reader;
 //
 // each of them plain or gzip-compressed. Readers do not track which ids are
 // live; the replay does, and Check offers the same checks as a wrapper.
 //
 // OpenOptions.Device picks the device of the formats that hold several:
 // a device number for PyTorch snapshots, an index into the sorted device
-// labels for JAX profiles; -1 means the first (see each format).
+// labels for JAX profiles, a TPU chip or GPU_N_bfc in XProf profiles; -1
+// means the first (see each format). OpenOptions.Allocator picks an XProf
+// profile's allocator by name.
 //
 // # Native text format
 //

@@ -339,7 +339,8 @@ func isLineSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 // header line, the lifetime CSV header line, a pickle's first opcode (0x80
 // PROTO, or '(' ']' '}' for protocols 0 and 1), a JSON object's '{' after
 // optional white space, lines of three decimal integers (allocatorSim) or
-// of STAlloc records, and last a pprof protobuf (a first byte 0x0a whose
+// of STAlloc records, an XProf XSpace (a first plane that opens with its
+// printable name), and last a pprof protobuf (a first byte 0x0a whose
 // fields decode as a pprof Profile's; then, and only then, the whole
 // content is read and decoded with the pprof package to confirm it). See
 // doc.go, "Detection". Content that is none of these gives an error

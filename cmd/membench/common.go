@@ -21,7 +21,7 @@ var (
 	deviceFlag = &cli.StringSliceFlag{Name: "device", Usage: "device preset or override, e.g. a100-40g:capacity=24GiB, repeatable (default: " + strategies.DefaultDevice + ")"}
 	outFlag    = &cli.StringFlag{Name: "out", Usage: "write results to `FILE` instead of stdout"}
 	formatFlag = &cli.StringFlag{Name: "format", Usage: "benchfmt, table, csv or json (default: table on a terminal, benchfmt otherwise)"}
-	shardFlag  = &cli.StringFlag{Name: "shard", Usage: "run only part `K/N` of the jobs (1 <= K <= N); the parts' benchfmt outputs concatenate"}
+	shardFlag  = &cli.StringFlag{Name: "shard", Usage: "run only part `K/N` of the jobs (1 <= K <= N), or auto: the part a Kubernetes Indexed Job or a CI matrix assigns (see README); the parts' benchfmt outputs concatenate"}
 	jobsFlag   = &cli.IntFlag{Name: "jobs", Usage: "replays to run at once (default: one per core)"}
 )
 
@@ -110,14 +110,23 @@ func output(c *cli.Context) (w io.Writer, format string, commit func() error, ab
 }
 
 func shard(c *cli.Context, jobs []harness.Job) ([]harness.Job, error) {
-	if s := c.String("shard"); s != "" {
-		sh, err := harness.ParseShard(s)
+	s := c.String("shard")
+	switch s {
+	case "":
+		return jobs, nil
+	case "auto":
+		sh, from, err := harness.ShardFromEnv(os.Getenv)
 		if err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(c.App.ErrWriter, "shard %d/%d (from %s)\n", sh.K, sh.N, from)
 		return sh.Select(jobs), nil
 	}
-	return jobs, nil
+	sh, err := harness.ParseShard(s)
+	if err != nil {
+		return nil, err
+	}
+	return sh.Select(jobs), nil
 }
 
 func workers(c *cli.Context) int {

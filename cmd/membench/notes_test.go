@@ -94,7 +94,7 @@ func TestReportJobs(t *testing.T) {
 	if !bytes.Equal(pages[0], pages[1]) {
 		t.Error("report --jobs 1 and --jobs 3 differ")
 	}
-	if !bytes.Contains(pages[0], []byte("the TPU runtime&#39;s allocator is closed source")) {
+	if !bytes.Contains(pages[0], []byte("TPU runtime model (allocator-spec §6.4, fitted to the TPU v6e recording)")) {
 		t.Error("report on tpu-v4 lacks the TPU runtime model's note")
 	}
 }

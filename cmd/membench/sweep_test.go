@@ -68,6 +68,28 @@ func TestSweep(t *testing.T) {
 	if len(parts) != len(whole) {
 		t.Errorf("shards hold %d results, the whole %d", len(parts), len(whole))
 	}
+	// --shard auto takes the part from the engine's environment: a
+	// Kubernetes Indexed Job's index, with the count set in the manifest.
+	var auto []string
+	for _, idx := range []string{"0", "1"} {
+		t.Setenv("JOB_COMPLETION_INDEX", idx)
+		t.Setenv("MEMBENCH_SHARDS", "2")
+		o, e, err := runCLI(t, append(args, "--shard", "auto")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "shard " + idx + "/2"; idx == "0" && !strings.Contains(e, "shard 1/2 (from JOB_COMPLETION_INDEX=0, MEMBENCH_SHARDS=2)") {
+			t.Errorf("stderr %q does not say which shard ran (%s)", e, want)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(o), "\n") {
+			if strings.HasPrefix(l, "Benchmark") {
+				auto = append(auto, l)
+			}
+		}
+	}
+	if strings.Join(auto, "\n") != strings.Join(parts, "\n") {
+		t.Errorf("--shard auto gives other parts than --shard K/N")
+	}
 	for _, bad := range [][]string{
 		{"sweep", "--strategy", "torch", "--param", "max_split_size_mb"},
 		{"sweep", "--strategy", "torch", "--param", "max_split_size_mb=10"},

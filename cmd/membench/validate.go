@@ -14,6 +14,7 @@ import (
 	bfcvalidate "membench/bfc/validate"
 	"membench/strategies"
 	"membench/torchlike/validate"
+	tpuvalidate "membench/tpurt/validate"
 	"membench/traces"
 )
 
@@ -21,7 +22,7 @@ import (
 // by its framework's house; every one whose Match accepts a file's content
 // validates what it knows in it (a profile's BFC allocators and its TPU
 // chips are different houses' to check).
-var validators = []strategies.Validator{validate.Snapshots, bfcvalidate.Profiles}
+var validators = []strategies.Validator{validate.Snapshots, bfcvalidate.Profiles, tpuvalidate.Profiles}
 
 func validateCommand() *cli.Command {
 	var kinds []string
@@ -96,10 +97,13 @@ func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (in
 	}
 	defer closeInput()
 	var r io.Reader = br
-	head, err := br.Peek(512)
+	peek, err := br.Peek(512)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
+	// A copy: Peek's bytes are the reader's buffer, which reading the
+	// content for the first validator overwrites.
+	head := bytes.Clone(peek)
 	// Every matching validator reads the same content: keep it, so each
 	// gets its own reader. Recordings that match are small next to memory
 	// (profiles and snapshots are bounded by their readers' limits).

@@ -1,0 +1,48 @@
+// Package tpurt models the TPU runtime's HBM allocator (libtpu, closed
+// source), which JAX and TensorFlow share on a TPU: jaxlike and tflike
+// build it when the device's Kind is TPU. Every rule comes from
+// allocator-spec §6.4 (XLA's error pages E0100 and E0101) or from the
+// recording ../shared/traces/profiler/xprof-tpu-v6e-inference.xplane.pb;
+// what neither shows is an assumption, labelled in Notes and exposed as a
+// knob or a device figure.
+//
+// The heap is the device's capacity: the whole HBM less the runtime's
+// reserve (strategies presets: the limit the runtime reports, 33,550,237,696
+// B on a v6e). It has two ends.
+//
+//   - Buffers (device_put, program outputs) are placed top-down. A request
+//     is rounded up to the granule (128 B recorded: 32 → 128, 1,472 →
+//     1,536; larger recorded sizes kept exact) and takes the top end of the
+//     free range with the highest address that holds it, split exactly: no
+//     BFC slack, no minimum chunk. That rule reproduces every allocation of
+//     the four recorded v6e chips (453 of 453 addresses and sizes); best
+//     fit does not (two chips place an 821,760 B buffer in the higher of
+//     two holes, not the smaller). A free coalesces with free neighbours.
+//   - Loaded programs are one contiguous reservation at the bottom
+//     (E0101: "Attempting to reserve … at the bottom of memory"), the sum of
+//     the loaded programs' sizes (the recording's bytes_reserved: 5,414,912
+//     B, later 21,491,712,000 B). Loading needs that much contiguous free
+//     memory directly above the reservation ("reservable"); buffers are
+//     never moved for it (pytorch/xla#3470). Programs persist until
+//     unloaded or evicted.
+//
+// A buffer that does not fit is retried, in E0100's order: after an
+// automatic defragmentation when the free bytes would hold it (live
+// buffers slid to the top, keeping their order: an assumption, costed as
+// bytes moved × 2 over the HBM bandwidth, or the host link with
+// defrag_via_host; on by default unless the device is set
+// relocatable=false), then after evicting loaded programs (buffers take
+// priority over keeping programs loaded), the most recently loaded first
+// (assumption). A failure after all that is reported in E0100's words,
+// "Attempting to allocate X. That was not possible. There are Y free.".
+//
+// The trace formats have no program loads or launches, so an ordinary
+// trace of buffers replays against an empty reservation; the knob
+// program_bytes loads one program of that size before the first event, to
+// ask what a resident program of a given size costs. An evicted program
+// is not reloaded (there are no launches to reload it).
+//
+// Beyond the Allocator contract the model declares strategies.Layouter,
+// Defragmenter, Footprinter and Noter. The package imports strategies and
+// internal/spanset only.
+package tpurt

@@ -1,0 +1,535 @@
+package tpurt
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"membench/internal/spanset"
+	"membench/strategies"
+)
+
+// ErrResourceExhausted is what every failure of the runtime's memory
+// wraps: XLA reports both E0100 and E0101 as RESOURCE_EXHAUSTED.
+var ErrResourceExhausted = errors.New("RESOURCE_EXHAUSTED")
+
+// Options configure one TPU runtime heap.
+type Options struct {
+	// Granule is the unit every buffer's size is rounded up to; 0 means
+	// the device's Granularity (128 B on the TPU presets, as recorded).
+	Granule int64
+	// Defrag slides live buffers together when a request fails although
+	// the free bytes would hold it (E0100's automatic defragmentation).
+	Defrag bool
+	// DefragViaHost costs relocation over the host link instead of HBM.
+	DefragViaHost bool
+	// ProgramBytes, when positive, loads one program of that size at the
+	// bottom before the first request (the knob program_bytes).
+	ProgramBytes int64
+	// Name is the memory space that messages name; "0x0x0_HBM0" (XLA's
+	// spelling of core 0's HBM in its messages) when empty.
+	Name string
+	// Notes are the framework's notes on its configuration, reported
+	// after the model's own (strategies.Noter).
+	Notes []string
+}
+
+// Stats are the runtime's counters as memory_stats() names them
+// (allocator-spec §6.4), plus the model's relocation and eviction counts.
+type Stats struct {
+	NumAllocs      int64
+	BytesInUse     int64 // bytes_in_use: whole chunks
+	PeakBytesInUse int64
+	BytesLimit     int64 // bytes_limit: the heap
+	BytesReserved  int64 // bytes_reserved: loaded programs
+	// LargestFreeBlock is largest_free_block_bytes.
+	LargestFreeBlock int64
+	DefragEvents     int64
+	DefragMoved      int64
+	Evictions        int64 // programs evicted to make room for a buffer
+	NumOOMs          int64
+}
+
+// Program names one program a caller loaded.
+type Program int32
+
+type buffer struct {
+	addr, size, req int64
+	live            bool
+}
+
+type program struct {
+	size   int64
+	loaded bool
+}
+
+// Allocator is the TPU runtime's heap on one chip.
+//
+// Offsets run from the bottom of the heap (0) to its limit: programs
+// occupy [0, reserved), free ranges and buffers tile [reserved, limit).
+type Allocator struct {
+	opts    Options
+	mem     *strategies.Memory
+	granule int64
+	limit   int64 // heap bytes, a multiple of the granule
+	base    int64 // the heap's device address, once taken
+	started bool
+
+	bufs   []buffer
+	unused []int32
+	free   *spanset.Set
+	// freeBytes is the bytes in free ranges; inUse the bytes in live
+	// buffers; reserved the bytes of loaded programs.
+	freeBytes, inUse, reserved int64
+	programs                   []program
+	loaded                     []Program // in load order
+	stats                      Stats
+	highWater                  int64
+	lastOOM                    strategies.OOM
+	notes                      []string
+	scratch                    []int32
+}
+
+// New builds the heap on mem: the device's capacity (or the memory's
+// limit, in a capacity search), rounded down to the granule. The heap is
+// taken from the device at the first request, as one device allocation.
+func New(opts Options, mem *strategies.Memory) *Allocator {
+	a := &Allocator{opts: opts, mem: mem, free: spanset.New()}
+	a.granule = opts.Granule
+	if a.granule <= 0 {
+		a.granule = mem.Dev.Granularity
+	}
+	if a.granule <= 0 {
+		a.granule = defaultGranule
+	}
+	a.limit = mem.Available() / a.granule * a.granule
+	if a.opts.Name == "" {
+		a.opts.Name = "0x0x0_HBM0"
+	}
+	a.stats.BytesLimit = a.limit
+	a.notes = append(a.notes, modelNote)
+	if p := opts.ProgramBytes; p > 0 {
+		if p > a.limit {
+			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d is more than the heap of %d B: no program is loaded", p, a.limit))
+		} else {
+			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d: one program of %s loaded at the bottom of the heap before the first event, evicted only when a buffer needs its room (assumption: traces carry no program loads or launches, so an evicted program is not reloaded)", p, HumanBytes(p)))
+		}
+	}
+	a.notes = append(a.notes, opts.Notes...)
+	return a
+}
+
+// defaultGranule is the granule recorded on TPU v6e (allocator-spec §6.4:
+// 32 → 128, 1,472 → 1,536), for a device that gives none.
+const defaultGranule = 128
+
+// modelNote is the model's assumption as results state it.
+const modelNote = "TPU runtime model (allocator-spec §6.4, fitted to the TPU v6e recording): buffers top-down in the highest free range that fits, split exactly, sizes rounded to the device granularity (128 B recorded for small buffers; the granule of larger ones is an assumption); programs reserved contiguously at the bottom; defragmentation slides live buffers to the top and eviction takes the last loaded program first (assumptions; knobs defrag, defrag_via_host, program_bytes)"
+
+// start takes the heap from the device and loads the program_bytes
+// program, once.
+func (a *Allocator) start() {
+	if a.started {
+		return
+	}
+	a.started = true
+	if a.limit <= 0 {
+		return
+	}
+	addr, ok := a.mem.Malloc(a.limit)
+	if !ok {
+		a.limit, a.stats.BytesLimit = 0, 0
+		return
+	}
+	a.base = addr
+	a.free.Insert(spanset.Span{Start: 0, Size: a.limit})
+	a.freeBytes = a.limit
+	if p := a.opts.ProgramBytes; p > 0 && p <= a.limit {
+		a.reserve(p)
+	}
+}
+
+// Round is the size a request of n bytes occupies: n rounded up to the
+// granule, or the largest int64 when that overflows (no heap holds it).
+func (a *Allocator) Round(n int64) int64 {
+	if n > math.MaxInt64-a.granule {
+		return math.MaxInt64
+	}
+	return (n + a.granule - 1) / a.granule * a.granule
+}
+
+// Malloc implements strategies.Allocator: place the rounded request in
+// the highest free range that holds it; failing that, defragment when the
+// free bytes would hold it, and evict loaded programs, most recent first,
+// until it fits (E0100's retries, allocator-spec §6.4). Queued
+// deallocations, E0100's first retry, do not arise: a replay's frees take
+// effect at once.
+func (a *Allocator) Malloc(n, _ int64) (strategies.Handle, bool) {
+	if n <= 0 {
+		return -1, false
+	}
+	r := a.Round(n)
+	a.start()
+	if h, ok := a.place(r, n); ok {
+		a.mem.Hit()
+		return h, true
+	}
+	for {
+		if a.opts.Defrag && a.freeBytes >= r {
+			a.defragment()
+			if h, ok := a.place(r, n); ok {
+				return h, true
+			}
+		}
+		if !a.evictOne() {
+			break
+		}
+		if h, ok := a.place(r, n); ok {
+			return h, true
+		}
+	}
+	a.stats.NumOOMs++
+	a.lastOOM = strategies.OOM{Requested: n, Rounded: r, Reserved: a.mem.Reserved(), Allocated: a.inUse,
+		DeviceFree: a.mem.Available(), LargestFree: a.free.Largest()}
+	a.lastOOM.Message = fmt.Sprintf("%v: Error allocating device buffer: Attempting to allocate %s. That was not possible. There are %s free.; (%s) [model: %d B requested, %d B free, largest free range %d B, %d B reserved by programs]",
+		ErrResourceExhausted, HumanBytes(r), HumanBytes(a.freeBytes), a.opts.Name, n, a.freeBytes, a.free.Largest(), a.reserved)
+	return -1, false
+}
+
+// place carves r bytes from the top of the highest free range that holds
+// them: the rule that reproduces every placement of the v6e recording
+// (package comment).
+func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
+	sp, ok := a.free.HighestFit(r)
+	if !ok {
+		return -1, false
+	}
+	if sp.Size == r {
+		a.free.Remove(sp.Start)
+	} else {
+		a.free.SetSize(sp.Start, sp.Size-r)
+	}
+	addr := sp.End() - r
+	b := buffer{addr: addr, size: r, req: n, live: true}
+	var h int32
+	if k := len(a.unused); k > 0 {
+		h = a.unused[k-1]
+		a.unused = a.unused[:k-1]
+		a.bufs[h] = b
+	} else {
+		a.bufs = append(a.bufs, b)
+		h = int32(len(a.bufs) - 1)
+	}
+	a.freeBytes -= r
+	a.inUse += r
+	a.stats.NumAllocs++
+	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.inUse)
+	a.noteFootprint()
+	return strategies.Handle(h), true
+}
+
+// Free implements strategies.Allocator: the buffer's range joins the free
+// ranges next to it.
+func (a *Allocator) Free(hh strategies.Handle) {
+	b := &a.bufs[hh]
+	b.live = false
+	a.inUse -= b.size
+	a.release(b.addr, b.size)
+	a.unused = append(a.unused, int32(hh))
+}
+
+// release returns [start, start+size) to the free ranges, coalescing.
+func (a *Allocator) release(start, size int64) {
+	end := start + size
+	a.freeBytes += size
+	if up, ok := a.free.Get(end); ok {
+		a.free.Remove(end)
+		end = up.End()
+	}
+	if lo, ok := a.free.Floor(start - 1); ok && lo.End() == start {
+		a.free.SetSize(lo.Start, end-lo.Start)
+		return
+	}
+	a.free.Insert(spanset.Span{Start: start, Size: end - start})
+}
+
+// reservable is the contiguous free memory directly above the programs:
+// what a program load can take (E0101's "reservable").
+func (a *Allocator) reservable() int64 {
+	if sp, ok := a.free.Get(a.reserved); ok {
+		return sp.Size
+	}
+	return 0
+}
+
+// noteFootprint raises the footprint to what is in use now: everything
+// but the reservable memory.
+func (a *Allocator) noteFootprint() {
+	a.highWater = max(a.highWater, a.limit-a.reservable())
+}
+
+// defragment slides every live buffer to the top of the heap, keeping
+// their order, so that the free bytes become one range directly above
+// the programs. Assumption: the runtime's algorithm is not public (E0100
+// says only that it defragments and retries); costed as each moved
+// buffer copied once.
+func (a *Allocator) defragment() {
+	a.scratch = a.scratch[:0]
+	for i := range a.bufs {
+		if a.bufs[i].live {
+			a.scratch = append(a.scratch, int32(i))
+		}
+	}
+	slices.SortFunc(a.scratch, func(x, y int32) int { return cmp.Compare(a.bufs[y].addr, a.bufs[x].addr) })
+	at := a.limit
+	var moved int64
+	for _, h := range a.scratch {
+		b := &a.bufs[h]
+		at -= b.size
+		if b.addr != at {
+			moved += b.size
+			b.addr = at
+		}
+	}
+	a.free.Reset()
+	if at > a.reserved {
+		a.free.Insert(spanset.Span{Start: a.reserved, Size: at - a.reserved})
+	}
+	a.stats.DefragEvents++
+	a.stats.DefragMoved += moved
+	a.mem.Move(moved, a.opts.DefragViaHost)
+}
+
+// LoadProgram reserves size bytes at the bottom of the heap, directly
+// above the programs already loaded (E0101). Buffers are not moved for it
+// (pytorch/xla#3470 shows free memory that was not reservable); idle
+// programs are evicted, the most recent first, until it fits (assumption:
+// every published E0101 message reports "0B reserved", so the runtime had
+// no program left to evict). The error wraps ErrResourceExhausted.
+func (a *Allocator) LoadProgram(size int64) (Program, error) {
+	if size <= 0 {
+		return -1, fmt.Errorf("tpurt: loading a program of %d bytes", size)
+	}
+	a.start()
+	for a.reservable() < size {
+		if !a.evictOne() {
+			return -1, fmt.Errorf("%w: Error loading program: Attempting to reserve %s at the bottom of memory. That was not possible. There are %s free, %s reserved, and %s reservable.",
+				ErrResourceExhausted, HumanBytes(size), HumanBytes(a.freeBytes), HumanBytes(a.reserved), HumanBytes(a.reservable()))
+		}
+	}
+	a.reserve(size)
+	return Program(len(a.programs) - 1), nil
+}
+
+// reserve loads a program of size bytes, which the reservable memory
+// holds.
+func (a *Allocator) reserve(size int64) {
+	sp, _ := a.free.Get(a.reserved)
+	a.free.Remove(sp.Start)
+	if sp.Size > size {
+		a.free.Insert(spanset.Span{Start: sp.Start + size, Size: sp.Size - size})
+	}
+	a.freeBytes -= size
+	a.reserved += size
+	a.programs = append(a.programs, program{size: size, loaded: true})
+	a.loaded = append(a.loaded, Program(len(a.programs)-1))
+	a.noteFootprint()
+}
+
+// UnloadProgram releases a loaded program's reservation. The programs
+// above it close the gap: the reservation is modelled as the sum of the
+// loaded programs' sizes, which is all a recording shows (bytes_reserved;
+// assumption).
+func (a *Allocator) UnloadProgram(p Program) {
+	if p < 0 || int(p) >= len(a.programs) || !a.programs[p].loaded {
+		return
+	}
+	a.programs[p].loaded = false
+	a.loaded = slices.DeleteFunc(a.loaded, func(q Program) bool { return q == p })
+	size := a.programs[p].size
+	a.reserved -= size
+	a.release(a.reserved, size)
+}
+
+// evictOne unloads the most recently loaded program, if any.
+func (a *Allocator) evictOne() bool {
+	if len(a.loaded) == 0 {
+		return false
+	}
+	a.UnloadProgram(a.loaded[len(a.loaded)-1])
+	a.stats.Evictions++
+	return true
+}
+
+// Options returns the heap's options, the granule resolved.
+func (a *Allocator) Options() Options {
+	o := a.opts
+	o.Granule = a.granule
+	return o
+}
+
+// Reserved is bytes_reserved: the loaded programs' bytes.
+func (a *Allocator) Reserved() int64 { return a.reserved }
+
+// Limit is bytes_limit: the heap's size.
+func (a *Allocator) Limit() int64 { return a.limit }
+
+// Block returns a live allocation's offset from the bottom of the heap
+// and the bytes it occupies. On the recorded v6e the heap starts at 0, so
+// the offset is the runtime's recorded addr.
+func (a *Allocator) Block(h strategies.Handle) (offset, size int64) {
+	b := a.bufs[h]
+	return b.addr, b.size
+}
+
+// Stats returns the runtime's counters.
+func (a *Allocator) Stats() Stats {
+	s := a.stats
+	s.BytesInUse, s.BytesReserved, s.LargestFreeBlock = a.inUse, a.reserved, a.free.Largest()
+	return s
+}
+
+// Memory implements strategies.Allocator.
+func (a *Allocator) Memory() *strategies.Memory { return a.mem }
+
+// LastOOM implements strategies.Allocator.
+func (a *Allocator) LastOOM() strategies.OOM { return a.lastOOM }
+
+// Allocated implements strategies.Allocator: bytes_in_use, whole chunks.
+func (a *Allocator) Allocated() int64 { return a.inUse }
+
+// PeakFootprint implements strategies.Footprinter: the heap is the
+// runtime's whole HBM whatever the workload, so what placement needed is
+// the most it ever kept from being reservable: programs at the bottom
+// plus everything from the lowest buffer to the top.
+func (a *Allocator) PeakFootprint() int64 { return a.highWater }
+
+// DefragStats implements strategies.Defragmenter.
+func (a *Allocator) DefragStats() (events, moved int64) {
+	return a.stats.DefragEvents, a.stats.DefragMoved
+}
+
+// Notes implements strategies.Noter: the model's assumptions, then the
+// framework's notes on its knobs.
+func (a *Allocator) Notes() []string { return a.notes }
+
+// Layout implements strategies.Layouter: the loaded programs as one
+// segment (pool "tpu_program") when there are any, then the buffer heap
+// above them (pool "tpu_hbm") with its buffers and free ranges in address
+// order.
+func (a *Allocator) Layout(fn func(strategies.Segment)) {
+	if !a.started || a.limit == 0 {
+		return
+	}
+	if a.reserved > 0 {
+		s := strategies.Segment{Addr: a.base, Size: a.reserved, Pool: "tpu_program"}
+		at := a.base
+		for _, p := range a.loaded {
+			sz := a.programs[p].size
+			s.Blocks = append(s.Blocks, strategies.Block{Addr: at, Size: sz, Requested: sz, State: strategies.BlockAllocated})
+			at += sz
+		}
+		fn(s)
+	}
+	s := strategies.Segment{Addr: a.base + a.reserved, Size: a.limit - a.reserved, Pool: "tpu_hbm"}
+	a.free.Ascend(func(sp spanset.Span) bool {
+		s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + sp.Start, Size: sp.Size, State: strategies.BlockFree})
+		return true
+	})
+	for i := range a.bufs {
+		if b := &a.bufs[i]; b.live {
+			s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated})
+		}
+	}
+	slices.SortFunc(s.Blocks, func(x, y strategies.Block) int { return cmp.Compare(x.Addr, y.Addr) })
+	fn(s)
+}
+
+// Check implements strategies.Allocator: programs, then buffers and free
+// ranges, tile the heap; no two free ranges touch; buffers sit on the
+// granule and hold their requests; the counters balance; the device
+// holds exactly the heap.
+func (a *Allocator) Check() error {
+	if err := a.free.Check(); err != nil {
+		return err
+	}
+	var progs int64
+	for _, p := range a.loaded {
+		if !a.programs[p].loaded {
+			return fmt.Errorf("program %d is in the load order but not loaded", p)
+		}
+		progs += a.programs[p].size
+	}
+	if progs != a.reserved {
+		return fmt.Errorf("loaded programs add up to %d B, bytes_reserved is %d B", progs, a.reserved)
+	}
+	var blocks []strategies.Block
+	a.Layout(func(s strategies.Segment) {
+		if s.Pool == "tpu_hbm" {
+			blocks = s.Blocks
+		}
+	})
+	at := a.reserved
+	var inUse, free int64
+	prevFree := false
+	for _, b := range blocks {
+		off := b.Addr - a.base
+		if off != at {
+			return fmt.Errorf("block at offset %d (%+v): the tiling is at %d", off, b, at)
+		}
+		if b.State == strategies.BlockFree {
+			if prevFree {
+				return fmt.Errorf("adjacent free ranges at offset %d", off)
+			}
+			free += b.Size
+		} else {
+			inUse += b.Size
+			if b.Size < b.Requested || b.Size%a.granule != 0 || off%a.granule != 0 {
+				return fmt.Errorf("buffer at offset %d of %d B (request %d B) is off the %d B granule or short", off, b.Size, b.Requested, a.granule)
+			}
+		}
+		prevFree = b.State == strategies.BlockFree
+		at += b.Size
+	}
+	if a.started && a.limit > 0 && at != a.limit {
+		return fmt.Errorf("blocks end at offset %d, the heap at %d", at, a.limit)
+	}
+	if inUse != a.inUse || free != a.freeBytes {
+		return fmt.Errorf("bytes in use %d / free %d, blocks add up to %d / %d", a.inUse, a.freeBytes, inUse, free)
+	}
+	want := int64(0)
+	if a.started {
+		want = a.limit
+	}
+	if a.mem.Reserved() != want {
+		return fmt.Errorf("the device holds %d B for a heap of %d B", a.mem.Reserved(), want)
+	}
+	return nil
+}
+
+// HumanBytes formats n the way the TPU runtime's messages do: "0B",
+// "147.64M", "29.49G" (E0100, E0101): binary units, two decimals. The
+// spelling of sizes below 1 KiB is an assumption ("512B").
+func HumanBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%dB", n)
+	}
+	v := float64(n)
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.2f%c", v, units[i])
+}
+
+var (
+	_ strategies.Allocator    = (*Allocator)(nil)
+	_ strategies.Layouter     = (*Allocator)(nil)
+	_ strategies.Defragmenter = (*Allocator)(nil)
+	_ strategies.Footprinter  = (*Allocator)(nil)
+	_ strategies.Noter        = (*Allocator)(nil)
+)
