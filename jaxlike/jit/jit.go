@@ -91,12 +91,14 @@ func (x *Execution) Compiled() bool { return x != nil && x.Mode != Off }
 
 // CheckDevice refuses a compiled replay on a TPU: there an executable's
 // temps are its program reservation in the TPU runtime (loaded once and
-// kept across launches), which the TPU model does not have (§6.4). It is
+// kept across launches), which the replay does not yet load into the TPU
+// model (tpurt.LoadProgram; a relaunch after an eviction would have to
+// reload it, §6.4). It is
 // called at a trace's first launch, so that a trace without launches
 // replays on a TPU as before.
 func (x *Execution) CheckDevice(tpu bool, device string) error {
 	if x.Compiled() && tpu {
-		return fmt.Errorf("%s on %s: a compiled launch is not modelled on a TPU: the TPU runtime keeps an executable's temps as its program reservation, loaded once and kept across launches, and the TPU model has no program reservations; replay it op by op with %s:%s=false", x.Strategy, device, x.Strategy, x.Knob)
+		return fmt.Errorf("%s on %s: a compiled launch is not modelled on a TPU: the TPU runtime keeps an executable's temps as its program reservation, loaded once and kept across launches, and the replay does not yet load launches' programs into the TPU model (tpurt); replay it op by op with %s:%s=false", x.Strategy, device, x.Strategy, x.Knob)
 	}
 	return nil
 }
