@@ -270,6 +270,8 @@ type packer struct {
 	leaf  []int32 // leaf of each buffer in idx (meaningless for size 0)
 	used  []Chunk
 	free  []piece
+	// scratch is sortByOffset's second buffer.
+	scratch []Chunk
 }
 
 // piece is a free piece of the heap, [start, end); the tail's end is
@@ -357,7 +359,7 @@ func (p *packer) find(r int32, preferred int64) int64 {
 	for _, m := range p.members(r) {
 		used = p.idx.appendOverlapping(used, p.bufs[m].Start, p.bufs[m].End)
 	}
-	slices.SortFunc(used, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) })
+	used, p.scratch = sortByOffset(used, p.scratch)
 	p.used = used
 	p.free = freePieces(p.free[:0], used, p.bufs[r].Size, p.align)
 	return choose(p.free, p.size[r], p.align, preferred)
@@ -428,4 +430,51 @@ func alignUp(x, align int64) int64 {
 		return x
 	}
 	return (x + align - 1) / align * align
+}
+
+// radixMin is the length from which sortByOffset sorts by radix: below
+// it a comparison sort is faster (upstream's AdaptiveHybridSortChunks
+// makes the same choice, at 3000 chunks of its own).
+const radixMin = 256
+
+// sortByOffset sorts chunks by offset, as MakeFreeChunksList sorts the
+// chunks in use, and returns them with the spare buffer (the two may have
+// swapped). The chunks overlapping a long-lived buffer number in the
+// thousands on a training trace, so the sort is most of a placement's
+// cost: a least-significant-digit radix sort on the offset, 11 bits a
+// pass and only as many passes as the largest offset needs, makes it
+// linear, with no allocation once the buffers have grown. Chunks of equal
+// offset keep their order (the merge that follows does not depend on it).
+func sortByOffset(c, spare []Chunk) (sorted, rest []Chunk) {
+	if len(c) < radixMin {
+		slices.SortFunc(c, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) })
+		return c, spare
+	}
+	var top int64
+	for _, x := range c {
+		top = max(top, x.Offset)
+	}
+	if cap(spare) < len(c) {
+		spare = make([]Chunk, len(c), 2*len(c))
+	}
+	spare = spare[:len(c)]
+	const bits = 11
+	var count [1 << bits]int
+	for shift := uint(0); shift < 64 && top>>shift > 0; shift += bits {
+		clear(count[:])
+		for _, x := range c {
+			count[(x.Offset>>shift)&(1<<bits-1)]++
+		}
+		sum := 0
+		for i, n := range count {
+			count[i], sum = sum, sum+n
+		}
+		for _, x := range c {
+			d := (x.Offset >> shift) & (1<<bits - 1)
+			spare[count[d]] = x
+			count[d]++
+		}
+		c, spare = spare, c
+	}
+	return c, spare
 }

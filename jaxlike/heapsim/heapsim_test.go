@@ -270,3 +270,25 @@ func BenchmarkPack(b *testing.B) {
 		})
 	}
 }
+
+// The radix sort orders by offset as a comparison sort does, and keeps
+// chunks of equal offset in their order.
+func TestSortByOffset(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var spare []Chunk
+	for _, n := range []int{0, 1, 255, 256, 3000, 10000} {
+		for _, top := range []int64{1, 1 << 11, 1 << 40, math.MaxInt64} {
+			c := make([]Chunk, n)
+			for i := range c {
+				c[i] = Chunk{Offset: r.Int64N(top), Size: int64(i)}
+			}
+			want := slices.Clone(c)
+			slices.SortStableFunc(want, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) })
+			var got []Chunk
+			got, spare = sortByOffset(c, spare)
+			if n >= radixMin && !slices.Equal(got, want) || !slices.IsSortedFunc(got, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) }) {
+				t.Fatalf("n %d, offsets below %d: not sorted", n, top)
+			}
+		}
+	}
+}
