@@ -249,7 +249,7 @@ func BenchmarkPlanner(b *testing.B) {
 			break
 		}
 		path := sharedtraces.Path(b, rel)
-		srcs = append(srcs, src{strings.TrimSuffix(strings.TrimPrefix(rel, "lifetimes/"), ".csv"), func() (traces.Reader, error) {
+		srcs = append(srcs, src{strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(rel, "lifetimes/"), ".csv"), ".log"), func() (traces.Reader, error) {
 			return traces.Open(path, traces.DefaultOpenOptions)
 		}})
 	}
