@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"membench/jaxlike"
+	"membench/jaxlike/heapsim"
 	"membench/jaxlike/jit"
 	"membench/strategies"
 	"membench/tflike"
@@ -47,6 +48,15 @@ var registry = map[string]Constructor{
 			return nil, err
 		}
 		return jaxlike.New(cfg, mem), nil
+	},
+	// The offline floor (issue 14): XLA's heap simulator packing the whole
+	// trace, a bound to read the allocators against, not an allocator.
+	"planner": func(sp strategies.Spec, mem *strategies.Memory) (strategies.Allocator, error) {
+		cfg, err := heapsim.ParsePlannerConfig(sp)
+		if err != nil {
+			return nil, err
+		}
+		return heapsim.NewPlanner(cfg, mem), nil
 	},
 }
 

@@ -86,6 +86,10 @@ type Result struct {
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
+	// Offline is set for a plan made with the whole trace in view
+	// (strategies.Offline): a bound to read the allocators against, which
+	// Verdicts shows beside their ranking, never in it.
+	Offline bool
 }
 
 // Fit reports whether every allocation succeeded.
@@ -162,8 +166,16 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if opts.Samples <= 0 {
 		opts.Samples = DefaultOptions.Samples
 	}
+	off, offline := a.(strategies.Offline)
+	if offline {
+		// An offline plan is made with the whole trace in view (foresee).
+		var err error
+		if r, err = foresee(name, r, off); err != nil {
+			return &Result{Trace: name, Device: a.Memory().Dev.Label(), Strategy: label}, err
+		}
+	}
 	mem := a.Memory()
-	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes}
+	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes, Offline: offline}
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
 	}

@@ -18,6 +18,10 @@ type Verdict struct {
 	Trace, Device string
 	Fit           []*Result // fitting runs, least peak footprint first
 	Failed        []*Result // in the order given
+	// Bounds are the offline plans (Result.Offline), in the order given:
+	// what a layout planned with the whole trace in view needs, shown
+	// beside the ranking and never in it, since no allocator can plan so.
+	Bounds []*Result
 	// Advice, when the caller measured it, answers the card questions
 	// for each strategy (keyed by Result.Strategy).
 	Advice map[string]*Advice
@@ -44,7 +48,9 @@ func Verdicts(results []*Result, advice ...*Advice) []Verdict {
 			}
 			out[i].Advice[r.Strategy] = advice[ri]
 		}
-		if r.Fit() {
+		if r.Offline {
+			out[i].Bounds = append(out[i].Bounds, r)
+		} else if r.Fit() {
 			out[i].Fit = append(out[i].Fit, r)
 		} else {
 			out[i].Failed = append(out[i].Failed, r)
@@ -69,6 +75,8 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 	for _, v := range vs {
 		fmt.Fprintf(&b, "\nverdict: %s on %s: ", v.Trace, v.Device)
 		switch n := len(v.Fit) + len(v.Failed); {
+		case n == 0:
+			b.WriteString("no allocator was replayed.")
 		case len(v.Fit) == 0:
 			b.WriteString("no strategy fits.")
 		case len(v.Failed) == 0:
@@ -84,6 +92,15 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 		for _, r := range v.Failed {
 			fmt.Fprintf(&b, "\n  %s: does not fit: %d allocations failed, the first at event %d", r.Strategy, r.OOMCount, r.FirstOOMEvent())
 			writeAdvice(&b, v.Advice[r.Strategy])
+		}
+		for _, r := range v.Bounds {
+			fmt.Fprintf(&b, "\n  %s: offline bound, not an allocator (not ranked): ", r.Strategy)
+			if r.Fit() {
+				fmt.Fprintf(&b, "a layout planned with every lifetime known needs %s (%.1f%% over peak live %s)",
+					units.Bytes(float64(r.PeakFootprint), 2), 100*(float64(r.PeakFootprint)/float64(max(r.PeakLive, 1))-1), units.Bytes(float64(r.PeakLive), 2))
+			} else {
+				fmt.Fprintf(&b, "even a planned layout (%s) does not fit", units.Bytes(float64(r.PeakFootprint), 2))
+			}
 		}
 		b.WriteString("\n")
 	}

@@ -1,0 +1,72 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+
+	"membench/strategies"
+	"membench/traces"
+)
+
+// foresee gives an offline model (strategies.Offline) the whole trace
+// before its replay: it reads r to the end, checking every event as the
+// replay loop does (sizes and ids, with the Tracker, so that an input
+// error is reported at the same event and position), hands the model
+// every allocation's lifetime, and returns a reader that serves the
+// events again, from memory, for the replay. Planning needs the whole
+// trace, so this costs memory in proportion to the trace's length, not
+// to its live set as a streamed replay does; a plan is only made for the
+// offline strategies that ask for it.
+func foresee(name string, r traces.Reader, off strategies.Offline) (traces.Reader, error) {
+	var (
+		evs   []traces.Event
+		lives []strategies.Lifetime
+		ids   traces.Tracker[int32] // index into lives of each live id
+		i     int64
+	)
+	fail := func(err error) error {
+		p := r.Pos()
+		if p.File == "" {
+			p.File = name
+		}
+		return &traces.PosError{File: p.File, Line: p.Line, Event: int(i), Err: err}
+	}
+	for ; ; i++ {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Op {
+		case traces.OpAlloc:
+			if err := ids.Alloc(ev.ID, ev.Size, int32(len(lives))); err != nil {
+				return nil, fail(err)
+			}
+			if len(lives) == 1<<31-1 {
+				return nil, fail(fmt.Errorf("more than %d allocations: too many to plan", 1<<31-1))
+			}
+			lives = append(lives, strategies.Lifetime{Size: ev.Size, Start: i, End: -1})
+		case traces.OpFree:
+			k, err := ids.Free(ev.ID)
+			if err != nil {
+				return nil, fail(err)
+			}
+			lives[k].End = i
+		case traces.OpMark:
+		default:
+			return nil, fail(fmt.Errorf("unknown op %v", ev.Op))
+		}
+		evs = append(evs, ev)
+	}
+	for k := range lives {
+		if lives[k].End < 0 {
+			lives[k].End = i - 1 // never freed: live to the last event
+		}
+	}
+	if err := off.Plan(lives); err != nil {
+		return nil, fmt.Errorf("trace %s: planning: %w", name, err)
+	}
+	return &traces.SliceReader{Events: evs, M: r.Meta()}, nil
+}

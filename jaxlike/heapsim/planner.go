@@ -1,0 +1,228 @@
+package heapsim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"membench/strategies"
+)
+
+// PlannerConfig is the planner strategy's configuration: the heap
+// simulator's options.
+type PlannerConfig struct {
+	Options
+}
+
+// PlannerKeys are the knobs a planner strategy spec accepts.
+var PlannerKeys = []string{"alignment", "order"}
+
+// DefaultAlignment is kXlaAllocatedBufferAlignBytes, the alignment buffer
+// assignment packs with in the newest trees (allocator-spec §6.2), and
+// the granularity of the GPU allocators the plan is compared with (BFC's
+// 256-byte chunks, cudaMalloc's alignment).
+const DefaultAlignment = 256
+
+// ParsePlannerConfig reads a planner strategy spec:
+// planner:alignment=16,order=temporal.
+func ParsePlannerConfig(sp strategies.Spec) (PlannerConfig, error) {
+	c := PlannerConfig{Options{Alignment: DefaultAlignment, Order: Best}}
+	if err := sp.CheckKeys(PlannerKeys...); err != nil {
+		return c, err
+	}
+	for _, p := range sp.Params {
+		var err error
+		switch p.Key {
+		case "alignment":
+			c.Alignment, err = strconv.ParseInt(p.Value, 10, 64)
+			if err == nil && (c.Alignment < 1 || c.Alignment > 1<<30) {
+				err = fmt.Errorf("must be in 1..%d bytes", 1<<30)
+			}
+		case "order":
+			c.Order, err = ParseOrder(p.Value)
+		}
+		if err != nil {
+			return c, fmt.Errorf("planner: %s=%s: %w", p.Key, p.Value, err)
+		}
+	}
+	return c, nil
+}
+
+// Planner is the offline floor of issue 14: not an allocator but the
+// layout a static planner would give the whole trace, knowing every
+// lifetime in advance (strategies.Offline), as XLA's buffer assignment
+// does for one executable's temporaries or MiniMalloc for a lifetime
+// table. Plan packs every allocation with the heap simulator (Pack); the
+// plan's heap is one arena taken from the device at the first
+// allocation, as buffer assignment's combined temp allocation is
+// (allocator-spec §3.1, §6.1), and every allocation then lands at its
+// planned offset in it. The replay therefore reports:
+//
+//   - peak-footprint-B: the plan's heap (Footprinter), the memory a
+//     planned layout of this trace needs;
+//   - fit: whether that arena fits on the device; when it does not, the
+//     plan cannot run and every allocation fails;
+//   - placement-frag-%: the plan's own waste over peak live, which the
+//     allocators' placement-frag-% can be read against.
+//
+// It is a bound, not a guarantee: the heap simulator is a heuristic, so
+// an allocator may on some trace need less than the plan; peak-live-B is
+// the true floor. Its Notes say so beside every result.
+type Planner struct {
+	cfg     PlannerConfig
+	mem     *strategies.Memory
+	chunks  []Chunk // planned chunk of each allocation, in trace order
+	order   Order   // the order whose packing was kept
+	heap    int64
+	planned bool
+
+	next      int    // the allocation the next Malloc serves
+	live      []bool // by allocation
+	allocated int64  // requested bytes of the live allocations
+	arena     int64  // device address of the arena, once taken
+	reserved  bool
+	mismatch  error // a Malloc that did not match the plan (Check reports it)
+	lastOOM   strategies.OOM
+}
+
+// NewPlanner builds the planner strategy on device memory mem; it
+// allocates nothing until the harness has given it the trace (Plan).
+func NewPlanner(c PlannerConfig, mem *strategies.Memory) *Planner {
+	return &Planner{cfg: c, mem: mem}
+}
+
+// Plan implements strategies.Offline: it packs every lifetime with the
+// heap simulator.
+func (p *Planner) Plan(ls []strategies.Lifetime) error {
+	if p.planned {
+		return fmt.Errorf("planner: the trace was already planned")
+	}
+	bufs := make([]Buffer, len(ls))
+	for i, l := range ls {
+		bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
+	}
+	r, err := Pack(bufs, p.cfg.Options)
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	p.chunks, p.order, p.heap, p.planned = r.Chunks, r.Order, r.HeapSize, true
+	p.live = make([]bool, len(ls))
+	return nil
+}
+
+// HeapSize is the planned heap: the arena the plan needs.
+func (p *Planner) HeapSize() int64 { return p.heap }
+
+// Malloc serves the next allocation of the trace at its planned offset,
+// taking the arena from the device first if it has not yet.
+func (p *Planner) Malloc(size, stream int64) (strategies.Handle, bool) {
+	k := p.next
+	p.next++
+	if !p.planned || k >= len(p.chunks) || p.chunks[k].Size != size {
+		if p.mismatch == nil {
+			p.mismatch = fmt.Errorf("planner: allocation %d of %d bytes is not the one planned (the replay must follow the planned trace)", k, size)
+		}
+		p.lastOOM = strategies.OOM{Requested: size, Message: p.mismatch.Error()}
+		return -1, false
+	}
+	if !p.reserved {
+		addr, ok := p.mem.Malloc(p.heap)
+		if !ok {
+			p.lastOOM = strategies.OOM{Requested: size, Rounded: p.heap, Reserved: p.mem.Reserved(),
+				DeviceFree: p.mem.Available(), Message: fmt.Sprintf(
+					"planner: the planned arena of %d bytes does not fit on the device (%d bytes available): the plan cannot run",
+					p.heap, p.mem.Available())}
+			return -1, false
+		}
+		p.arena, p.reserved = addr, true
+	}
+	p.live[k] = true
+	p.allocated += size
+	return strategies.Handle(k), true
+}
+
+// Free ends an allocation; its bytes stay in the arena for the
+// allocations the plan put there later.
+func (p *Planner) Free(h strategies.Handle) {
+	p.live[h] = false
+	p.allocated -= p.chunks[h].Size
+}
+
+func (p *Planner) LastOOM() strategies.OOM    { return p.lastOOM }
+func (p *Planner) Memory() *strategies.Memory { return p.mem }
+func (p *Planner) Allocated() int64           { return p.allocated }
+func (p *Planner) PeakFootprint() int64       { return p.heap }
+
+// Notes implements strategies.Noter: what the planner is, so that no
+// table shows it as an allocator that does better.
+func (p *Planner) Notes() []string {
+	return []string{fmt.Sprintf("planner is an offline bound, not an allocator: it packs the whole trace knowing every lifetime in advance "+
+		"with XLA's heap simulator (GlobalDecreasingSizeBestFitHeap, %s order, alignment %d B), the layout a static planner "+
+		"such as XLA's buffer assignment or MiniMalloc would use; its peak-footprint-B is that plan's arena, "+
+		"its fit whether the arena fits on the device; the packing is a heuristic, peak-live-B is the true floor",
+		p.cfg.Order, p.cfg.Alignment)}
+}
+
+// Layout shows the arena with the live allocations at their planned
+// offsets and the free space between them.
+func (p *Planner) Layout(fn func(strategies.Segment)) {
+	if !p.reserved {
+		return
+	}
+	seg := strategies.Segment{Addr: p.arena, Size: p.heap, Pool: "plan"}
+	var at int64
+	for _, k := range p.liveByOffset() {
+		c := p.chunks[k]
+		if c.Offset > at {
+			seg.Blocks = append(seg.Blocks, strategies.Block{Addr: p.arena + at, Size: c.Offset - at, State: strategies.BlockFree})
+		}
+		seg.Blocks = append(seg.Blocks, strategies.Block{Addr: p.arena + c.Offset, Size: c.Size, Requested: c.Size, State: strategies.BlockAllocated})
+		at = c.End()
+	}
+	if at < p.heap {
+		seg.Blocks = append(seg.Blocks, strategies.Block{Addr: p.arena + at, Size: p.heap - at, State: strategies.BlockFree})
+	}
+	fn(seg)
+}
+
+// liveByOffset lists the live allocations by planned offset.
+func (p *Planner) liveByOffset() []int {
+	var ks []int
+	for k, l := range p.live {
+		if l {
+			ks = append(ks, k)
+		}
+	}
+	slices.SortFunc(ks, func(a, b int) int { return cmp.Compare(p.chunks[a].Offset, p.chunks[b].Offset) })
+	return ks
+}
+
+// Check verifies the plan as the replay runs: the live allocations are
+// disjoint and inside the arena, their bytes add up, and the device holds
+// the arena. It is what the property tests of Pack assert, checked again
+// on each real trace.
+func (p *Planner) Check() error {
+	if p.mismatch != nil {
+		return p.mismatch
+	}
+	var sum, end int64
+	for _, k := range p.liveByOffset() {
+		c := p.chunks[k]
+		if c.Offset < end {
+			return fmt.Errorf("planner: allocation %d at [%d, %d) overlaps a live allocation ending at %d", k, c.Offset, c.End(), end)
+		}
+		if c.End() > p.heap {
+			return fmt.Errorf("planner: allocation %d at [%d, %d) is outside the %d-byte arena", k, c.Offset, c.End(), p.heap)
+		}
+		end = c.End()
+		sum += c.Size
+	}
+	if sum != p.allocated {
+		return fmt.Errorf("planner: live allocations hold %d bytes, counted %d", sum, p.allocated)
+	}
+	if held := p.mem.Reserved(); p.reserved && held != p.heap || !p.reserved && held != 0 {
+		return fmt.Errorf("planner: the device holds %d bytes, the arena is %d (taken: %v)", held, p.heap, p.reserved)
+	}
+	return nil
+}
