@@ -259,3 +259,33 @@ BenchmarkReplay/trace=t/device=a100-40g/strategy=tf 1 2000000 peak-footprint-B 3
 		t.Errorf("verdict rows %+v", v.Rows)
 	}
 }
+
+// TestOfflineBoundNotRanked: the planner (an offline plan of the whole
+// trace) needs less than any allocator, but it is a bound, not a
+// strategy a user can run: the verdict lists it apart, with its ratio to
+// peak live, and ranks only the allocators.
+func TestOfflineBoundNotRanked(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 1 fit -1 first-oom-event 120000000 peak-footprint-B 10 placement-frag-% 100000000 peak-live-B 120000000 peak-reserved-B 10 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=jax 1 1 fit -1 first-oom-event 110000000 peak-footprint-B 5 placement-frag-% 100000000 peak-live-B 30000000000 peak-reserved-B 5 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 1 fit -1 first-oom-event 101000000 peak-footprint-B 1 placement-frag-% 100000000 peak-live-B 101000000 peak-reserved-B 1 frag-%
+`
+	ms, err := ReadResults(strings.NewReader(results), "r.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := build(&Report{Measurements: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Verdicts[0]
+	for _, row := range v.Rows {
+		if row.Least != (row.Strategy == "jax") || row.Bound != (row.Strategy == "planner") {
+			t.Errorf("verdict row %+v", row)
+		}
+	}
+	sum := strings.Join(v.Summary, " ")
+	if !strings.Contains(sum, "Every strategy fit on a100-40g (2 of 2)") || !strings.Contains(sum, "Needs the least: jax") ||
+		!strings.Contains(sum, "Offline bound planner") || !strings.Contains(sum, "1.010×") || strings.Contains(sum, "Reserved by policy (preallocation) beyond what placement needed: jax 27.94 GiB, planner") {
+		t.Errorf("summary: %s", sum)
+	}
+}

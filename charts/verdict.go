@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"membench/harness"
 	"membench/internal/units"
 	"membench/strategies"
 )
@@ -30,6 +31,9 @@ type verdictRow struct {
 	Colour   string
 	Fit      string // "fits", "did not fit: …", or "–" when unknown
 	Failed   bool
+	// Bound marks an offline plan (harness.IsOffline): listed with its
+	// figures, never counted among the strategies that fit or ranked.
+	Bound bool
 	// Least marks the strategies that fit with the least peak footprint.
 	Least                         bool
 	Footprint, PlacementFrag      string
@@ -66,8 +70,13 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	var fit, failed []string
 	for _, s := range g.strategies() {
 		o := g.outcome(s)
-		r := verdictRow{Strategy: s, Colour: rep.colourOf(s), Fit: "–"}
+		r := verdictRow{Strategy: s, Colour: rep.colourOf(s), Fit: "–", Bound: harness.IsOffline(s)}
 		switch {
+		case r.Bound:
+			r.Fit = "offline bound, not an allocator (not ranked)"
+			if o.failed() {
+				r.Fit = "offline bound: its plan does not fit (not ranked)"
+			}
 		case o.failed():
 			r.Fit, r.Failed = "✕ "+o.long(), true
 			failed = append(failed, s)
@@ -90,7 +99,7 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 			// Its figures are what it managed before it ran out.
 			r.Footprint, r.PlacementFrag, r.Frag = "("+r.Footprint+")", "–", "–"
 		}
-		if o.known && o.fit && r.footprint > 0 && (least < 0 || r.footprint < least) {
+		if !r.Bound && o.known && o.fit && r.footprint > 0 && (least < 0 || r.footprint < least) {
 			least = r.footprint
 		}
 		v.Rows = append(v.Rows, r)
@@ -99,7 +108,7 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	var leastRow verdictRow
 	for i := range v.Rows {
 		r := &v.Rows[i]
-		if !r.Failed && r.Fit != "–" && least > 0 && r.footprint == least {
+		if !r.Bound && !r.Failed && r.Fit != "–" && least > 0 && r.footprint == least {
 			r.Least = true
 			leastNames = append(leastNames, r.Strategy)
 			if len(leastNames) == 1 {
@@ -137,12 +146,21 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	}
 	var policies []string
 	for _, r := range v.Rows {
-		if !r.Failed && r.Fit != "–" && r.footprint > 0 && r.reserved > r.footprint {
+		if !r.Bound && !r.Failed && r.Fit != "–" && r.footprint > 0 && r.reserved > r.footprint {
 			policies = append(policies, r.Strategy+" "+r.Reserved)
 		}
 	}
 	if len(policies) > 0 {
 		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or growth is turned on; membench capacity finds the smallest card.", list(policies)))
+	}
+	for _, r := range v.Rows {
+		if r.Bound && r.footprint > 0 {
+			s := fmt.Sprintf("Offline bound %s: %s packed with every lifetime known in advance", r.Strategy, r.Footprint)
+			if pl, ok := rep.peakLive(g); ok && pl > 0 {
+				s += fmt.Sprintf(", %.3f× the %s live at the peak", r.footprint/pl, units.Bytes(pl, units.Auto))
+			}
+			v.Summary = append(v.Summary, s+"; no allocator deciding as requests come can be asked to beat it.")
+		}
 	}
 	if k := g.bestKnob(v.Rows); k != "" {
 		v.Summary = append(v.Summary, k)
@@ -163,7 +181,7 @@ func (g *group) bestKnob(rows []verdictRow) string {
 	best, bestGain := "", 0.0
 	for _, r := range rows {
 		sp, err := strategies.ParseSpec(r.Strategy)
-		if err != nil || len(sp.Params) == 0 || r.Failed || r.Fit == "–" {
+		if err != nil || len(sp.Params) == 0 || r.Failed || r.Bound || r.Fit == "–" {
 			continue
 		}
 		base, ok := byName[sp.Name]

@@ -137,3 +137,21 @@ func NewAllocator(spec string, mem *strategies.Memory) (strategies.Allocator, st
 	a, err := c(sp, mem)
 	return a, sp, err
 }
+
+// IsOffline reports whether spec names an offline plan
+// (strategies.Offline): a bound to read the allocators against, made with
+// the whole trace in view, not an allocator. Readers of results that have
+// only the strategy's name (the report, from benchfmt files) ask here, so
+// that they never rank a bound among the allocators.
+func IsOffline(spec string) bool {
+	dev, err := strategies.ParseDevice(strategies.DefaultDevice)
+	if err != nil {
+		return false
+	}
+	a, _, err := NewAllocator(spec, strategies.NewMemory(&dev))
+	if err != nil {
+		return false
+	}
+	_, ok := a.(strategies.Offline)
+	return ok
+}
