@@ -267,7 +267,7 @@ type Machine struct {
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
 	marks  []int   // stack heights at each MARK
-	memo   [][]Val // chunks of memoChunk slots: growing never copies
+	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int     // slots in memo
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
@@ -596,7 +596,7 @@ func (d *Machine) sweep() {
 	mark(d.stack[:cap(d.stack)])
 	mark(d.one[:])
 	for _, c := range d.memo {
-		mark(c)
+		mark(c.v[:])
 	}
 	for _, v := range d.sparse {
 		mark([]Val{v})
@@ -938,18 +938,20 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	}
 	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
 		for uint64(d.memoN) <= idx {
-			c := memoPool.Get().(*[memoChunk]Val)
-			*c = [memoChunk]Val{}
-			d.memo = append(d.memo, c[:])
+			c := memoPool.Get().(*memoBlock)
+			*c = memoBlock{}
+			d.memo = append(d.memo, c)
 			d.memoN += memoChunk
 		}
 	}
 	if idx < uint64(d.memoN) {
-		s := &d.memo[idx/memoChunk][idx%memoChunk]
+		c := d.memo[idx/memoChunk]
+		s := &c.v[idx%memoChunk]
 		if s.Kind == kindUnset {
 			d.nmemo++
 		}
 		*s = v
+		c.depth[idx%memoChunk] = skipDepth(&v)
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -965,6 +967,30 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 // memoChunk is the number of memo slots allocated at a time.
 const memoChunk = 1024
 
+// memoBlock is a chunk of memo slots with, beside each, what a batch of
+// GETs into a skipped list needs of it (skipBatch): one byte instead of
+// the 16 of its Val, so that the stack frames a snapshot repeats in every
+// trace entry are read past without touching the values themselves.
+type memoBlock struct {
+	v     [memoChunk]Val
+	depth [memoChunk]uint8 // skipDepth of v
+}
+
+// skipDepth is v's nesting depth plus one when a skipped list may take v
+// in skipBatch's fast path, and 0 when it may not: a hole, a Builder's
+// container or its memo copy (these need step's checks), or a depth
+// beyond the byte.
+func skipDepth(v *Val) uint8 {
+	switch v.Kind {
+	case kindUnset, kindShared, KindNode:
+		return 0
+	}
+	if v.Depth < 0 || v.Depth >= 255 {
+		return 0
+	}
+	return uint8(v.Depth) + 1
+}
+
 func (d *Machine) memoLimit() error {
 	if d.nmemo > d.lim.MaxMemo || d.memoN > 2*d.lim.MaxMemo+memoSlack+memoChunk {
 		return d.limitf("memo of %d entries exceeds the limit of %d", d.nmemo, d.lim.MaxMemo)
@@ -974,7 +1000,7 @@ func (d *Machine) memoLimit() error {
 
 func (d *Machine) memoGet(idx uint64) (Val, error) {
 	if idx < uint64(d.memoN) {
-		if v := &d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset {
+		if v := &d.memo[idx/memoChunk].v[idx%memoChunk]; v.Kind != kindUnset {
 			return *v, nil
 		}
 	}
@@ -1001,7 +1027,7 @@ func (d *Machine) Run() (Val, error) {
 // snapshot's memo alone is a megabyte.
 var (
 	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
-	memoPool   = sync.Pool{New: func() any { return new([memoChunk]Val) }}
+	memoPool   = sync.Pool{New: func() any { return new(memoBlock) }}
 )
 
 // release returns the window and the memo to their pools once the pickle
@@ -1011,7 +1037,7 @@ func (d *Machine) release() {
 		windowPool.Put((*[windowSize]byte)(d.buf))
 	}
 	for _, c := range d.memo {
-		memoPool.Put((*[memoChunk]Val)(c))
+		memoPool.Put(c)
 	}
 	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
 	d.i, d.n = 0, 0
@@ -1051,7 +1077,7 @@ func (d *Machine) run() (Val, error) {
 					idx, k = uint(binary.LittleEndian.Uint32(d.buf[d.i:])), 4
 				}
 				if idx < uint(d.memoN) {
-					if v := d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
+					if v := d.memo[idx/memoChunk].v[idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
 						d.i += k
 						d.stack = append(d.stack, v)
 						continue
@@ -1063,12 +1089,15 @@ func (d *Machine) run() (Val, error) {
 				// its checks.
 				if t := len(d.stack); d.sparse == nil && t > d.base() && d.nmemo < d.lim.MaxMemo {
 					if idx := uint(d.nmemo); idx < uint(d.memoN) {
-						if s := &d.memo[idx/memoChunk][idx%memoChunk]; s.Kind == kindUnset {
+						c := d.memo[idx/memoChunk]
+						if s := &c.v[idx%memoChunk]; s.Kind == kindUnset {
 							v := &d.stack[t-1]
 							if v.Kind == KindNode {
 								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
+								c.depth[idx%memoChunk] = 0
 							} else {
 								*s = *v
+								c.depth[idx%memoChunk] = skipDepth(v)
 							}
 							d.nmemo++
 							continue
@@ -1166,11 +1195,11 @@ func (d *Machine) skipBatch() bool {
 		if idx >= uint(d.memoN) {
 			return false
 		}
-		v := &d.memo[idx/memoChunk][idx%memoChunk]
-		if v.Kind == kindUnset || v.Kind == kindShared || v.Kind == KindNode {
+		dp := d.memo[idx/memoChunk].depth[idx%memoChunk]
+		if dp == 0 {
 			return false
 		}
-		depth = max(depth, v.Depth)
+		depth = max(depth, int32(dp)-1)
 		if cnt++; cnt > room {
 			return false
 		}
