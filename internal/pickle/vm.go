@@ -266,9 +266,9 @@ type Machine struct {
 	op     byte
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
-	marks  []int   // stack heights at each MARK
+	marks  []int        // stack heights at each MARK
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
-	memoN  int     // slots in memo
+	memoN  int          // slots in memo
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
