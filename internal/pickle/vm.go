@@ -282,6 +282,7 @@ type Machine struct {
 	onew   int              // objects added since the last sweep
 	olive  int              // objects live after the last sweep
 	one    [1]Val           // APPEND's item
+	arena  []byte           // the block kept strings are copied into (keep)
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -537,16 +538,38 @@ func (d *Machine) str(b []byte) Val {
 			return Val{Kind: KindStr, N: int64(i)}
 		}
 		if len(d.intern) < internCap {
-			s := string(b)
+			s := d.keep(b)
 			d.intern[s] = int32(len(d.strs))
 			d.strs = append(d.strs, s)
 			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
 		}
 	}
 	if len(b) > internMax {
-		return d.longStr(string(b))
+		return d.longStr(d.keep(b))
 	}
-	return Val{Kind: KindStr, N: ^d.newObj(string(b))}
+	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b))}
+}
+
+// arenaChunk is the size of the blocks kept strings are copied into.
+const arenaChunk = 16 << 10
+
+// keep returns a string holding a copy of b. Short strings are packed
+// into shared blocks (a snapshot's stack frames are hundreds of strings,
+// which would otherwise be as many allocations); the strings are never
+// written again, and a block lives as long as any string in it.
+func (d *Machine) keep(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaChunk/8 {
+		return string(b)
+	}
+	if cap(d.arena)-len(d.arena) < len(b) {
+		d.arena = make([]byte, 0, arenaChunk)
+	}
+	k := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return unsafe.String(&d.arena[k], len(b))
 }
 
 // longStr is a string value for s, longer than internMax: kept in strs

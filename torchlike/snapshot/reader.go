@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +45,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	fail := func(event int, err error) (traces.Reader, error) {
 		return nil, &traces.PosError{File: name, Event: event, Err: err}
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := getReader(r)
+	defer putReader(br)
 	encoding := "pickle"
 	for {
 		b, err := br.Peek(1)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"membench/internal/pickle"
 )
@@ -83,7 +84,8 @@ type TraceEntry struct {
 // torch.cuda.memory._dump_snapshot, or the JSON dump of the same dict
 // (recognized by a first non-blank byte of '{' or '[').
 func Decode(r io.Reader) (*Snapshot, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := getReader(r)
+	defer putReader(br)
 	for {
 		b, err := br.Peek(1)
 		if err != nil {
@@ -102,6 +104,23 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		break
 	}
 	return DecodePickle(br)
+}
+
+// readerPool holds the 64 KiB read buffers of Decode and the trace
+// reader: a small snapshot would otherwise pay for a fresh one (and the
+// page faults of touching it) every time it is opened.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func getReader(r io.Reader) *bufio.Reader {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+// putReader returns br to the pool, forgetting its reader.
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	readerPool.Put(br)
 }
 
 // FromValue builds a Snapshot from a decoded pickle (or JSON) value: a dict

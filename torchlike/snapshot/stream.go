@@ -68,15 +68,23 @@ const noAddr = math.MinInt64
 // blocks, the many, are small; the other nodes (segments, lists, the top
 // level) have their fields in a recExt.
 type rec struct {
-	node  pickle.Node
-	seen  uint16
-	bad   bool // opened with the wrong shape: its items are dropped
-	top   bool
+	node pickle.Node
+	seen uint16
+	bad  bool // opened with the wrong shape: its items are dropped
+	top  bool
+	off  int64
+	err  *pathErr
+	blk  Block
+	*recExt
+}
+
+// entRec is a trace entry being built.
+type entRec struct {
+	entry TraceEntry
 	off   int64
 	err   *pathErr
-	entry TraceEntry
-	blk   Block
-	*recExt
+	seen  uint16
+	bad   bool
 }
 
 type recExt struct {
@@ -163,9 +171,15 @@ func asPathErr(err error, off int64) *pathErr {
 
 // builder is the pickle.Builder of the snapshot schema.
 type builder struct {
-	m       *pickle.Machine
-	recs    []rec
-	free    []int64
+	m    *pickle.Machine
+	recs []rec
+	free []int64
+	// Trace entries, the many, have a table of their own with a smaller
+	// record: a batch of a thousand is opened, filled and appended, and
+	// then the table starts over (entLive counts the open ones).
+	ents    []entRec
+	entFree []int64
+	entLive int
 	records int
 	lim     Limits
 	claimed map[any]bool
@@ -247,6 +261,9 @@ func (b *builder) Describe(n pickle.Node) string {
 }
 
 func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, error) {
+	if n == nEntry {
+		return b.openEntry(shape, off), nil
+	}
 	var h int64
 	if k := len(b.free); k > 0 {
 		h = b.free[k-1]
@@ -284,6 +301,42 @@ func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, err
 	return h, nil
 }
 
+// openEntry opens a trace entry record: the next slot of the table, or
+// a released one while others are still open (a pickle can keep one
+// open while it opens and drops others, and the table must not grow
+// with them).
+func (b *builder) openEntry(shape pickle.Shape, off int64) int64 {
+	if b.entLive == 0 {
+		b.ents, b.entFree = b.ents[:0], b.entFree[:0]
+	}
+	b.entLive++
+	var h int64
+	if k := len(b.entFree); k > 0 {
+		h = b.entFree[k-1]
+		b.entFree = b.entFree[:k-1]
+		b.ents[h] = entRec{off: off}
+	} else {
+		h = int64(len(b.ents))
+		b.ents = append(b.ents, entRec{off: off})
+	}
+	if shape != pickle.ShapeDict {
+		e := &b.ents[h]
+		e.bad = true
+		e.err = &pathErr{msg: "want dict, got list", off: off}
+	}
+	return h
+}
+
+// releaseVal releases the Builder container v (a record or an entry).
+func (b *builder) releaseVal(v *pickle.Val) {
+	if v.Node == nEntry {
+		b.entFree = append(b.entFree, v.N)
+		b.entLive--
+		return
+	}
+	b.release(v.N)
+}
+
 func (b *builder) release(h int64) {
 	r := &b.recs[h]
 	// The slices went to the parent: forget them (the next record
@@ -292,7 +345,7 @@ func (b *builder) release(h int64) {
 	b.free = append(b.free, h)
 }
 
-func (b *builder) Drop(v *pickle.Val) { b.release(v.N) }
+func (b *builder) Drop(v *pickle.Val) { b.releaseVal(v) }
 
 // putExt recycles the recExt of a released record once what it held has
 // been taken.
@@ -305,6 +358,16 @@ func (b *builder) putExt(e *recExt) {
 }
 
 func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
+	if c.Node == nEntry {
+		if b.ents[c.N].bad || key == nil || key.Kind != pickle.KindStr {
+			return pickle.NodeSkip
+		}
+		switch b.key(key) {
+		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
+			return pickle.NodeValue
+		}
+		return pickle.NodeSkip
+	}
 	r := &b.recs[c.N]
 	if r.bad {
 		return pickle.NodeSkip
@@ -344,11 +407,6 @@ func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
 	case nBlock:
 		switch f {
 		case kAddress, kSize, kRequestedSize, kState:
-			return pickle.NodeValue
-		}
-	case nEntry:
-		switch f {
-		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
 			return pickle.NodeValue
 		}
 	}
@@ -428,6 +486,10 @@ func (r *rec) mark(bit uint16, present bool) {
 }
 
 func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
+	if c.Node == nEntry {
+		b.setEntryItems(&b.ents[c.N], kv)
+		return nil
+	}
 	r := &b.recs[c.N]
 	for i := 0; i+1 < len(kv); i += 2 {
 		k, v := &kv[i], &kv[i+1]
@@ -446,7 +508,64 @@ func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
 // dropVal releases a value the schema does not keep.
 func (b *builder) dropVal(v *pickle.Val) {
 	if v.Kind == pickle.KindNode {
-		b.release(v.N)
+		b.releaseVal(v)
+	}
+}
+
+// setEntryItems stores key, value pairs in a trace entry: setItem's
+// rules for an entry, in a loop of its own since a snapshot has tens of
+// thousands of entries and a handful of segments.
+func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
+	e := &r.entry
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, v := &kv[i], &kv[i+1]
+		if r.bad || k.Kind != pickle.KindStr {
+			b.dropVal(v)
+			continue
+		}
+		key := b.key(k)
+		var dst *int64
+		switch key {
+		case kAction:
+			switch v.Kind {
+			case pickle.KindStr:
+				e.Action = b.m.Str(v)
+				r.seen |= fAction
+			case pickle.KindNone:
+				r.seen &^= fAction
+			default:
+				r.failKey(key, "want str, got "+v.TypeName())
+			}
+			continue
+		case kAddr:
+			dst = &e.Addr
+		case kSize:
+			dst = &e.Size
+		case kStream:
+			dst = &e.Stream
+		case kTimeUS:
+			dst = &e.TimeUS
+		case kDeviceFree:
+			dst = &e.DeviceFree
+		default:
+			b.dropVal(v)
+			continue
+		}
+		switch v.Kind {
+		case pickle.KindInt:
+			*dst = v.N
+		case pickle.KindNone:
+		case pickle.KindBigInt:
+			r.failKey(key, "int "+shortInt(b.m.Obj(v).(*big.Int))+" does not fit in 64 bits")
+		default:
+			r.failKey(key, "want int, got "+v.TypeName())
+		}
+	}
+}
+
+func (r *entRec) failKey(key field, msg string) {
+	if r.err == nil {
+		r.err = &pathErr{path: "." + fieldNames[key], msg: msg, off: r.off}
 	}
 }
 
@@ -543,24 +662,6 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 		default:
 			b.dropVal(v)
 		}
-	case nEntry:
-		e := &r.entry
-		switch key {
-		case kAction:
-			r.mark(fAction, b.str(r, key, v, &e.Action))
-		case kAddr:
-			b.int(r, key, v, &e.Addr)
-		case kSize:
-			b.int(r, key, v, &e.Size)
-		case kStream:
-			b.int(r, key, v, &e.Stream)
-		case kTimeUS:
-			b.int(r, key, v, &e.TimeUS)
-		case kDeviceFree:
-			b.int(r, key, v, &e.DeviceFree)
-		default:
-			b.dropVal(v)
-		}
 	default:
 		b.dropVal(v)
 	}
@@ -594,7 +695,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		return nil, nil
 	case pickle.KindNode:
 		if v.Node != want {
-			b.release(v.N)
+			b.releaseVal(v)
 			r.fail(&pathErr{path: path, msg: "unsupported structure", off: r.off})
 			return nil, nil
 		}
@@ -752,11 +853,26 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 	if err := b.count(len(items)); err != nil {
 		return err
 	}
+	if c.Node == nEntry { // a trace entry opened as a list: bad already
+		for i := range items {
+			b.dropVal(&items[i])
+		}
+		return nil
+	}
 	for i := range items {
 		r := &b.recs[c.N]
 		v := &items[i]
 		if r.bad {
 			b.dropVal(v)
+			continue
+		}
+		if r.node == nTrace && v.Kind == pickle.KindNode && v.Node == nEntry {
+			er := &b.ents[v.N]
+			if err := finishEntry(er); err != nil {
+				r.fail(err.under("[" + strconv.Itoa(r.nEntries()) + "]"))
+			}
+			r.addEntry(er.entry)
+			b.releaseVal(v)
 			continue
 		}
 		var idx int
@@ -778,7 +894,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 		switch v.Kind {
 		case pickle.KindNode:
 			if v.Node != want {
-				b.release(v.N)
+				b.releaseVal(v)
 				r.fail(&pathErr{path: at(), msg: "unsupported structure", off: r.off})
 				continue
 			}
@@ -795,8 +911,6 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			case nTrace:
 				r.traces = append(r.traces, cr.takeEntries())
 				b.putExt(cr.recExt)
-			case nEntry:
-				r.addEntry(cr.entry)
 			}
 			b.release(v.N)
 		case pickle.KindValue:
@@ -842,6 +956,17 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 	return nil
 }
 
+// finishEntry checks a complete trace entry.
+func finishEntry(r *entRec) *pathErr {
+	if r.err != nil {
+		return r.err
+	}
+	if r.seen&fAction == 0 {
+		return &pathErr{path: ".action", msg: "missing", off: r.off}
+	}
+	return nil
+}
+
 // finish checks a complete record and applies its defaults.
 func finish(r *rec) *pathErr {
 	if r.err != nil {
@@ -849,10 +974,6 @@ func finish(r *rec) *pathErr {
 	}
 	missing := func(key string) *pathErr { return &pathErr{path: "." + key, msg: "missing", off: r.off} }
 	switch r.node {
-	case nEntry:
-		if r.seen&fAction == 0 {
-			return missing("action")
-		}
 	case nBlock:
 		if r.seen&fSize == 0 {
 			return missing("size")
@@ -903,10 +1024,10 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 // read past without being built.
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	b := &builder{lim: lim}
-	if p, ok := recsPool.Get().(*[]rec); ok {
-		b.recs = (*p)[:0]
+	if t, ok := tablesPool.Get().(*tables); ok {
+		b.recs, b.ents = t.recs[:0], t.ents[:0]
 	}
-	defer b.putRecs()
+	defer b.putTables()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
 	b.m = m
 	root, err := m.Run()
@@ -953,22 +1074,28 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	return FromValue(x)
 }
 
-// recsPool holds the builders' record tables: a trace's batch of a
+// tablesPool holds the builders' record tables: a trace's batch of a
 // thousand entries, each a record until its APPENDS, would otherwise
 // grow a new table for every snapshot.
-var recsPool sync.Pool
+var tablesPool sync.Pool
 
-// putRecs returns the record table to the pool, cleared (records hold
-// the slices of the snapshot being returned).
-func (b *builder) putRecs() {
-	if cap(b.recs) == 0 || cap(b.recs) > 1<<16 {
+type tables struct {
+	recs []rec
+	ents []entRec
+}
+
+// putTables returns the record tables to the pool, cleared (records hold
+// the slices of the snapshot being returned, entries its strings).
+func (b *builder) putTables() {
+	if cap(b.recs) > 1<<16 || cap(b.ents) > 1<<16 {
 		return
 	}
 	recs := b.recs[:cap(b.recs)]
 	clear(recs)
-	recs = recs[:0]
-	b.recs, b.free = nil, nil
-	recsPool.Put(&recs)
+	ents := b.ents[:cap(b.ents)]
+	clear(ents)
+	b.recs, b.free, b.ents, b.entFree = nil, nil, nil, nil
+	tablesPool.Put(&tables{recs: recs[:0], ents: ents[:0]})
 }
 
 func (b *builder) Shape(n pickle.Node) pickle.Shape {
