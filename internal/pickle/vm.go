@@ -88,7 +88,7 @@ const (
 // built (containers are not allocated, strings not kept unless the memo
 // keeps them); NodeValue values are built as generic values (Decode's
 // model); any other Node is a Builder's own.
-type Node uint16
+type Node uint8
 
 const (
 	NodeSkip  Node = 0
@@ -103,12 +103,46 @@ const (
 type Val struct {
 	Kind  Kind
 	Shape Shape
-	Node  Node  // KindNode, KindSkipped, kindShared: the node it was built as
+	Node  Node // KindNode, KindSkipped, kindShared: the node it was built as
+	// Tag holds a Tagger's marks: a string's own, and for a container
+	// the union of its items' (kept for skipped values too).
+	Tag   uint8
 	Depth int32 // nesting depth: 0 for scalars
 	// N is the int, the float's bits, the string's index (≥ 0: interned;
 	// < 0: ^N is its slot in the object table), the object's slot, the
-	// Builder's handle, or the offset of a skipped or shared value.
+	// Builder's handle, or the offset of a skipped or shared value (for
+	// a skipped container stored in the memo, with its memo slot above
+	// offBits: see Offset).
 	N int64
+}
+
+// offBits is the width of a skipped value's offset in N; a skipped
+// container in the memo keeps its slot (plus one) in the bits above, so
+// that filling it can refresh the memo's copy (memoRefresh).
+const (
+	offBits = 40
+	offMask = 1<<offBits - 1
+)
+
+// Offset is the input offset of a skipped or shared value.
+func (v *Val) Offset() int64 {
+	if v.Kind == KindSkipped {
+		return v.N & offMask
+	}
+	return v.N
+}
+
+// A Tagger marks the strings the machine reads with bits of its choice
+// (a Builder that implements it is asked once per string read, kept or
+// skipped, and for each interned string only the first time). Every
+// container, built or skipped, carries the union of its items' tags in
+// Val.Tag, so that a schema can learn something of a value it does not
+// build: package snapshot learns which stack frames a trace entry names
+// without building them. Only the two low bits survive the fast path
+// that reads batches of memo references into a skipped list; a Tagger
+// should use no others.
+type Tagger interface {
+	Tag(s []byte) uint8
 }
 
 // IntVal is an int.
@@ -192,7 +226,7 @@ func (d *Machine) Any(v *Val) (any, error) {
 	case KindBigInt, KindBytes, KindValue:
 		return d.objs[v.N], nil
 	case KindSkipped:
-		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.N)
+		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.Offset())
 	case KindNode, kindShared:
 		return nil, errors.New("a container of the schema is used inside a generic value (unsupported structure)")
 	}
@@ -283,6 +317,8 @@ type Machine struct {
 	olive  int              // objects live after the last sweep
 	one    [1]Val           // APPEND's item
 	arena  []byte           // the block kept strings are copied into (keep)
+	tagger Tagger           // the Builder's, or nil
+	stags  []uint8          // the tag of each string in strs
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -305,7 +341,11 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	d.stack = make([]Val, 0, 64)
 	d.intern = make(map[string]int32)
 	d.strs = append(make([]string, 0, 64), "")
+	d.stags = append(make([]uint8, 0, 64), 0)
 	d.intern[""] = 0
+	if t, ok := b.(Tagger); ok {
+		d.tagger = t
+	}
 	return d
 }
 
@@ -515,9 +555,17 @@ func (d *Machine) nextIsPut() bool {
 // next read).
 func (d *Machine) pushStr(b []byte, node Node) error {
 	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
 	}
 	return d.push(d.str(b))
+}
+
+// tag is the Tagger's tag of a string (0 without a Tagger).
+func (d *Machine) tag(b []byte) uint8 {
+	if d.tagger == nil {
+		return 0
+	}
+	return d.tagger.Tag(b)
 }
 
 // str returns a string value of b: interned when short (repeated keys
@@ -531,23 +579,25 @@ func (d *Machine) str(b []byte) Val {
 			h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
 		}
 		if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-			return Val{Kind: KindStr, N: int64(i)}
+			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
 		}
 		if i, ok := d.intern[string(b)]; ok {
 			d.scache[h] = i
-			return Val{Kind: KindStr, N: int64(i)}
+			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
 		}
 		if len(d.intern) < internCap {
 			s := d.keep(b)
 			d.intern[s] = int32(len(d.strs))
+			t := d.tag(b)
 			d.strs = append(d.strs, s)
-			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
+			d.stags = append(d.stags, t)
+			return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
 		}
 	}
 	if len(b) > internMax {
 		return d.longStr(d.keep(b))
 	}
-	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b))}
+	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b)), Tag: d.tag(b)}
 }
 
 // arenaChunk is the size of the blocks kept strings are copied into.
@@ -576,8 +626,10 @@ func (d *Machine) keep(b []byte) string {
 // without interning (it costs more text than its slot, so MaxText bounds
 // the slots too).
 func (d *Machine) longStr(s string) Val {
+	t := d.tag(unsafe.Slice(unsafe.StringData(s), len(s)))
 	d.strs = append(d.strs, s)
-	return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
+	d.stags = append(d.stags, t)
+	return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
 }
 
 // newObj stores x in the object table and returns its slot. Slots are
@@ -727,7 +779,7 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		return err
 	}
 	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
 	}
 	switch {
 	case short && kind == KindStr:
@@ -772,17 +824,50 @@ func (d *Machine) newContainer(shape Shape) error {
 	}
 }
 
-// deepen records that c now holds values as deep as items.
+// deepen records that c now holds values as deep as items, and their
+// tags.
 func (d *Machine) deepen(c *Val, items []Val) error {
 	for i := range items {
 		if items[i].Depth >= c.Depth {
 			c.Depth = items[i].Depth + 1
 		}
+		c.Tag |= items[i].Tag
 	}
 	if int(c.Depth) > d.lim.MaxDepth {
 		return d.limitf("nesting depth %d exceeds the limit of %d", c.Depth, d.lim.MaxDepth)
 	}
+	if c.Kind == KindSkipped {
+		d.memoRefresh(c)
+	}
 	return nil
+}
+
+// memoRefresh copies the depth and tags of a skipped container that is
+// in the memo to the memo's copy, which was taken when it was empty:
+// every later reference to it (a stack frame a trace entry shares with
+// others) must carry what it holds.
+func (d *Machine) memoRefresh(c *Val) {
+	m := uint64(c.N) >> offBits
+	if m == 0 || m > uint64(d.memoN) {
+		return
+	}
+	idx := m - 1
+	b := d.memo[idx/memoChunk]
+	s := &b.v[idx%memoChunk]
+	if s.Kind != KindSkipped || s.N != c.N {
+		return // the slot was stored again since
+	}
+	s.Depth, s.Tag = c.Depth, c.Tag
+	b.depth[idx%memoChunk] = skipDepth(s)
+}
+
+// memoSkipped marks a skipped container v stored in memo slot idx with
+// that slot (see offBits). A container stored twice keeps its first.
+func memoSkipped(v *Val, idx uint64) {
+	if v.Kind != KindSkipped || v.Shape == ShapeNone || uint64(v.N) > offMask || idx >= 1<<(63-offBits)-1 {
+		return
+	}
+	v.N = v.N&offMask | int64(idx+1)<<offBits
 }
 
 // intoSchema gives items to c when c is not a generic container: dropped
@@ -999,19 +1084,20 @@ type memoBlock struct {
 	depth [memoChunk]uint8 // skipDepth of v
 }
 
-// skipDepth is v's nesting depth plus one when a skipped list may take v
-// in skipBatch's fast path, and 0 when it may not: a hole, a Builder's
-// container or its memo copy (these need step's checks), or a depth
-// beyond the byte.
+// skipDepth packs what skipBatch needs of v: its nesting depth plus one
+// in the low six bits and its tag in the two high ones, or 0 when a
+// skipped list may not take v in the fast path: a hole, a Builder's
+// container or its memo copy (these need step's checks), a depth beyond
+// six bits or a tag beyond two.
 func skipDepth(v *Val) uint8 {
 	switch v.Kind {
 	case kindUnset, kindShared, KindNode:
 		return 0
 	}
-	if v.Depth < 0 || v.Depth >= 255 {
+	if v.Depth < 0 || v.Depth >= 63 || v.Tag > 3 {
 		return 0
 	}
-	return uint8(v.Depth) + 1
+	return uint8(v.Depth) + 1 | v.Tag<<6
 }
 
 func (d *Machine) memoLimit() error {
@@ -1115,6 +1201,7 @@ func (d *Machine) run() (Val, error) {
 						c := d.memo[idx/memoChunk]
 						if s := &c.v[idx%memoChunk]; s.Kind == kindUnset {
 							v := &d.stack[t-1]
+							memoSkipped(v, uint64(idx))
 							if v.Kind == KindNode {
 								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
 								c.depth[idx%memoChunk] = 0
@@ -1187,6 +1274,7 @@ func (d *Machine) skipBatch() bool {
 	}
 	room := d.lim.MaxStack - t - len(d.marks) - 1 // pushes the batch may make
 	depth, cnt := int32(-1), 0
+	var tag uint8
 	buf := d.buf[:d.n]
 	for j := d.i; j < len(buf); {
 		var idx uint
@@ -1210,6 +1298,8 @@ func (d *Machine) skipBatch() bool {
 				}
 				c.Depth = depth + 1
 			}
+			c.Tag |= tag
+			d.memoRefresh(c)
 			d.i = j + 1
 			return true
 		default:
@@ -1222,7 +1312,8 @@ func (d *Machine) skipBatch() bool {
 		if dp == 0 {
 			return false
 		}
-		depth = max(depth, int32(dp)-1)
+		depth = max(depth, int32(dp&63)-1)
+		tag |= dp >> 6
 		if cnt++; cnt > room {
 			return false
 		}
@@ -1438,6 +1529,7 @@ func (d *Machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
+		memoSkipped(v, idx)
 		return d.memoPut(idx, *v)
 	case OpGet, OpBinGet, OpLongBinGet:
 		idx, err := d.memoIndex(op)

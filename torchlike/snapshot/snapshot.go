@@ -78,6 +78,9 @@ type TraceEntry struct {
 	Stream     int64
 	TimeUS     int64 // epoch microseconds; 0 when the snapshot has no clock
 	DeviceFree int64 // oom only
+	// Frames is what the entry's stack frames name (the frames
+	// themselves are not kept): FramesNone when it has none.
+	Frames FrameClass
 }
 
 // Decode reads a snapshot: a pickle as written by
@@ -407,6 +410,9 @@ func decodeEntry(e *TraceEntry, v any) error {
 	}
 	if e.DeviceFree, err = getInt(d, "device_free", 0, false); err != nil {
 		return err
+	}
+	if f, ok := d.Get("frames"); ok {
+		e.Frames = genericFrameClass(f)
 	}
 	return nil
 }

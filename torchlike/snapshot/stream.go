@@ -212,6 +212,7 @@ const (
 	kAddr
 	kTimeUS
 	kDeviceFree
+	kFrames
 )
 
 var fieldNames = [...]string{
@@ -220,7 +221,7 @@ var fieldNames = [...]string{
 	kActiveSize: "active_size", kRequestedSize: "requested_size", kStream: "stream",
 	kSegmentType: "segment_type", kIsExpandable: "is_expandable", kSegmentPoolID: "segment_pool_id",
 	kBlocks: "blocks", kSize: "size", kState: "state", kAction: "action", kAddr: "addr",
-	kTimeUS: "time_us", kDeviceFree: "device_free",
+	kTimeUS: "time_us", kDeviceFree: "device_free", kFrames: "frames",
 }
 
 func fieldOf(s string) field {
@@ -547,6 +548,14 @@ func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
 			dst = &e.TimeUS
 		case kDeviceFree:
 			dst = &e.DeviceFree
+		case kFrames:
+			if v.Kind == pickle.KindValue {
+				e.Frames = genericFrameClass(b.m.Obj(v))
+			} else {
+				e.Frames = frameClassOf(v)
+			}
+			b.dropVal(v)
+			continue
 		default:
 			b.dropVal(v)
 			continue
@@ -749,7 +758,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		}
 		return c.recExt, nil
 	case pickle.KindSkipped:
-		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.Offset()), off: r.off})
 		return nil, nil
 	}
 	r.fail(&pathErr{path: path, msg: "want list, got " + v.TypeName(), off: r.off})
@@ -944,7 +953,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				}
 			}
 		case pickle.KindSkipped:
-			r.fail(&pathErr{path: at(), msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+			r.fail(&pathErr{path: at(), msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.Offset()), off: r.off})
 		default:
 			want := "dict"
 			if r.node == nTraces {
