@@ -118,7 +118,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		name:   name,
 		trace:  snap.Trace(dev),
 		roles:  layout.Roles,
-		live:   make(map[int64]uint64),
+		slots:  layout.slots,
+		live:   make([]uint64, layout.index.n),
 		nextID: 1,
 		t0:     traces.NoTime,
 	}
@@ -143,7 +144,11 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 				b.RequestedSize = b.Size
 			}
 			sr.init = append(sr.init, traces.Event{Op: traces.OpAlloc, ID: sr.nextID, Size: b.RequestedSize, Stream: sg.Stream, Time: initTime})
-			sr.live[b.Address] = sr.nextID
+			if sl := layout.index.lookup(b.Address); sl >= 0 {
+				// (A block at an address neither the trace nor the
+				// final segments name cannot be freed by an entry.)
+				sr.live[sl] = sr.nextID
+			}
 			sr.nextID++
 		}
 	}
@@ -318,8 +323,9 @@ type snapshotReader struct {
 	init   []traces.Event // allocs of the blocks live before the first entry
 	trace  []TraceEntry
 	roles  []Role
-	next   int // next init event, then len(init) + next entry
-	live   map[int64]uint64
+	slots  []int32  // each entry's address slot (Layout)
+	next   int      // next init event, then len(init) + next entry
+	live   []uint64 // the live id at each address slot, 0: none
 	nextID uint64
 	t0     int64 // time_us origin, or NoTime
 	err    error // sticky
@@ -376,19 +382,21 @@ func (r *snapshotReader) read() (traces.Event, error) {
 			if e.Size <= 0 || e.Size > traces.MaxSize {
 				return r.fail(i, fmt.Errorf("alloc of %d bytes at %#x: %w", e.Size, e.Addr, traces.ErrBadSize))
 			}
-			if id, ok := r.live[e.Addr]; ok {
+			sl := r.slots[i]
+			if id := r.live[sl]; id != 0 {
 				return r.fail(i, fmt.Errorf("alloc at %#x, where id %d is still live: %w", e.Addr, id, traces.ErrLiveID))
 			}
 			id := r.nextID
 			r.nextID++
-			r.live[e.Addr] = id
+			r.live[sl] = id
 			return traces.Event{Op: traces.OpAlloc, ID: id, Size: e.Size, Stream: e.Stream, Time: r.time(e.TimeUS)}, nil
 		case RoleFree:
-			id, ok := r.live[e.Addr]
-			if !ok {
+			sl := r.slots[i]
+			id := r.live[sl]
+			if id == 0 {
 				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, traces.ErrUnknownID))
 			}
-			delete(r.live, e.Addr)
+			r.live[sl] = 0
 			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
 		case RoleNone:
 			switch e.Action {
