@@ -827,12 +827,15 @@ func (d *Machine) newContainer(shape Shape) error {
 // deepen records that c now holds values as deep as items, and their
 // tags.
 func (d *Machine) deepen(c *Val, items []Val) error {
+	depth, tag := c.Depth, c.Tag
 	for i := range items {
-		if items[i].Depth >= c.Depth {
-			c.Depth = items[i].Depth + 1
+		it := &items[i]
+		if it.Depth >= depth {
+			depth = it.Depth + 1
 		}
-		c.Tag |= items[i].Tag
+		tag |= it.Tag
 	}
+	c.Depth, c.Tag = depth, tag
 	if int(c.Depth) > d.lim.MaxDepth {
 		return d.limitf("nesting depth %d exceeds the limit of %d", c.Depth, d.lim.MaxDepth)
 	}
