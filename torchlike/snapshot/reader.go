@@ -223,12 +223,21 @@ func joinDevices(devs []int) string {
 // actionCounts lists how many entries of each action the trace has, in
 // name order: the figures a snapshot's own description gives.
 func actionCounts(tr []TraceEntry) string {
+	// Counted in an array (a map update per entry cost more than the
+	// rest of the metadata).
+	var n [len(knownActions) + 1]int
+	for i := range tr {
+		n[actionIndex(tr[i].Action)]++
+	}
 	counts := map[string]int{}
-	for _, e := range tr {
-		if torchlike.KnownAction(e.Action) {
-			counts[e.Action]++
+	for k, c := range n {
+		if c == 0 {
+			continue
+		}
+		if k < len(knownActions) {
+			counts[knownActions[k]] = c
 		} else {
-			counts["(unknown)"]++ // named in ignored-entries
+			counts["(unknown)"] = c // named in ignored-entries
 		}
 	}
 	var parts []string
@@ -236,6 +245,43 @@ func actionCounts(tr []TraceEntry) string {
 		parts = append(parts, fmt.Sprintf("%s %d", a, counts[a]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// knownActions are the actions torchlike.KnownAction knows.
+var knownActions = [...]string{
+	torchlike.ActionAlloc, torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree,
+	torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap,
+	torchlike.ActionSnapshot, torchlike.ActionOOM, torchlike.ActionUserDefined,
+}
+
+// actionIndex is a's index in knownActions, or len(knownActions) for an
+// action it does not hold.
+func actionIndex(a string) int {
+	switch a {
+	case torchlike.ActionAlloc:
+		return 0
+	case torchlike.ActionFreeRequested:
+		return 1
+	case torchlike.ActionFreeCompleted:
+		return 2
+	case torchlike.ActionFree:
+		return 3
+	case torchlike.ActionSegmentAlloc:
+		return 4
+	case torchlike.ActionSegmentFree:
+		return 5
+	case torchlike.ActionSegmentMap:
+		return 6
+	case torchlike.ActionSegmentUnmap:
+		return 7
+	case torchlike.ActionSnapshot:
+		return 8
+	case torchlike.ActionOOM:
+		return 9
+	case torchlike.ActionUserDefined:
+		return 10
+	}
+	return len(knownActions)
 }
 
 // recordedPeakReserved is the peak of the bytes the recorded allocator

@@ -444,3 +444,4 @@ func fuzzOpen(t *testing.T, data []byte) {
 		r.Close()
 	}
 }
+
