@@ -444,4 +444,3 @@ func fuzzOpen(t *testing.T, data []byte) {
 		r.Close()
 	}
 }
-
