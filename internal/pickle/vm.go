@@ -69,7 +69,7 @@ const (
 	KindBytes   // a []byte (Machine.Obj)
 	KindValue   // a generic container: *List, *Dict or Tuple (Machine.Obj)
 	KindNode    // a Builder's container; N is its handle
-	KindSkipped // a value that was not built; N is its offset
+	KindSkipped // a value that was not built; N is its offset (see Offset)
 	kindShared  // the memo's copy of a Builder's container
 )
 

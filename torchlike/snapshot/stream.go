@@ -1045,6 +1045,11 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	}
 	switch root.Kind {
 	case pickle.KindNode:
+		if root.Node != nTop {
+			// STOP with a MARK pending returns what is above it (as
+			// Python's unpickler does): a segment, block or entry.
+			return nil, fmt.Errorf("snapshot: not a memory snapshot: the pickle ends inside the snapshot, on a %s", b.Describe(root.Node))
+		}
 		top := b.recs[root.N]
 		if top.err != nil {
 			if top.top {
