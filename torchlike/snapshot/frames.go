@@ -63,6 +63,7 @@ var (
 	nameEmptyCache = []byte("empty_cache")
 	cppEmptyCache  = []byte("::emptyCache")
 	cppMalloc      = []byte("DeviceCachingAllocator::malloc")
+	cach           = []byte("Cach")
 )
 
 // frameTag is the tag of one string of a frame. The Python function is
@@ -73,11 +74,20 @@ func frameTag(s []byte) uint8 {
 	if len(s) < len(nameEmptyCache) {
 		return 0
 	}
+	if bytes.Equal(s, nameEmptyCache) {
+		return tagEmptyCache
+	}
+	// Both C++ names hold "Cach" (emptyCache, DeviceCachingAllocator):
+	// one search rules out nearly every string a snapshot holds.
+	k := bytes.Index(s, cach)
+	if k < 0 {
+		return 0
+	}
 	var t uint8
-	if bytes.Equal(s, nameEmptyCache) || bytes.Contains(s, cppEmptyCache) {
+	if bytes.Contains(s[max(0, k-len("::empty")):], cppEmptyCache) {
 		t |= tagEmptyCache
 	}
-	if bytes.Contains(s, cppMalloc) {
+	if bytes.Contains(s[max(0, k-len("Device")):], cppMalloc) {
 		t |= tagMalloc
 	}
 	return t
