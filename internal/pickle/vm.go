@@ -306,19 +306,20 @@ type Machine struct {
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
-	text   int64            // bytes of text kept
-	items  int              // generic containers and items built
-	intern map[string]int32 // interned string → index in strs
-	strs   []string         // the interned strings (strs[0] is "") and the long ones
-	scache [256]int32       // recent strs indices by a hash of the bytes (0: none)
-	objs   []any            // the object table (Val.N of objects and long strings)
-	ofree  []int64          // free slots of objs
-	onew   int              // objects added since the last sweep
-	olive  int              // objects live after the last sweep
-	one    [1]Val           // APPEND's item
-	arena  []byte           // the block kept strings are copied into (keep)
-	tagger Tagger           // the Builder's, or nil
-	stags  []uint8          // the tag of each string in strs
+	text   int64               // bytes of text kept
+	items  int                 // generic containers and items built
+	intern map[string]int32    // interned string → index in strs
+	strs   []string            // the interned strings (strs[0] is "") and the long ones
+	scache [256]int32          // recent strs indices by a hash of the bytes (0: none)
+	objs   []any               // the object table (Val.N of objects and long strings)
+	ofree  []int64             // free slots of objs
+	onew   int                 // objects added since the last sweep
+	olive  int                 // objects live after the last sweep
+	one    [1]Val              // APPEND's item
+	arena  []byte              // the block kept strings are copied into (keep)
+	blocks []*[arenaChunk]byte // every such block, for Recycle
+	tagger Tagger              // the Builder's, or nil
+	stags  []uint8             // the tag of each string in strs
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -339,9 +340,15 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	d.r = r
 	d.buf = windowPool.Get().(*[windowSize]byte)[:]
 	d.stack = make([]Val, 0, 64)
-	d.intern = make(map[string]int32)
-	d.strs = append(make([]string, 0, 64), "")
-	d.stags = append(make([]uint8, 0, 64), 0)
+	if t, ok := textPool.Get().(*textTables); ok {
+		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
+	} else {
+		d.intern = make(map[string]int32)
+		d.strs = make([]string, 0, 64)
+		d.stags = make([]uint8, 0, 64)
+	}
+	d.strs = append(d.strs, "")
+	d.stags = append(d.stags, 0)
 	d.intern[""] = 0
 	if t, ok := b.(Tagger); ok {
 		d.tagger = t
@@ -603,10 +610,41 @@ func (d *Machine) str(b []byte) Val {
 // arenaChunk is the size of the blocks kept strings are copied into.
 const arenaChunk = 16 << 10
 
+var arenaPool = sync.Pool{New: func() any { return new([arenaChunk]byte) }}
+
+// Recycle gives the machine's text blocks and tables to the next
+// machine. The caller promises that no string the machine returned (by
+// Str, Any or Obj, directly or inside a value) is used afterwards: they
+// would change under it. The machine is unusable after.
+func (d *Machine) Recycle() {
+	for _, blk := range d.blocks {
+		arenaPool.Put(blk)
+	}
+	clear(d.blocks)
+	d.blocks, d.arena = d.blocks[:0], nil
+	if len(d.strs) <= internCap {
+		clear(d.intern)
+		clear(d.strs)
+		textPool.Put(&textTables{intern: d.intern, strs: d.strs[:0], stags: d.stags[:0], blocks: d.blocks})
+	}
+	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
+}
+
+// textTables are the string tables of a recycled machine.
+type textTables struct {
+	intern map[string]int32
+	strs   []string
+	stags  []uint8
+	blocks []*[arenaChunk]byte
+}
+
+var textPool sync.Pool
+
 // keep returns a string holding a copy of b. Short strings are packed
 // into shared blocks (a snapshot's stack frames are hundreds of strings,
 // which would otherwise be as many allocations); the strings are never
-// written again, and a block lives as long as any string in it.
+// written again, and a block lives as long as any string in it, or until
+// Recycle.
 func (d *Machine) keep(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -615,7 +653,9 @@ func (d *Machine) keep(b []byte) string {
 		return string(b)
 	}
 	if cap(d.arena)-len(d.arena) < len(b) {
-		d.arena = make([]byte, 0, arenaChunk)
+		blk := arenaPool.Get().(*[arenaChunk]byte)
+		d.blocks = append(d.blocks, blk)
+		d.arena = blk[:0]
 	}
 	k := len(d.arena)
 	d.arena = append(d.arena, b...)

@@ -110,3 +110,47 @@ func TestSchemaErrors(t *testing.T) {
 		t.Errorf("GLOBAL pickle: %v", err)
 	}
 }
+
+// The pickle machine reuses its text for the next decode, so a Snapshot
+// must hold no string of it: decoding other snapshots afterwards leaves
+// the first one as it was (unknown actions, settings and segment types
+// included), whether its parts were streamed or built as values.
+func TestDecodedStringsOwnTheirText(t *testing.T) {
+	mk := func(tag string) []byte {
+		s := &snapshot.Snapshot{
+			Segments: []snapshot.Segment{{Address: 1 << 30, TotalSize: 2 << 20, SegmentType: "small",
+				Blocks: []snapshot.Block{{Address: 1 << 30, Size: 2 << 20, State: "inactive"}}}},
+			DeviceTraces: [][]snapshot.TraceEntry{{
+				{Action: "segment_alloc", Addr: 1 << 30, Size: 2 << 20},
+				{Action: "teleport_" + tag, Addr: 1 << 30, Size: 512},
+				{Action: "defragment_" + tag + strings.Repeat("x", 100), Addr: 1 << 30, Size: 512},
+			}},
+			Settings: &snapshot.Settings{MaxSplitSize: -1, PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:" + tag},
+		}
+		var buf bytes.Buffer
+		if err := snaptest.EncodePickle(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	first := mk("111")
+	got, err := snapshot.Decode(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"222", "333", "444"} {
+		if _, err := snapshot.Decode(bytes.NewReader(mk(tag))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := snapshot.Decode(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("a later decode changed an earlier snapshot:\n%+v\nwant\n%+v", got.DeviceTraces, want.DeviceTraces)
+	}
+	if a := got.DeviceTraces[0][1].Action; a != "teleport_111" {
+		t.Errorf("action %q", a)
+	}
+}

@@ -271,9 +271,51 @@ func getStr(d *pickle.Dict, key, def string, required bool) (string, error) {
 		return def, nil
 	}
 	if s, ok := v.(string); ok {
-		return s, nil
+		return canon(s), nil
 	}
 	return "", wantGot(key, "str", v)
+}
+
+// canon returns s as a string of its own: the constant of a known
+// action, block state or segment type, otherwise a copy. The pickle
+// machine's strings live in blocks it reuses for the next snapshot
+// (pickle.Machine.Recycle), so none may be kept in a Snapshot.
+func canon(s string) string {
+	switch s {
+	case torchlike.ActionAlloc:
+		return torchlike.ActionAlloc
+	case torchlike.ActionFreeRequested:
+		return torchlike.ActionFreeRequested
+	case torchlike.ActionFreeCompleted:
+		return torchlike.ActionFreeCompleted
+	case torchlike.ActionFree:
+		return torchlike.ActionFree
+	case torchlike.ActionSegmentAlloc:
+		return torchlike.ActionSegmentAlloc
+	case torchlike.ActionSegmentFree:
+		return torchlike.ActionSegmentFree
+	case torchlike.ActionSegmentMap:
+		return torchlike.ActionSegmentMap
+	case torchlike.ActionSegmentUnmap:
+		return torchlike.ActionSegmentUnmap
+	case torchlike.ActionSnapshot:
+		return torchlike.ActionSnapshot
+	case torchlike.ActionOOM:
+		return torchlike.ActionOOM
+	case torchlike.ActionUserDefined:
+		return torchlike.ActionUserDefined
+	case StateActiveAllocated:
+		return StateActiveAllocated
+	case StateActivePendingFree:
+		return StateActivePendingFree
+	case StateInactive:
+		return StateInactive
+	case "large":
+		return "large"
+	case "small":
+		return "small"
+	}
+	return strings.Clone(s)
 }
 
 func getBool(d *pickle.Dict, key string) (bool, error) {

@@ -185,6 +185,7 @@ type builder struct {
 	claimed map[any]bool
 	extFree []*recExt // recExts of released records, for the next ones
 	fields  []field   // field of each interned string (by its index), 0 = not yet known
+	actions []string  // canonical action of each interned string, "" = not yet known
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -452,7 +453,7 @@ func (b *builder) int(r *rec, key field, v *pickle.Val, dst *int64) bool {
 func (b *builder) str(r *rec, key field, v *pickle.Val, dst *string) bool {
 	switch v.Kind {
 	case pickle.KindStr:
-		*dst = b.m.Str(v)
+		*dst = canon(b.m.Str(v))
 		return true
 	case pickle.KindNone:
 		return false
@@ -530,7 +531,7 @@ func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
 		case kAction:
 			switch v.Kind {
 			case pickle.KindStr:
-				e.Action = b.m.Str(v)
+				e.Action = b.action(v)
 				r.seen |= fAction
 			case pickle.KindNone:
 				r.seen &^= fAction
@@ -570,6 +571,24 @@ func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
 			r.failKey(key, "want int, got "+v.TypeName())
 		}
 	}
+}
+
+// action is the canonical string (canon) of an action value, decided
+// once per interned string.
+func (b *builder) action(v *pickle.Val) string {
+	if v.N < 0 {
+		return canon(b.m.Str(v))
+	}
+	if v.N < int64(len(b.actions)) {
+		if a := b.actions[v.N]; a != "" {
+			return a
+		}
+	} else {
+		b.actions = append(b.actions, make([]string, int(v.N)+1-len(b.actions))...)
+	}
+	a := canon(b.m.Str(v))
+	b.actions[v.N] = a
+	return a
 }
 
 func (r *entRec) failKey(key field, msg string) {
@@ -1039,6 +1058,9 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	defer b.putTables()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
 	b.m = m
+	// Every string the snapshot keeps is a copy or a constant (canon),
+	// so the machine's text is reused by the next decode.
+	defer m.Recycle()
 	root, err := m.Run()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
