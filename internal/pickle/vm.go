@@ -1050,7 +1050,15 @@ func (d *Machine) fromItems(shape Shape) error {
 		}
 		c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
 	}
-	if shape != ShapeTuple || node == NodeSkip {
+	switch {
+	case shape == ShapeTuple && node == NodeSkip:
+		// A skipped tuple keeps only its depth and tags (appendTo
+		// refuses tuples, which Python cannot append to).
+		if err := d.deepen(&c, items); err != nil {
+			return err
+		}
+		d.discard(items)
+	case shape != ShapeTuple:
 		if shape == ShapeDict {
 			err = d.setItems(&c, items, false)
 		} else {
