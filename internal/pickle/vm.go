@@ -316,6 +316,7 @@ type Machine struct {
 	onew   int                 // objects added since the last sweep
 	olive  int                 // objects live after the last sweep
 	one    [1]Val              // APPEND's item
+	built  Val                 // the container fromItems builds
 	arena  []byte              // the block kept strings are copied into (keep)
 	blocks []*[arenaChunk]byte // every such block, for Recycle
 	tagger Tagger              // the Builder's, or nil
@@ -1011,24 +1012,27 @@ func (d *Machine) fromItems(shape Shape) error {
 	// items alias the stack above its new top: nothing is pushed until
 	// they have gone into the new container.
 	node := d.newNode(shape)
-	var c Val
+	// The container is built in the machine's own slot: a local would
+	// escape to the heap through the Builder's interface.
+	c := &d.built
+	*c = Val{}
 	if shape == ShapeTuple && node != NodeSkip {
 		node = NodeValue
 	}
 	switch node {
 	case NodeSkip:
-		c = Val{Kind: KindSkipped, Shape: shape, Depth: 1, N: d.opPos}
+		*c = Val{Kind: KindSkipped, Shape: shape, Depth: 1, N: d.opPos}
 	case NodeValue:
 		if err := d.addItems(1); err != nil {
 			return err
 		}
 		switch shape {
 		case ShapeDict:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
 		case ShapeTuple:
 			t := make(Tuple, len(items))
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1}
-			if err := d.deepen(&c, items); err != nil {
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1}
+			if err := d.deepen(c, items); err != nil {
 				return err
 			}
 			if err := d.addItems(len(items)); err != nil {
@@ -1041,28 +1045,28 @@ func (d *Machine) fromItems(shape Shape) error {
 			}
 			c.N = d.newObj(t)
 		default:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
 		}
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
 		if err != nil {
 			return d.errf(err, "")
 		}
-		c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
+		*c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
 	}
 	switch {
 	case shape == ShapeTuple && node == NodeSkip:
 		// A skipped tuple keeps only its depth and tags (appendTo
 		// refuses tuples, which Python cannot append to).
-		if err := d.deepen(&c, items); err != nil {
+		if err := d.deepen(c, items); err != nil {
 			return err
 		}
 		d.discard(items)
 	case shape != ShapeTuple:
 		if shape == ShapeDict {
-			err = d.setItems(&c, items, false)
+			err = d.setItems(c, items, false)
 		} else {
-			err = d.appendTo(&c, items)
+			err = d.appendTo(c, items)
 		}
 		if err != nil {
 			return err
@@ -1071,7 +1075,7 @@ func (d *Machine) fromItems(shape Shape) error {
 	for i := range items {
 		items[i] = Val{}
 	}
-	return d.push(c)
+	return d.push(*c)
 }
 
 // tupleN pushes a tuple of the top n values (TUPLE1, TUPLE2, TUPLE3).

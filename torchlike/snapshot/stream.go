@@ -1053,7 +1053,7 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	b := &builder{lim: lim}
 	if t, ok := tablesPool.Get().(*tables); ok {
-		b.recs, b.ents = t.recs[:0], t.ents[:0]
+		b.recs, b.ents, b.extFree, b.free, b.entFree = t.recs[:0], t.ents[:0], t.exts, t.free[:0], t.entFree[:0]
 	}
 	defer b.putTables()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
@@ -1116,8 +1116,11 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 var tablesPool sync.Pool
 
 type tables struct {
-	recs []rec
-	ents []entRec
+	recs    []rec
+	ents    []entRec
+	exts    []*recExt // cleared
+	free    []int64
+	entFree []int64
 }
 
 // putTables returns the record tables to the pool, cleared (records hold
@@ -1130,8 +1133,11 @@ func (b *builder) putTables() {
 	clear(recs)
 	ents := b.ents[:cap(b.ents)]
 	clear(ents)
-	b.recs, b.free, b.ents, b.entFree = nil, nil, nil, nil
-	tablesPool.Put(&tables{recs: recs[:0], ents: ents[:0]})
+	if len(b.extFree) > 1<<10 {
+		b.extFree = nil
+	}
+	tablesPool.Put(&tables{recs: recs[:0], ents: ents[:0], exts: b.extFree, free: b.free, entFree: b.entFree})
+	b.recs, b.free, b.ents, b.entFree, b.extFree = nil, nil, nil, nil, nil
 }
 
 func (b *builder) Shape(n pickle.Node) pickle.Shape {
