@@ -69,7 +69,7 @@ const (
 	KindBytes   // a []byte (Machine.Obj)
 	KindValue   // a generic container: *List, *Dict or Tuple (Machine.Obj)
 	KindNode    // a Builder's container; N is its handle
-	KindSkipped // a value that was not built; N is its offset
+	KindSkipped // a value that was not built; N is its offset (see Offset)
 	kindShared  // the memo's copy of a Builder's container
 )
 
@@ -88,7 +88,7 @@ const (
 // built (containers are not allocated, strings not kept unless the memo
 // keeps them); NodeValue values are built as generic values (Decode's
 // model); any other Node is a Builder's own.
-type Node uint16
+type Node uint8
 
 const (
 	NodeSkip  Node = 0
@@ -103,12 +103,46 @@ const (
 type Val struct {
 	Kind  Kind
 	Shape Shape
-	Node  Node  // KindNode, KindSkipped, kindShared: the node it was built as
+	Node  Node // KindNode, KindSkipped, kindShared: the node it was built as
+	// Tag holds a Tagger's marks: a string's own, and for a container
+	// the union of its items' (kept for skipped values too).
+	Tag   uint8
 	Depth int32 // nesting depth: 0 for scalars
 	// N is the int, the float's bits, the string's index (≥ 0: interned;
 	// < 0: ^N is its slot in the object table), the object's slot, the
-	// Builder's handle, or the offset of a skipped or shared value.
+	// Builder's handle, or the offset of a skipped or shared value (for
+	// a skipped container stored in the memo, with its memo slot above
+	// offBits: see Offset).
 	N int64
+}
+
+// offBits is the width of a skipped value's offset in N; a skipped
+// container in the memo keeps its slot (plus one) in the bits above, so
+// that filling it can refresh the memo's copy (memoRefresh).
+const (
+	offBits = 40
+	offMask = 1<<offBits - 1
+)
+
+// Offset is the input offset of a skipped or shared value.
+func (v *Val) Offset() int64 {
+	if v.Kind == KindSkipped {
+		return v.N & offMask
+	}
+	return v.N
+}
+
+// A Tagger marks the strings the machine reads with bits of its choice
+// (a Builder that implements it is asked once per string read, kept or
+// skipped, and for each interned string only the first time). Every
+// container, built or skipped, carries the union of its items' tags in
+// Val.Tag, so that a schema can learn something of a value it does not
+// build: package snapshot learns which stack frames a trace entry names
+// without building them. Only the two low bits survive the fast path
+// that reads batches of memo references into a skipped list; a Tagger
+// should use no others.
+type Tagger interface {
+	Tag(s []byte) uint8
 }
 
 // IntVal is an int.
@@ -192,7 +226,7 @@ func (d *Machine) Any(v *Val) (any, error) {
 	case KindBigInt, KindBytes, KindValue:
 		return d.objs[v.N], nil
 	case KindSkipped:
-		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.N)
+		return nil, fmt.Errorf("the %s at offset %d was skipped but is used here (unsupported structure)", v.TypeName(), v.Offset())
 	case KindNode, kindShared:
 		return nil, errors.New("a container of the schema is used inside a generic value (unsupported structure)")
 	}
@@ -266,22 +300,27 @@ type Machine struct {
 	op     byte
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
-	marks  []int   // stack heights at each MARK
-	memo   [][]Val // chunks of memoChunk slots: growing never copies
-	memoN  int     // slots in memo
+	marks  []int        // stack heights at each MARK
+	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
+	memoN  int          // slots in memo
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
-	text   int64            // bytes of text kept
-	items  int              // generic containers and items built
-	intern map[string]int32 // interned string → index in strs
-	strs   []string         // the interned strings (strs[0] is "") and the long ones
-	scache [256]int32       // recent strs indices by a hash of the bytes (0: none)
-	objs   []any            // the object table (Val.N of objects and long strings)
-	ofree  []int64          // free slots of objs
-	onew   int              // objects added since the last sweep
-	olive  int              // objects live after the last sweep
-	one    [1]Val           // APPEND's item
+	text   int64               // bytes of text kept
+	items  int                 // generic containers and items built
+	intern map[string]int32    // interned string → index in strs
+	strs   []string            // the interned strings (strs[0] is "") and the long ones
+	scache [256]int32          // recent strs indices by a hash of the bytes (0: none)
+	objs   []any               // the object table (Val.N of objects and long strings)
+	ofree  []int64             // free slots of objs
+	onew   int                 // objects added since the last sweep
+	olive  int                 // objects live after the last sweep
+	one    [1]Val              // APPEND's item
+	built  Val                 // the container fromItems builds
+	arena  []byte              // the block kept strings are copied into (keep)
+	blocks []*[arenaChunk]byte // every such block, for Recycle
+	tagger Tagger              // the Builder's, or nil
+	stags  []uint8             // the tag of each string in strs
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -302,9 +341,19 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	d.r = r
 	d.buf = windowPool.Get().(*[windowSize]byte)[:]
 	d.stack = make([]Val, 0, 64)
-	d.intern = make(map[string]int32)
-	d.strs = append(make([]string, 0, 64), "")
+	if t, ok := textPool.Get().(*textTables); ok {
+		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
+	} else {
+		d.intern = make(map[string]int32)
+		d.strs = make([]string, 0, 64)
+		d.stags = make([]uint8, 0, 64)
+	}
+	d.strs = append(d.strs, "")
+	d.stags = append(d.stags, 0)
 	d.intern[""] = 0
+	if t, ok := b.(Tagger); ok {
+		d.tagger = t
+	}
 	return d
 }
 
@@ -514,9 +563,17 @@ func (d *Machine) nextIsPut() bool {
 // next read).
 func (d *Machine) pushStr(b []byte, node Node) error {
 	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
 	}
 	return d.push(d.str(b))
+}
+
+// tag is the Tagger's tag of a string (0 without a Tagger).
+func (d *Machine) tag(b []byte) uint8 {
+	if d.tagger == nil {
+		return 0
+	}
+	return d.tagger.Tag(b)
 }
 
 // str returns a string value of b: interned when short (repeated keys
@@ -530,31 +587,90 @@ func (d *Machine) str(b []byte) Val {
 			h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
 		}
 		if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-			return Val{Kind: KindStr, N: int64(i)}
+			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
 		}
 		if i, ok := d.intern[string(b)]; ok {
 			d.scache[h] = i
-			return Val{Kind: KindStr, N: int64(i)}
+			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
 		}
 		if len(d.intern) < internCap {
-			s := string(b)
+			s := d.keep(b)
 			d.intern[s] = int32(len(d.strs))
+			t := d.tag(b)
 			d.strs = append(d.strs, s)
-			return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
+			d.stags = append(d.stags, t)
+			return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
 		}
 	}
 	if len(b) > internMax {
-		return d.longStr(string(b))
+		return d.longStr(d.keep(b))
 	}
-	return Val{Kind: KindStr, N: ^d.newObj(string(b))}
+	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b)), Tag: d.tag(b)}
+}
+
+// arenaChunk is the size of the blocks kept strings are copied into.
+const arenaChunk = 16 << 10
+
+var arenaPool = sync.Pool{New: func() any { return new([arenaChunk]byte) }}
+
+// Recycle gives the machine's text blocks and tables to the next
+// machine. The caller promises that no string the machine returned (by
+// Str, Any or Obj, directly or inside a value) is used afterwards: they
+// would change under it. The machine is unusable after.
+func (d *Machine) Recycle() {
+	for _, blk := range d.blocks {
+		arenaPool.Put(blk)
+	}
+	clear(d.blocks)
+	d.blocks, d.arena = d.blocks[:0], nil
+	if len(d.strs) <= internCap {
+		clear(d.intern)
+		clear(d.strs)
+		textPool.Put(&textTables{intern: d.intern, strs: d.strs[:0], stags: d.stags[:0], blocks: d.blocks})
+	}
+	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
+}
+
+// textTables are the string tables of a recycled machine.
+type textTables struct {
+	intern map[string]int32
+	strs   []string
+	stags  []uint8
+	blocks []*[arenaChunk]byte
+}
+
+var textPool sync.Pool
+
+// keep returns a string holding a copy of b. Short strings are packed
+// into shared blocks (a snapshot's stack frames are hundreds of strings,
+// which would otherwise be as many allocations); the strings are never
+// written again, and a block lives as long as any string in it, or until
+// Recycle.
+func (d *Machine) keep(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaChunk/8 {
+		return string(b)
+	}
+	if cap(d.arena)-len(d.arena) < len(b) {
+		blk := arenaPool.Get().(*[arenaChunk]byte)
+		d.blocks = append(d.blocks, blk)
+		d.arena = blk[:0]
+	}
+	k := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return unsafe.String(&d.arena[k], len(b))
 }
 
 // longStr is a string value for s, longer than internMax: kept in strs
 // without interning (it costs more text than its slot, so MaxText bounds
 // the slots too).
 func (d *Machine) longStr(s string) Val {
+	t := d.tag(unsafe.Slice(unsafe.StringData(s), len(s)))
 	d.strs = append(d.strs, s)
-	return Val{Kind: KindStr, N: int64(len(d.strs) - 1)}
+	d.stags = append(d.stags, t)
+	return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
 }
 
 // newObj stores x in the object table and returns its slot. Slots are
@@ -596,7 +712,7 @@ func (d *Machine) sweep() {
 	mark(d.stack[:cap(d.stack)])
 	mark(d.one[:])
 	for _, c := range d.memo {
-		mark(c)
+		mark(c.v[:])
 	}
 	for _, v := range d.sparse {
 		mark([]Val{v})
@@ -704,7 +820,7 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		return err
 	}
 	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos})
+		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
 	}
 	switch {
 	case short && kind == KindStr:
@@ -749,17 +865,53 @@ func (d *Machine) newContainer(shape Shape) error {
 	}
 }
 
-// deepen records that c now holds values as deep as items.
+// deepen records that c now holds values as deep as items, and their
+// tags.
 func (d *Machine) deepen(c *Val, items []Val) error {
+	depth, tag := c.Depth, c.Tag
 	for i := range items {
-		if items[i].Depth >= c.Depth {
-			c.Depth = items[i].Depth + 1
+		it := &items[i]
+		if it.Depth >= depth {
+			depth = it.Depth + 1
 		}
+		tag |= it.Tag
 	}
+	c.Depth, c.Tag = depth, tag
 	if int(c.Depth) > d.lim.MaxDepth {
 		return d.limitf("nesting depth %d exceeds the limit of %d", c.Depth, d.lim.MaxDepth)
 	}
+	if c.Kind == KindSkipped {
+		d.memoRefresh(c)
+	}
 	return nil
+}
+
+// memoRefresh copies the depth and tags of a skipped container that is
+// in the memo to the memo's copy, which was taken when it was empty:
+// every later reference to it (a stack frame a trace entry shares with
+// others) must carry what it holds.
+func (d *Machine) memoRefresh(c *Val) {
+	m := uint64(c.N) >> offBits
+	if m == 0 || m > uint64(d.memoN) {
+		return
+	}
+	idx := m - 1
+	b := d.memo[idx/memoChunk]
+	s := &b.v[idx%memoChunk]
+	if s.Kind != KindSkipped || s.N != c.N {
+		return // the slot was stored again since
+	}
+	s.Depth, s.Tag = c.Depth, c.Tag
+	b.depth[idx%memoChunk] = skipDepth(s)
+}
+
+// memoSkipped marks a skipped container v stored in memo slot idx with
+// that slot (see offBits). A container stored twice keeps its first.
+func memoSkipped(v *Val, idx uint64) {
+	if v.Kind != KindSkipped || v.Shape == ShapeNone || uint64(v.N) > offMask || idx >= 1<<(63-offBits)-1 {
+		return
+	}
+	v.N = v.N&offMask | int64(idx+1)<<offBits
 }
 
 // intoSchema gives items to c when c is not a generic container: dropped
@@ -860,24 +1012,27 @@ func (d *Machine) fromItems(shape Shape) error {
 	// items alias the stack above its new top: nothing is pushed until
 	// they have gone into the new container.
 	node := d.newNode(shape)
-	var c Val
+	// The container is built in the machine's own slot: a local would
+	// escape to the heap through the Builder's interface.
+	c := &d.built
+	*c = Val{}
 	if shape == ShapeTuple && node != NodeSkip {
 		node = NodeValue
 	}
 	switch node {
 	case NodeSkip:
-		c = Val{Kind: KindSkipped, Shape: shape, Depth: 1, N: d.opPos}
+		*c = Val{Kind: KindSkipped, Shape: shape, Depth: 1, N: d.opPos}
 	case NodeValue:
 		if err := d.addItems(1); err != nil {
 			return err
 		}
 		switch shape {
 		case ShapeDict:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
 		case ShapeTuple:
 			t := make(Tuple, len(items))
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1}
-			if err := d.deepen(&c, items); err != nil {
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1}
+			if err := d.deepen(c, items); err != nil {
 				return err
 			}
 			if err := d.addItems(len(items)); err != nil {
@@ -890,20 +1045,28 @@ func (d *Machine) fromItems(shape Shape) error {
 			}
 			c.N = d.newObj(t)
 		default:
-			c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
 		}
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
 		if err != nil {
 			return d.errf(err, "")
 		}
-		c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
+		*c = Val{Kind: KindNode, Shape: shape, Node: node, Depth: 1, N: h}
 	}
-	if shape != ShapeTuple || node == NodeSkip {
+	switch {
+	case shape == ShapeTuple && node == NodeSkip:
+		// A skipped tuple keeps only its depth and tags (appendTo
+		// refuses tuples, which Python cannot append to).
+		if err := d.deepen(c, items); err != nil {
+			return err
+		}
+		d.discard(items)
+	case shape != ShapeTuple:
 		if shape == ShapeDict {
-			err = d.setItems(&c, items, false)
+			err = d.setItems(c, items, false)
 		} else {
-			err = d.appendTo(&c, items)
+			err = d.appendTo(c, items)
 		}
 		if err != nil {
 			return err
@@ -912,7 +1075,7 @@ func (d *Machine) fromItems(shape Shape) error {
 	for i := range items {
 		items[i] = Val{}
 	}
-	return d.push(c)
+	return d.push(*c)
 }
 
 // tupleN pushes a tuple of the top n values (TUPLE1, TUPLE2, TUPLE3).
@@ -938,18 +1101,20 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	}
 	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
 		for uint64(d.memoN) <= idx {
-			c := memoPool.Get().(*[memoChunk]Val)
-			*c = [memoChunk]Val{}
-			d.memo = append(d.memo, c[:])
+			c := memoPool.Get().(*memoBlock)
+			*c = memoBlock{}
+			d.memo = append(d.memo, c)
 			d.memoN += memoChunk
 		}
 	}
 	if idx < uint64(d.memoN) {
-		s := &d.memo[idx/memoChunk][idx%memoChunk]
+		c := d.memo[idx/memoChunk]
+		s := &c.v[idx%memoChunk]
 		if s.Kind == kindUnset {
 			d.nmemo++
 		}
 		*s = v
+		c.depth[idx%memoChunk] = skipDepth(&v)
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -965,6 +1130,31 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 // memoChunk is the number of memo slots allocated at a time.
 const memoChunk = 1024
 
+// memoBlock is a chunk of memo slots with, beside each, what a batch of
+// GETs into a skipped list needs of it (skipBatch): one byte instead of
+// the 16 of its Val, so that the stack frames a snapshot repeats in every
+// trace entry are read past without touching the values themselves.
+type memoBlock struct {
+	v     [memoChunk]Val
+	depth [memoChunk]uint8 // skipDepth of v
+}
+
+// skipDepth packs what skipBatch needs of v: its nesting depth plus one
+// in the low six bits and its tag in the two high ones, or 0 when a
+// skipped list may not take v in the fast path: a hole, a Builder's
+// container or its memo copy (these need step's checks), a depth beyond
+// six bits or a tag beyond two.
+func skipDepth(v *Val) uint8 {
+	switch v.Kind {
+	case kindUnset, kindShared, KindNode:
+		return 0
+	}
+	if v.Depth < 0 || v.Depth >= 63 || v.Tag > 3 {
+		return 0
+	}
+	return uint8(v.Depth) + 1 | v.Tag<<6
+}
+
 func (d *Machine) memoLimit() error {
 	if d.nmemo > d.lim.MaxMemo || d.memoN > 2*d.lim.MaxMemo+memoSlack+memoChunk {
 		return d.limitf("memo of %d entries exceeds the limit of %d", d.nmemo, d.lim.MaxMemo)
@@ -974,7 +1164,7 @@ func (d *Machine) memoLimit() error {
 
 func (d *Machine) memoGet(idx uint64) (Val, error) {
 	if idx < uint64(d.memoN) {
-		if v := &d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset {
+		if v := &d.memo[idx/memoChunk].v[idx%memoChunk]; v.Kind != kindUnset {
 			return *v, nil
 		}
 	}
@@ -1001,7 +1191,7 @@ func (d *Machine) Run() (Val, error) {
 // snapshot's memo alone is a megabyte.
 var (
 	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
-	memoPool   = sync.Pool{New: func() any { return new([memoChunk]Val) }}
+	memoPool   = sync.Pool{New: func() any { return new(memoBlock) }}
 )
 
 // release returns the window and the memo to their pools once the pickle
@@ -1011,7 +1201,7 @@ func (d *Machine) release() {
 		windowPool.Put((*[windowSize]byte)(d.buf))
 	}
 	for _, c := range d.memo {
-		memoPool.Put((*[memoChunk]Val)(c))
+		memoPool.Put(c)
 	}
 	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
 	d.i, d.n = 0, 0
@@ -1051,7 +1241,7 @@ func (d *Machine) run() (Val, error) {
 					idx, k = uint(binary.LittleEndian.Uint32(d.buf[d.i:])), 4
 				}
 				if idx < uint(d.memoN) {
-					if v := d.memo[idx/memoChunk][idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
+					if v := d.memo[idx/memoChunk].v[idx%memoChunk]; v.Kind != kindUnset && v.Kind != kindShared {
 						d.i += k
 						d.stack = append(d.stack, v)
 						continue
@@ -1063,12 +1253,16 @@ func (d *Machine) run() (Val, error) {
 				// its checks.
 				if t := len(d.stack); d.sparse == nil && t > d.base() && d.nmemo < d.lim.MaxMemo {
 					if idx := uint(d.nmemo); idx < uint(d.memoN) {
-						if s := &d.memo[idx/memoChunk][idx%memoChunk]; s.Kind == kindUnset {
+						c := d.memo[idx/memoChunk]
+						if s := &c.v[idx%memoChunk]; s.Kind == kindUnset {
 							v := &d.stack[t-1]
+							memoSkipped(v, uint64(idx))
 							if v.Kind == KindNode {
 								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
+								c.depth[idx%memoChunk] = 0
 							} else {
 								*s = *v
+								c.depth[idx%memoChunk] = skipDepth(v)
 							}
 							d.nmemo++
 							continue
@@ -1135,6 +1329,7 @@ func (d *Machine) skipBatch() bool {
 	}
 	room := d.lim.MaxStack - t - len(d.marks) - 1 // pushes the batch may make
 	depth, cnt := int32(-1), 0
+	var tag uint8
 	buf := d.buf[:d.n]
 	for j := d.i; j < len(buf); {
 		var idx uint
@@ -1158,6 +1353,8 @@ func (d *Machine) skipBatch() bool {
 				}
 				c.Depth = depth + 1
 			}
+			c.Tag |= tag
+			d.memoRefresh(c)
 			d.i = j + 1
 			return true
 		default:
@@ -1166,11 +1363,12 @@ func (d *Machine) skipBatch() bool {
 		if idx >= uint(d.memoN) {
 			return false
 		}
-		v := &d.memo[idx/memoChunk][idx%memoChunk]
-		if v.Kind == kindUnset || v.Kind == kindShared || v.Kind == KindNode {
+		dp := d.memo[idx/memoChunk].depth[idx%memoChunk]
+		if dp == 0 {
 			return false
 		}
-		depth = max(depth, v.Depth)
+		depth = max(depth, int32(dp&63)-1)
+		tag |= dp >> 6
 		if cnt++; cnt > room {
 			return false
 		}
@@ -1386,6 +1584,7 @@ func (d *Machine) step(op byte) error {
 		if err != nil {
 			return err
 		}
+		memoSkipped(v, idx)
 		return d.memoPut(idx, *v)
 	case OpGet, OpBinGet, OpLongBinGet:
 		idx, err := d.memoIndex(op)

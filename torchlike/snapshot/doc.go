@@ -35,7 +35,12 @@
 // runs the opcodes once, and this package's Builder receives each
 // segment, block and trace entry dict as it is filled, straight into its
 // Segment, Block or TraceEntry. Stack frames, annotations and keys the
-// snapshot does not use are read past without being built. The reason is
+// snapshot does not use are read past without being built; of a trace
+// entry's frames only what validation needs is kept, its FrameClass
+// (whether a frame is torch.cuda.empty_cache or the allocator's malloc):
+// the machine tags every string it reads for the builder
+// (pickle.Tagger) and carries the tags through the containers it skips,
+// memo references included, so the class costs nothing per frame. The reason is
 // cost and safety: building the whole object graph first cost 3.6 to
 // 4.4 µs of CPU and about nine allocations per trace entry (20 to 40
 // times the replay itself), and expanding references the pickle shares

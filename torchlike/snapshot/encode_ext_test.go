@@ -3,12 +3,15 @@ package snapshot_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/big"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"membench/internal/pickle"
+	"membench/internal/pickle/pickletest"
 	"membench/torchlike/snapshot"
 	"membench/torchlike/snapshot/snaptest"
 )
@@ -108,5 +111,62 @@ func TestSchemaErrors(t *testing.T) {
 	_, err := snapshot.Decode(strings.NewReader("\x80\x02cos\nsystem\n."))
 	if !errors.Is(err, pickle.ErrRefused) {
 		t.Errorf("GLOBAL pickle: %v", err)
+	}
+}
+
+// The pickle machine reuses its text for the next decode, so a Snapshot
+// must hold no string of it: decoding other snapshots afterwards leaves
+// the first one as it was (unknown actions, settings and segment types
+// included), whether its parts were streamed or built as values.
+func TestDecodedStringsOwnTheirText(t *testing.T) {
+	mk := func(tag string, extra bool) []byte {
+		s := &snapshot.Snapshot{
+			Segments: []snapshot.Segment{{Address: 1 << 30, TotalSize: 2 << 20, SegmentType: "small",
+				Blocks: []snapshot.Block{{Address: 1 << 30, Size: 2 << 20, State: "inactive"}}}},
+			DeviceTraces: [][]snapshot.TraceEntry{{
+				{Action: "segment_alloc", Addr: 1 << 30, Size: 2 << 20},
+				{Action: "teleport_" + tag, Addr: 1 << 30, Size: 512},
+				{Action: "defragment_" + tag + strings.Repeat("x", 100), Addr: 1 << 30, Size: 512},
+			}},
+			Settings: &snapshot.Settings{MaxSplitSize: -1, PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:" + tag},
+		}
+		v := snaptest.Value(s)
+		if extra {
+			// A key the schema skips, holding a tuple.
+			trs, _ := v.Get("device_traces")
+			e := trs.(*pickle.List).Items[0].(*pickle.List).Items[1].(*pickle.Dict)
+			e.Set("stream_uses", pickle.Tuple{int64(1), "x" + tag, pickle.Tuple{int64(2)}})
+		}
+		var buf bytes.Buffer
+		if err := pickletest.Encode(&buf, v); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, extra := range []bool{false, true} {
+		ownText(t, mk("111", extra), [][]byte{mk("222", extra), mk("333", !extra), mk("444", extra)})
+	}
+}
+
+func ownText(t *testing.T, first []byte, others [][]byte) {
+	t.Helper()
+	// No collection may empty the pools between the decodes: the text
+	// must be reused for the test to see a string that was kept.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	got, err := snapshot.Decode(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fmt.Sprintf("%+v %+v %+v", got.DeviceTraces, got.Segments, *got.Settings) // a copy of its text
+	for _, o := range others {
+		if _, err := snapshot.Decode(bytes.NewReader(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fmt.Sprintf("%+v %+v %+v", got.DeviceTraces, got.Segments, *got.Settings); after != before {
+		t.Errorf("a later decode changed an earlier snapshot:\n%s\nwas\n%s", after, before)
+	}
+	if a := got.DeviceTraces[0][1].Action; a != "teleport_111" {
+		t.Errorf("action %q", a)
 	}
 }

@@ -7,4 +7,5 @@ var (
 	RealSnapPath     = realSnapPath
 	LoadSnap         = loadSnap
 	SharedEntrySeeds = sharedEntrySeeds
+	WriteJSON        = toJSON
 )

@@ -310,3 +310,22 @@ func sharedEntrySeeds() [][]byte {
 	p.get(ent).op("eeu.")
 	return [][]byte{p.Bytes()}
 }
+
+// A pickle that stops with a MARK pending returns what is above the MARK
+// (as Python's unpickler does): inside a snapshot that is a segment,
+// block or trace entry record, which is refused, not taken for the top
+// level (the fuzzer found a block there dereferencing the top level's
+// fields).
+func TestStopInsideSnapshot(t *testing.T) {
+	for _, tail := range []string{
+		"\x8c\x08segments]\x94(}\x94.",                                        // a segment
+		"\x8c\x08segments]\x94(}\x94(\x8c\x06blocks]\x94(}.",                  // a block
+		"\x8c\x0ddevice_traces]\x94(]\x94(}\x94(\x8c\x06action\x8c\x05alloc.", // a trace entry (a key pending)
+		"\x8c\x0ddevice_traces]\x94(]\x94(}.",                                 // a trace entry
+	} {
+		_, err := DecodePickle(strings.NewReader("\x80\x04}\x94(" + tail))
+		if err == nil {
+			t.Errorf("%q: decoded", tail)
+		}
+	}
+}

@@ -89,10 +89,17 @@ func (r jsonRole) keep(key string) (jsonRole, bool) {
 	return r, true
 }
 
+// frameTags is what skip learns of the strings it reads past: the union
+// of their frame tags, and how many items the value's top level holds.
+type frameTags struct {
+	tag   uint8
+	items int
+}
+
 // skip consumes the next JSON value without building it, within the same
 // depth bound; its tokens still count against the value limit, so time
 // stays bounded by it.
-func (st *jsonState) skip(depth int) error {
+func (st *jsonState) skip(depth int, ft *frameTags) error {
 	dec := st.dec
 	open := 0
 	for {
@@ -109,6 +116,9 @@ func (st *jsonState) skip(depth int) error {
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '{' || t == '[' {
+				if open == 1 {
+					ft.items++
+				}
 				open++
 				if err := st.count(); err != nil {
 					return err
@@ -116,6 +126,11 @@ func (st *jsonState) skip(depth int) error {
 			} else {
 				open--
 			}
+		case string:
+			if open == 1 {
+				ft.items++
+			}
+			ft.tag |= frameTag([]byte(t))
 		case json.Number:
 			if len(t) > maxJSONNumber {
 				return fmt.Errorf("offset %d: number of %d characters longer than the limit of %d: %w", dec.InputOffset(), len(t), maxJSONNumber, ErrLimit)
@@ -159,8 +174,14 @@ func (st *jsonState) value(depth int, role jsonRole) (any, error) {
 				}
 				sub, keep := role.keep(k)
 				if !keep {
-					if err := st.skip(depth + 1); err != nil {
+					var ft frameTags
+					if err := st.skip(depth+1, &ft); err != nil {
 						return nil, err
+					}
+					if role == jsonSchema && k == "frames" {
+						// Frames are not built, only classified (as
+						// the pickle decoder does).
+						d.Set(k, classOfTags(ft.items > 0, ft.tag))
 					}
 					continue
 				}

@@ -23,6 +23,11 @@ type Layout struct {
 	// Assumptions lists, in entry order, the entries where the trace did
 	// not determine the layout and the reconstruction had to guess.
 	Assumptions []Assumption
+
+	// The numbering of the addresses (addrIndex) and each entry's slot,
+	// for the replay that follows.
+	index *addrIndex
+	slots []int32
 }
 
 // LSeg is a segment (or, for expandable segments, one contiguous mapped
@@ -184,7 +189,9 @@ type recon struct {
 	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
 	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
 	segs          []*rseg
-	live          map[int64]*rblock
+	idx           *addrIndex
+	slot          []int32   // slot of each entry's address
+	live          []*rblock // the live block at each slot, or nil
 	assume        []Assumption
 	slab          []rblock // blocks are allocated from slabs, not one by one
 	slabs         []*[slabSize]rblock
@@ -315,8 +322,14 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 			nb += len(s.Segments[i].Blocks)
 		}
 	}
-	r := &recon{device: device, trace: s.Trace(device), live: make(map[int64]*rblock, nb), legacy: opts.LegacyRoundup}
+	tr := s.Trace(device)
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, idx: newAddrIndex(nb + len(tr)/4)}
 	defer r.putSlabs()
+	r.slot = make([]int32, len(tr))
+	for i := range tr {
+		r.slot[i] = r.idx.slot(tr[i].Addr)
+	}
+	r.live = make([]*rblock, r.idx.n, int(r.idx.n)+nb)
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
@@ -334,10 +347,15 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 		}
 	}
 	slices.SortStableFunc(r.assume, func(a, b Assumption) int { return a.Entry - b.Entry })
-	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, Segments: make([]LSeg, len(r.segs))}
+	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, Segments: make([]LSeg, len(r.segs)), index: r.idx, slots: r.slot}
+	nb = 0
+	for _, sg := range r.segs {
+		nb += len(sg.blocks)
+	}
+	all := make([]LBlock, nb)
 	for i, sg := range r.segs {
 		ls := LSeg{Address: sg.addr, Size: sg.size, Stream: sg.stream, Small: sg.small, Expandable: sg.expandable}
-		ls.Blocks = make([]LBlock, len(sg.blocks))
+		ls.Blocks, all = all[:len(sg.blocks):len(sg.blocks)], all[len(sg.blocks):]
 		for j, b := range sg.blocks {
 			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
 		}
@@ -357,20 +375,62 @@ func joinInts(xs []int) string {
 	return strings.Join(parts, ", ")
 }
 
+// segWhere names a final segment in an error (formatted only then).
+type segWhere struct {
+	i, device int
+	addr      int64
+}
+
+func (w segWhere) String() string {
+	return fmt.Sprintf("snapshot: segments[%d] (device %d, address %#x)", w.i, w.device, w.addr)
+}
+
+// setLive makes b the live block of slot s (nil: none).
+func (r *recon) setLive(s int32, b *rblock) {
+	for int(s) >= len(r.live) {
+		r.live = append(r.live, nil)
+	}
+	r.live[s] = b
+}
+
+// liveAt is the live block of slot s, or nil.
+func (r *recon) liveAt(s int32) *rblock {
+	if int(s) < len(r.live) {
+		return r.live[s]
+	}
+	return nil
+}
+
 // loadFinal builds the state at the end of the trace from the snapshot's
 // segments: every block that is not inactive is live.
 func (r *recon) loadFinal(segs []Segment) error {
+	// One allocation for the segments and one for their block lists
+	// (each capped, so that inserting into one never writes into the
+	// next), instead of a few per segment.
+	nseg, nblk := 0, 0
+	for si := range segs {
+		if segs[si].Device == r.device {
+			nseg++
+			nblk += len(segs[si].Blocks)
+		}
+	}
+	rsegs := make([]rseg, nseg)
+	ptrs := make([]*rblock, nblk)
 	for si := range segs {
 		sg := &segs[si]
 		if sg.Device != r.device {
 			continue
 		}
-		where := fmt.Sprintf("snapshot: segments[%d] (device %d, address %#x)", si, sg.Device, sg.Address)
+		where := segWhere{si, sg.Device, sg.Address}
 		if sg.Address < 0 || sg.Address >= maxAddr || sg.TotalSize <= 0 || sg.TotalSize > maxBytes {
 			return fmt.Errorf("%s: address or total_size %d out of range: %w", where, sg.TotalSize, ErrInconsistent)
 		}
-		rs := &rseg{addr: sg.Address, size: sg.TotalSize, stream: sg.Stream,
+		rs := &rsegs[0]
+		rsegs = rsegs[1:]
+		*rs = rseg{addr: sg.Address, size: sg.TotalSize, stream: sg.Stream,
 			small: sg.SegmentType == "small", expandable: sg.IsExpandable}
+		rs.blocks = ptrs[:0:len(sg.Blocks)]
+		ptrs = ptrs[len(sg.Blocks):]
 		for bi, b := range sg.Blocks {
 			switch b.State {
 			case StateInactive:
@@ -391,7 +451,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 			if k > 0 && rs.blocks[k-1].addr+rs.blocks[k-1].size > b.addr {
 				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, rs.blocks[k-1].addr, ErrInconsistent)
 			}
-			r.live[b.addr] = b
+			r.setLive(r.idx.slot(b.addr), b)
 		}
 		r.segs = append(r.segs, rs)
 	}
@@ -429,7 +489,7 @@ func (r *recon) roles() ([]Role, error) {
 	// free_completed (open, at entry j). One map holds both: -1 for
 	// freed, j+1 for open.
 	const freed = -1
-	state := make(map[int64]int, len(r.live))
+	state := make([]int, r.idx.n)
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {
@@ -438,7 +498,8 @@ func (r *recon) roles() ([]Role, error) {
 	}
 	for i := range r.trace {
 		e := &r.trace[i]
-		st, ok := state[e.Addr]
+		sl := r.slot[i]
+		st := state[sl]
 		switch e.Action {
 		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
 			if st == freed {
@@ -451,28 +512,25 @@ func (r *recon) roles() ([]Role, error) {
 			if st > 0 {
 				unpaired(st-1, "never completed before the address was allocated again")
 			}
-			if ok {
-				delete(state, e.Addr)
-			}
+			state[sl] = 0
 		case torchlike.ActionFreeRequested:
 			if st > 0 {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
 			}
 			roles[i] = RoleFreeRequested
-			state[e.Addr] = i + 1
+			state[sl] = i + 1
 		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
 			roles[i] = RoleFree
-			state[e.Addr] = freed
+			state[sl] = freed
 		}
 	}
-	open := make(map[int64]int)
-	for addr, st := range state {
-		if st > 0 {
-			open[addr] = st - 1
+	for sl, st := range state {
+		if st <= 0 {
+			continue
 		}
-	}
-	for addr, j := range open {
-		if b, ok := r.live[addr]; ok {
+		j := st - 1
+		addr := r.trace[j].Addr
+		if b := r.liveAt(int32(sl)); b != nil {
 			if !b.pending {
 				r.note(j, "free_requested of %#x, but the final segments show the block allocated, not pending", addr)
 			}
@@ -489,8 +547,8 @@ func (r *recon) undo(i int, role Role) error {
 	case RoleAlloc:
 		return r.undoAlloc(i, e)
 	case RoleFreeRequested:
-		b, ok := r.live[e.Addr]
-		if !ok {
+		b := r.liveAt(r.slot[i])
+		if b == nil {
 			return r.failWith(i, ErrFreeNotLive, "no block at this address was live to be freed")
 		}
 		if !b.pending {
@@ -516,8 +574,8 @@ func (r *recon) undo(i int, role Role) error {
 
 // undoAlloc: the block did not exist before its alloc.
 func (r *recon) undoAlloc(i int, e *TraceEntry) error {
-	b, ok := r.live[e.Addr]
-	if !ok {
+	b := r.liveAt(r.slot[i])
+	if b == nil {
 		return r.fail(i, "no live block at this address after the alloc (allocated twice without a free, or freed later without a free entry)")
 	}
 	if b.pending {
@@ -529,7 +587,7 @@ func (r *recon) undoAlloc(i int, e *TraceEntry) error {
 	sg := b.seg
 	k := sg.blockIndex(b.addr)
 	sg.blocks = slices.Delete(sg.blocks, k, k+1)
-	delete(r.live, b.addr)
+	r.setLive(r.slot[i], nil)
 	return nil
 }
 
@@ -540,7 +598,7 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 	if e.Size < 0 || e.Size > maxBytes {
 		return r.fail(i, "size %d out of range", e.Size)
 	}
-	if _, ok := r.live[a]; ok {
+	if r.liveAt(r.slot[i]) != nil {
 		return r.failWith(i, ErrFreeNotLive, "the block is live again right after its free (freed twice?)")
 	}
 	si := r.segIndex(a)
@@ -572,7 +630,7 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 		est: true, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
 	sg.blocks = slices.Insert(sg.blocks, k, b)
-	r.live[a] = b
+	r.setLive(r.slot[i], b)
 	if k > 0 {
 		r.absorbTail(sg.blocks[k-1], a)
 	}

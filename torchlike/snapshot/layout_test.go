@@ -752,3 +752,15 @@ func toyRun(rng *rand.Rand, steps int) ([]TraceEntry, [][]Segment) {
 	snaps = append(snaps, snapshot())
 	return trace, snaps
 }
+
+// actionIndex and knownActions must agree with torchlike.KnownAction.
+func TestActionIndex(t *testing.T) {
+	for i, a := range knownActions {
+		if actionIndex(a) != i || !torchlike.KnownAction(a) {
+			t.Errorf("%q: index %d, want %d", a, actionIndex(a), i)
+		}
+	}
+	if actionIndex("defragment") != len(knownActions) {
+		t.Error("an unknown action has an index")
+	}
+}

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +45,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	fail := func(event int, err error) (traces.Reader, error) {
 		return nil, &traces.PosError{File: name, Event: event, Err: err}
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := getReader(r)
+	defer putReader(br)
 	encoding := "pickle"
 	for {
 		b, err := br.Peek(1)
@@ -118,7 +118,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		name:   name,
 		trace:  snap.Trace(dev),
 		roles:  layout.Roles,
-		live:   make(map[int64]uint64),
+		slots:  layout.slots,
+		live:   make([]uint64, layout.index.n),
 		nextID: 1,
 		t0:     traces.NoTime,
 	}
@@ -143,7 +144,11 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 				b.RequestedSize = b.Size
 			}
 			sr.init = append(sr.init, traces.Event{Op: traces.OpAlloc, ID: sr.nextID, Size: b.RequestedSize, Stream: sg.Stream, Time: initTime})
-			sr.live[b.Address] = sr.nextID
+			if sl := layout.index.lookup(b.Address); sl >= 0 {
+				// (A block at an address neither the trace nor the
+				// final segments name cannot be freed by an entry.)
+				sr.live[sl] = sr.nextID
+			}
 			sr.nextID++
 		}
 	}
@@ -218,12 +223,21 @@ func joinDevices(devs []int) string {
 // actionCounts lists how many entries of each action the trace has, in
 // name order: the figures a snapshot's own description gives.
 func actionCounts(tr []TraceEntry) string {
+	// Counted in an array (a map update per entry cost more than the
+	// rest of the metadata).
+	var n [len(knownActions) + 1]int
+	for i := range tr {
+		n[actionIndex(tr[i].Action)]++
+	}
 	counts := map[string]int{}
-	for _, e := range tr {
-		if torchlike.KnownAction(e.Action) {
-			counts[e.Action]++
+	for k, c := range n {
+		if c == 0 {
+			continue
+		}
+		if k < len(knownActions) {
+			counts[knownActions[k]] = c
 		} else {
-			counts["(unknown)"]++ // named in ignored-entries
+			counts["(unknown)"] = c // named in ignored-entries
 		}
 	}
 	var parts []string
@@ -231,6 +245,43 @@ func actionCounts(tr []TraceEntry) string {
 		parts = append(parts, fmt.Sprintf("%s %d", a, counts[a]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// knownActions are the actions torchlike.KnownAction knows.
+var knownActions = [...]string{
+	torchlike.ActionAlloc, torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree,
+	torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap,
+	torchlike.ActionSnapshot, torchlike.ActionOOM, torchlike.ActionUserDefined,
+}
+
+// actionIndex is a's index in knownActions, or len(knownActions) for an
+// action it does not hold.
+func actionIndex(a string) int {
+	switch a {
+	case torchlike.ActionAlloc:
+		return 0
+	case torchlike.ActionFreeRequested:
+		return 1
+	case torchlike.ActionFreeCompleted:
+		return 2
+	case torchlike.ActionFree:
+		return 3
+	case torchlike.ActionSegmentAlloc:
+		return 4
+	case torchlike.ActionSegmentFree:
+		return 5
+	case torchlike.ActionSegmentMap:
+		return 6
+	case torchlike.ActionSegmentUnmap:
+		return 7
+	case torchlike.ActionSnapshot:
+		return 8
+	case torchlike.ActionOOM:
+		return 9
+	case torchlike.ActionUserDefined:
+		return 10
+	}
+	return len(knownActions)
 }
 
 // recordedPeakReserved is the peak of the bytes the recorded allocator
@@ -318,8 +369,9 @@ type snapshotReader struct {
 	init   []traces.Event // allocs of the blocks live before the first entry
 	trace  []TraceEntry
 	roles  []Role
-	next   int // next init event, then len(init) + next entry
-	live   map[int64]uint64
+	slots  []int32  // each entry's address slot (Layout)
+	next   int      // next init event, then len(init) + next entry
+	live   []uint64 // the live id at each address slot, 0: none
 	nextID uint64
 	t0     int64 // time_us origin, or NoTime
 	err    error // sticky
@@ -376,19 +428,21 @@ func (r *snapshotReader) read() (traces.Event, error) {
 			if e.Size <= 0 || e.Size > traces.MaxSize {
 				return r.fail(i, fmt.Errorf("alloc of %d bytes at %#x: %w", e.Size, e.Addr, traces.ErrBadSize))
 			}
-			if id, ok := r.live[e.Addr]; ok {
+			sl := r.slots[i]
+			if id := r.live[sl]; id != 0 {
 				return r.fail(i, fmt.Errorf("alloc at %#x, where id %d is still live: %w", e.Addr, id, traces.ErrLiveID))
 			}
 			id := r.nextID
 			r.nextID++
-			r.live[e.Addr] = id
+			r.live[sl] = id
 			return traces.Event{Op: traces.OpAlloc, ID: id, Size: e.Size, Stream: e.Stream, Time: r.time(e.TimeUS)}, nil
 		case RoleFree:
-			id, ok := r.live[e.Addr]
-			if !ok {
+			sl := r.slots[i]
+			id := r.live[sl]
+			if id == 0 {
 				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, traces.ErrUnknownID))
 			}
-			delete(r.live, e.Addr)
+			r.live[sl] = 0
 			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
 		case RoleNone:
 			switch e.Action {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"membench/internal/pickle"
 )
@@ -77,13 +78,17 @@ type TraceEntry struct {
 	Stream     int64
 	TimeUS     int64 // epoch microseconds; 0 when the snapshot has no clock
 	DeviceFree int64 // oom only
+	// Frames is what the entry's stack frames name (the frames
+	// themselves are not kept): FramesNone when it has none.
+	Frames FrameClass
 }
 
 // Decode reads a snapshot: a pickle as written by
 // torch.cuda.memory._dump_snapshot, or the JSON dump of the same dict
 // (recognized by a first non-blank byte of '{' or '[').
 func Decode(r io.Reader) (*Snapshot, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := getReader(r)
+	defer putReader(br)
 	for {
 		b, err := br.Peek(1)
 		if err != nil {
@@ -102,6 +107,23 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		break
 	}
 	return DecodePickle(br)
+}
+
+// readerPool holds the 64 KiB read buffers of Decode and the trace
+// reader: a small snapshot would otherwise pay for a fresh one (and the
+// page faults of touching it) every time it is opened.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func getReader(r io.Reader) *bufio.Reader {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+// putReader returns br to the pool, forgetting its reader.
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	readerPool.Put(br)
 }
 
 // FromValue builds a Snapshot from a decoded pickle (or JSON) value: a dict
@@ -249,9 +271,51 @@ func getStr(d *pickle.Dict, key, def string, required bool) (string, error) {
 		return def, nil
 	}
 	if s, ok := v.(string); ok {
-		return s, nil
+		return canon(s), nil
 	}
 	return "", wantGot(key, "str", v)
+}
+
+// canon returns s as a string of its own: the constant of a known
+// action, block state or segment type, otherwise a copy. The pickle
+// machine's strings live in blocks it reuses for the next snapshot
+// (pickle.Machine.Recycle), so none may be kept in a Snapshot.
+func canon(s string) string {
+	switch s {
+	case torchlike.ActionAlloc:
+		return torchlike.ActionAlloc
+	case torchlike.ActionFreeRequested:
+		return torchlike.ActionFreeRequested
+	case torchlike.ActionFreeCompleted:
+		return torchlike.ActionFreeCompleted
+	case torchlike.ActionFree:
+		return torchlike.ActionFree
+	case torchlike.ActionSegmentAlloc:
+		return torchlike.ActionSegmentAlloc
+	case torchlike.ActionSegmentFree:
+		return torchlike.ActionSegmentFree
+	case torchlike.ActionSegmentMap:
+		return torchlike.ActionSegmentMap
+	case torchlike.ActionSegmentUnmap:
+		return torchlike.ActionSegmentUnmap
+	case torchlike.ActionSnapshot:
+		return torchlike.ActionSnapshot
+	case torchlike.ActionOOM:
+		return torchlike.ActionOOM
+	case torchlike.ActionUserDefined:
+		return torchlike.ActionUserDefined
+	case StateActiveAllocated:
+		return StateActiveAllocated
+	case StateActivePendingFree:
+		return StateActivePendingFree
+	case StateInactive:
+		return StateInactive
+	case "large":
+		return "large"
+	case "small":
+		return "small"
+	}
+	return strings.Clone(s)
 }
 
 func getBool(d *pickle.Dict, key string) (bool, error) {
@@ -388,6 +452,9 @@ func decodeEntry(e *TraceEntry, v any) error {
 	}
 	if e.DeviceFree, err = getInt(d, "device_free", 0, false); err != nil {
 		return err
+	}
+	if f, ok := d.Get("frames"); ok {
+		e.Frames = genericFrameClass(f)
 	}
 	return nil
 }

@@ -167,7 +167,14 @@ func TestDecodeJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := loadSnap(t, "cs336-lm-peak-probe.pickle"); !reflect.DeepEqual(got, want) {
+	// The JSON has no frames: the pickle's entries differ in that only.
+	want := loadSnap(t, "cs336-lm-peak-probe.pickle")
+	for _, tr := range want.DeviceTraces {
+		for i := range tr {
+			tr[i].Frames = FramesNone
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("python JSON decodes differently from the pickle")
 	}
 }

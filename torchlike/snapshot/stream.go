@@ -68,15 +68,23 @@ const noAddr = math.MinInt64
 // blocks, the many, are small; the other nodes (segments, lists, the top
 // level) have their fields in a recExt.
 type rec struct {
-	node  pickle.Node
-	seen  uint16
-	bad   bool // opened with the wrong shape: its items are dropped
-	top   bool
+	node pickle.Node
+	seen uint16
+	bad  bool // opened with the wrong shape: its items are dropped
+	top  bool
+	off  int64
+	err  *pathErr
+	blk  Block
+	*recExt
+}
+
+// entRec is a trace entry being built.
+type entRec struct {
+	entry TraceEntry
 	off   int64
 	err   *pathErr
-	entry TraceEntry
-	blk   Block
-	*recExt
+	seen  uint16
+	bad   bool
 }
 
 type recExt struct {
@@ -163,14 +171,21 @@ func asPathErr(err error, off int64) *pathErr {
 
 // builder is the pickle.Builder of the snapshot schema.
 type builder struct {
-	m       *pickle.Machine
-	recs    []rec
-	free    []int64
+	m    *pickle.Machine
+	recs []rec
+	free []int64
+	// Trace entries, the many, have a table of their own with a smaller
+	// record: a batch of a thousand is opened, filled and appended, and
+	// then the table starts over (entLive counts the open ones).
+	ents    []entRec
+	entFree []int64
+	entLive int
 	records int
 	lim     Limits
 	claimed map[any]bool
 	extFree []*recExt // recExts of released records, for the next ones
 	fields  []field   // field of each interned string (by its index), 0 = not yet known
+	actions []string  // canonical action of each interned string, "" = not yet known
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -198,6 +213,7 @@ const (
 	kAddr
 	kTimeUS
 	kDeviceFree
+	kFrames
 )
 
 var fieldNames = [...]string{
@@ -206,7 +222,7 @@ var fieldNames = [...]string{
 	kActiveSize: "active_size", kRequestedSize: "requested_size", kStream: "stream",
 	kSegmentType: "segment_type", kIsExpandable: "is_expandable", kSegmentPoolID: "segment_pool_id",
 	kBlocks: "blocks", kSize: "size", kState: "state", kAction: "action", kAddr: "addr",
-	kTimeUS: "time_us", kDeviceFree: "device_free",
+	kTimeUS: "time_us", kDeviceFree: "device_free", kFrames: "frames",
 }
 
 func fieldOf(s string) field {
@@ -247,6 +263,9 @@ func (b *builder) Describe(n pickle.Node) string {
 }
 
 func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, error) {
+	if n == nEntry {
+		return b.openEntry(shape, off), nil
+	}
 	var h int64
 	if k := len(b.free); k > 0 {
 		h = b.free[k-1]
@@ -284,6 +303,42 @@ func (b *builder) Open(n pickle.Node, shape pickle.Shape, off int64) (int64, err
 	return h, nil
 }
 
+// openEntry opens a trace entry record: the next slot of the table, or
+// a released one while others are still open (a pickle can keep one
+// open while it opens and drops others, and the table must not grow
+// with them).
+func (b *builder) openEntry(shape pickle.Shape, off int64) int64 {
+	if b.entLive == 0 {
+		b.ents, b.entFree = b.ents[:0], b.entFree[:0]
+	}
+	b.entLive++
+	var h int64
+	if k := len(b.entFree); k > 0 {
+		h = b.entFree[k-1]
+		b.entFree = b.entFree[:k-1]
+		b.ents[h] = entRec{off: off}
+	} else {
+		h = int64(len(b.ents))
+		b.ents = append(b.ents, entRec{off: off})
+	}
+	if shape != pickle.ShapeDict {
+		e := &b.ents[h]
+		e.bad = true
+		e.err = &pathErr{msg: "want dict, got list", off: off}
+	}
+	return h
+}
+
+// releaseVal releases the Builder container v (a record or an entry).
+func (b *builder) releaseVal(v *pickle.Val) {
+	if v.Node == nEntry {
+		b.entFree = append(b.entFree, v.N)
+		b.entLive--
+		return
+	}
+	b.release(v.N)
+}
+
 func (b *builder) release(h int64) {
 	r := &b.recs[h]
 	// The slices went to the parent: forget them (the next record
@@ -292,7 +347,7 @@ func (b *builder) release(h int64) {
 	b.free = append(b.free, h)
 }
 
-func (b *builder) Drop(v *pickle.Val) { b.release(v.N) }
+func (b *builder) Drop(v *pickle.Val) { b.releaseVal(v) }
 
 // putExt recycles the recExt of a released record once what it held has
 // been taken.
@@ -305,6 +360,16 @@ func (b *builder) putExt(e *recExt) {
 }
 
 func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
+	if c.Node == nEntry {
+		if b.ents[c.N].bad || key == nil || key.Kind != pickle.KindStr {
+			return pickle.NodeSkip
+		}
+		switch b.key(key) {
+		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
+			return pickle.NodeValue
+		}
+		return pickle.NodeSkip
+	}
 	r := &b.recs[c.N]
 	if r.bad {
 		return pickle.NodeSkip
@@ -344,11 +409,6 @@ func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
 	case nBlock:
 		switch f {
 		case kAddress, kSize, kRequestedSize, kState:
-			return pickle.NodeValue
-		}
-	case nEntry:
-		switch f {
-		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
 			return pickle.NodeValue
 		}
 	}
@@ -393,7 +453,7 @@ func (b *builder) int(r *rec, key field, v *pickle.Val, dst *int64) bool {
 func (b *builder) str(r *rec, key field, v *pickle.Val, dst *string) bool {
 	switch v.Kind {
 	case pickle.KindStr:
-		*dst = b.m.Str(v)
+		*dst = canon(b.m.Str(v))
 		return true
 	case pickle.KindNone:
 		return false
@@ -428,6 +488,10 @@ func (r *rec) mark(bit uint16, present bool) {
 }
 
 func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
+	if c.Node == nEntry {
+		b.setEntryItems(&b.ents[c.N], kv)
+		return nil
+	}
 	r := &b.recs[c.N]
 	for i := 0; i+1 < len(kv); i += 2 {
 		k, v := &kv[i], &kv[i+1]
@@ -446,7 +510,90 @@ func (b *builder) SetItems(c *pickle.Val, kv []pickle.Val) error {
 // dropVal releases a value the schema does not keep.
 func (b *builder) dropVal(v *pickle.Val) {
 	if v.Kind == pickle.KindNode {
-		b.release(v.N)
+		b.releaseVal(v)
+	}
+}
+
+// setEntryItems stores key, value pairs in a trace entry: setItem's
+// rules for an entry, in a loop of its own since a snapshot has tens of
+// thousands of entries and a handful of segments.
+func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
+	e := &r.entry
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, v := &kv[i], &kv[i+1]
+		if r.bad || k.Kind != pickle.KindStr {
+			b.dropVal(v)
+			continue
+		}
+		key := b.key(k)
+		var dst *int64
+		switch key {
+		case kAction:
+			switch v.Kind {
+			case pickle.KindStr:
+				e.Action = b.action(v)
+				r.seen |= fAction
+			case pickle.KindNone:
+				r.seen &^= fAction
+			default:
+				r.failKey(key, "want str, got "+v.TypeName())
+			}
+			continue
+		case kAddr:
+			dst = &e.Addr
+		case kSize:
+			dst = &e.Size
+		case kStream:
+			dst = &e.Stream
+		case kTimeUS:
+			dst = &e.TimeUS
+		case kDeviceFree:
+			dst = &e.DeviceFree
+		case kFrames:
+			if v.Kind == pickle.KindValue {
+				e.Frames = genericFrameClass(b.m.Obj(v))
+			} else {
+				e.Frames = frameClassOf(v)
+			}
+			b.dropVal(v)
+			continue
+		default:
+			b.dropVal(v)
+			continue
+		}
+		switch v.Kind {
+		case pickle.KindInt:
+			*dst = v.N
+		case pickle.KindNone:
+		case pickle.KindBigInt:
+			r.failKey(key, "int "+shortInt(b.m.Obj(v).(*big.Int))+" does not fit in 64 bits")
+		default:
+			r.failKey(key, "want int, got "+v.TypeName())
+		}
+	}
+}
+
+// action is the canonical string (canon) of an action value, decided
+// once per interned string.
+func (b *builder) action(v *pickle.Val) string {
+	if v.N < 0 {
+		return canon(b.m.Str(v))
+	}
+	if v.N < int64(len(b.actions)) {
+		if a := b.actions[v.N]; a != "" {
+			return a
+		}
+	} else {
+		b.actions = append(b.actions, make([]string, int(v.N)+1-len(b.actions))...)
+	}
+	a := canon(b.m.Str(v))
+	b.actions[v.N] = a
+	return a
+}
+
+func (r *entRec) failKey(key field, msg string) {
+	if r.err == nil {
+		r.err = &pathErr{path: "." + fieldNames[key], msg: msg, off: r.off}
 	}
 }
 
@@ -543,24 +690,6 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 		default:
 			b.dropVal(v)
 		}
-	case nEntry:
-		e := &r.entry
-		switch key {
-		case kAction:
-			r.mark(fAction, b.str(r, key, v, &e.Action))
-		case kAddr:
-			b.int(r, key, v, &e.Addr)
-		case kSize:
-			b.int(r, key, v, &e.Size)
-		case kStream:
-			b.int(r, key, v, &e.Stream)
-		case kTimeUS:
-			b.int(r, key, v, &e.TimeUS)
-		case kDeviceFree:
-			b.int(r, key, v, &e.DeviceFree)
-		default:
-			b.dropVal(v)
-		}
 	default:
 		b.dropVal(v)
 	}
@@ -594,7 +723,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		return nil, nil
 	case pickle.KindNode:
 		if v.Node != want {
-			b.release(v.N)
+			b.releaseVal(v)
 			r.fail(&pathErr{path: path, msg: "unsupported structure", off: r.off})
 			return nil, nil
 		}
@@ -648,7 +777,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 		}
 		return c.recExt, nil
 	case pickle.KindSkipped:
-		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+		r.fail(&pathErr{path: path, msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.Offset()), off: r.off})
 		return nil, nil
 	}
 	r.fail(&pathErr{path: path, msg: "want list, got " + v.TypeName(), off: r.off})
@@ -752,11 +881,26 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 	if err := b.count(len(items)); err != nil {
 		return err
 	}
+	if c.Node == nEntry { // a trace entry opened as a list: bad already
+		for i := range items {
+			b.dropVal(&items[i])
+		}
+		return nil
+	}
 	for i := range items {
 		r := &b.recs[c.N]
 		v := &items[i]
 		if r.bad {
 			b.dropVal(v)
+			continue
+		}
+		if r.node == nTrace && v.Kind == pickle.KindNode && v.Node == nEntry {
+			er := &b.ents[v.N]
+			if err := finishEntry(er); err != nil {
+				r.fail(err.under("[" + strconv.Itoa(r.nEntries()) + "]"))
+			}
+			r.addEntry(er.entry)
+			b.releaseVal(v)
 			continue
 		}
 		var idx int
@@ -778,7 +922,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 		switch v.Kind {
 		case pickle.KindNode:
 			if v.Node != want {
-				b.release(v.N)
+				b.releaseVal(v)
 				r.fail(&pathErr{path: at(), msg: "unsupported structure", off: r.off})
 				continue
 			}
@@ -795,8 +939,6 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			case nTrace:
 				r.traces = append(r.traces, cr.takeEntries())
 				b.putExt(cr.recExt)
-			case nEntry:
-				r.addEntry(cr.entry)
 			}
 			b.release(v.N)
 		case pickle.KindValue:
@@ -830,7 +972,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				}
 			}
 		case pickle.KindSkipped:
-			r.fail(&pathErr{path: at(), msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.N), off: r.off})
+			r.fail(&pathErr{path: at(), msg: fmt.Sprintf("the value at offset %d was skipped (unsupported structure)", v.Offset()), off: r.off})
 		default:
 			want := "dict"
 			if r.node == nTraces {
@@ -842,6 +984,17 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 	return nil
 }
 
+// finishEntry checks a complete trace entry.
+func finishEntry(r *entRec) *pathErr {
+	if r.err != nil {
+		return r.err
+	}
+	if r.seen&fAction == 0 {
+		return &pathErr{path: ".action", msg: "missing", off: r.off}
+	}
+	return nil
+}
+
 // finish checks a complete record and applies its defaults.
 func finish(r *rec) *pathErr {
 	if r.err != nil {
@@ -849,10 +1002,6 @@ func finish(r *rec) *pathErr {
 	}
 	missing := func(key string) *pathErr { return &pathErr{path: "." + key, msg: "missing", off: r.off} }
 	switch r.node {
-	case nEntry:
-		if r.seen&fAction == 0 {
-			return missing("action")
-		}
 	case nBlock:
 		if r.seen&fSize == 0 {
 			return missing("size")
@@ -903,18 +1052,26 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 // read past without being built.
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	b := &builder{lim: lim}
-	if p, ok := recsPool.Get().(*[]rec); ok {
-		b.recs = (*p)[:0]
+	if t, ok := tablesPool.Get().(*tables); ok {
+		b.recs, b.ents, b.extFree, b.free, b.entFree = t.recs[:0], t.ents[:0], t.exts, t.free[:0], t.entFree[:0]
 	}
-	defer b.putRecs()
+	defer b.putTables()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
 	b.m = m
+	// Every string the snapshot keeps is a copy or a constant (canon),
+	// so the machine's text is reused by the next decode.
+	defer m.Recycle()
 	root, err := m.Run()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	switch root.Kind {
 	case pickle.KindNode:
+		if root.Node != nTop {
+			// STOP with a MARK pending returns what is above it (as
+			// Python's unpickler does): a segment, block or entry.
+			return nil, fmt.Errorf("snapshot: not a memory snapshot: the pickle ends inside the snapshot, on a %s", b.Describe(root.Node))
+		}
 		top := b.recs[root.N]
 		if top.err != nil {
 			if top.top {
@@ -953,22 +1110,34 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	return FromValue(x)
 }
 
-// recsPool holds the builders' record tables: a trace's batch of a
+// tablesPool holds the builders' record tables: a trace's batch of a
 // thousand entries, each a record until its APPENDS, would otherwise
 // grow a new table for every snapshot.
-var recsPool sync.Pool
+var tablesPool sync.Pool
 
-// putRecs returns the record table to the pool, cleared (records hold
-// the slices of the snapshot being returned).
-func (b *builder) putRecs() {
-	if cap(b.recs) == 0 || cap(b.recs) > 1<<16 {
+type tables struct {
+	recs    []rec
+	ents    []entRec
+	exts    []*recExt // cleared
+	free    []int64
+	entFree []int64
+}
+
+// putTables returns the record tables to the pool, cleared (records hold
+// the slices of the snapshot being returned, entries its strings).
+func (b *builder) putTables() {
+	if cap(b.recs) > 1<<16 || cap(b.ents) > 1<<16 {
 		return
 	}
 	recs := b.recs[:cap(b.recs)]
 	clear(recs)
-	recs = recs[:0]
-	b.recs, b.free = nil, nil
-	recsPool.Put(&recs)
+	ents := b.ents[:cap(b.ents)]
+	clear(ents)
+	if len(b.extFree) > 1<<10 {
+		b.extFree = nil
+	}
+	tablesPool.Put(&tables{recs: recs[:0], ents: ents[:0], exts: b.extFree, free: b.free, entFree: b.entFree})
+	b.recs, b.free, b.ents, b.entFree, b.extFree = nil, nil, nil, nil, nil
 }
 
 func (b *builder) Shape(n pickle.Node) pickle.Shape {

@@ -26,7 +26,17 @@
 //     under competing readings (the next malloc's own release path, an
 //     explicit torch.cuda.empty_cache(), a device malloc failure that nothing
 //     recorded) on clones of the model, and the reading that reproduces the
-//     recording is kept and named in the report.
+//     recording is kept and named in the report. When the recording
+//     has stack frames, the frames of the first release choose instead
+//     (issue 13): frames in emptyCache are torch.cuda.empty_cache();
+//     other frames, in a recording whose frees carry frames too (so that a
+//     release's frames are its caller's, not its segment's allocation's),
+//     are malloc's retry after a failed device malloc, and the report
+//     states the capacity bound that failure implies (the device could
+//     not give the segment while the recorded reserved bytes were held).
+//     Where no failed malloc reproduces the recording the frames are
+//     overruled and counted. Where frames decided, peak reserved must be
+//     the recording's.
 //   - The PyTorch version's rounding: when the current round_size disagrees
 //     and a division count is 1, the recording is replayed again with the
 //     rule of PyTorch before 2.4 (torchlike.RoundSize's legacy reading), the

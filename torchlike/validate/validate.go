@@ -58,16 +58,49 @@ type DeviceReport struct {
 	// the recording to make sense although no OOM was recorded (the
 	// device was fuller than modelled; see resolveBurst).
 	InferredFailures int
-	Compared         int // segment events that agree before the first divergence
-	Recorded         []SegEvent
-	Simulated        []SegEvent
-	Diverged         bool
-	DivergeAt        int // index into Recorded/Simulated
-	DivergeEntry     int // trace entry being replayed when it was seen
-	Note             string
-	PeakSimulated    int64
-	PeakRecorded     int64
-	AddrMismatches   int // allocations placed elsewhere than recorded (diagnostic)
+	// FramesRead counts the bursts of releases whose reading the
+	// recorded stack frames decided (see resolveBurst); FramesOverruled
+	// those whose frames named malloc but where no failed device malloc
+	// reproduces the recording, which were inferred as without frames.
+	FramesRead      int
+	FramesOverruled int
+	// MallocRetries lists the device mallocs that failed and succeeded
+	// when retried after malloc released cached segments, as the frames
+	// of the releases show, each with the capacity bound it implies.
+	MallocRetries  []CapacityBound
+	Compared       int // segment events that agree before the first divergence
+	Recorded       []SegEvent
+	Simulated      []SegEvent
+	Diverged       bool
+	DivergeAt      int // index into Recorded/Simulated
+	DivergeEntry   int // trace entry being replayed when it was seen
+	Note           string
+	PeakSimulated  int64
+	PeakRecorded   int64
+	AddrMismatches int // allocations placed elsewhere than recorded (diagnostic)
+}
+
+// CapacityBound is what one failed device malloc says of the device: it
+// could not give Segment bytes while Reserved bytes were held, so the
+// memory the allocator could obtain was less than Reserved + Segment.
+type CapacityBound struct {
+	Entry    int   // the trace entry of the segment that the retry obtained
+	Reserved int64 // recorded reserved bytes when the malloc failed
+	Segment  int64 // the bytes it asked for
+}
+
+// Limit is the bound: the capacity is below it.
+func (b CapacityBound) Limit() int64 { return b.Reserved + b.Segment }
+
+// TightestBound is the lowest of the capacity bounds (ok false when
+// there is none).
+func (r *DeviceReport) TightestBound() (b CapacityBound, ok bool) {
+	for i, x := range r.MallocRetries {
+		if i == 0 || x.Limit() < b.Limit() {
+			b = x
+		}
+	}
+	return b, len(r.MallocRetries) > 0
 }
 
 // Agree reports exact agreement: every segment event and OOM in order,
@@ -188,11 +221,14 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 		desc += "; rounding as PyTorch before 2.4 (a division count of 1 leaves sizes unrounded), the only reading that agrees"
 	}
 	rep.Settings = desc
-	hasCompleted := false
+	hasCompleted, freeFrames := false, false
 	var maxAddr int64
 	for _, e := range tr {
 		rep.Counts[e.Action]++
 		hasCompleted = hasCompleted || e.Action == torchlike.ActionFreeCompleted
+		if e.Action == torchlike.ActionFreeRequested || e.Action == torchlike.ActionFree {
+			freeFrames = freeFrames || e.Frames != snapshot.FramesNone
+		}
 		maxAddr = max(maxAddr, e.Addr)
 	}
 	for _, s := range snap.Segments {
@@ -254,7 +290,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 	}
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
-	v := &replayer{rep: rep, hasCompleted: hasCompleted, live: map[int64]strategies.Handle{},
+	v := &replayer{rep: rep, hasCompleted: hasCompleted, freeFrames: freeFrames, live: map[int64]strategies.Handle{},
 		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}}
 	v.attach(torchlike.New(cfg, mem), mem)
 	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
@@ -276,7 +312,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 				// malloc failed and its release path ran. Replay the
 				// readings on copies and keep the one that reproduces
 				// the recording up to that allocation.
-				next, _, err := v.resolveBurst(tr, k, recReserved, false)
+				next, _, err := v.resolveBurst(tr, k, recReserved, false, v.burstHint(tr[k]))
 				if err != nil {
 					return nil, err
 				}
@@ -298,7 +334,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 					// If no reading with these completions left to the
 					// model reproduces the recording, they were plain
 					// frees: apply them and resolve the releases alone.
-					if next, ok, err := v.resolveBurst(tr, k, recReserved, true); err != nil {
+					if next, ok, err := v.resolveBurst(tr, k, recReserved, true, v.burstHint(tr[m])); err != nil {
 						return nil, err
 					} else if ok {
 						v = next
@@ -323,13 +359,22 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
 		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", len(v.rec), len(v.sim))
 	}
+	rep.PeakSimulated = v.mem.Peak()
+	if !rep.Diverged && rep.FramesRead > 0 && rep.PeakSimulated != rep.PeakRecorded {
+		// Where the frames chose the readings, the recording is read
+		// as it happened, and the peak it implies must be the
+		// recording's (issue 13). (Elsewhere a burst read another way
+		// can reach a peak the recording never had between agreeing
+		// events; that is reported, not failed.)
+		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
+		rep.Note = fmt.Sprintf("every segment event agrees, but peak reserved is %d B simulated and %d B recorded", rep.PeakSimulated, rep.PeakRecorded)
+	}
 	for i := range v.rec {
 		if i < len(v.sim) {
 			v.sim[i].Entry = v.rec[i].Entry
 		}
 	}
 	rep.Recorded, rep.Simulated = v.rec, v.sim
-	rep.PeakSimulated = v.mem.Peak()
 	return rep, nil
 }
 
@@ -346,9 +391,13 @@ type replayer struct {
 	sim, rec     []SegEvent
 	checked      int
 	hasCompleted bool
-	resumeAt     int
-	deferred     []deferredFree // completions left to the model's release path
-	addrOf       map[strategies.Handle]int64
+	// freeFrames: the recording's frees carry stack frames, so it was
+	// made with context="all" and a release's frames are those of the
+	// call that released (see burstHint).
+	freeFrames bool
+	resumeAt   int
+	deferred   []deferredFree // completions left to the model's release path
+	addrOf     map[strategies.Handle]int64
 	// autoCompleted holds addresses whose pending blocks the model's own
 	// synchronize_and_free_events completed; their recorded
 	// free_completed, if it comes later, has nothing left to do.
@@ -564,7 +613,15 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 // the model's synchronize_and_free_events; ok reports whether it
 // reproduced the recording. (Reading 3 would fit a plain free followed by
 // empty_cache() too, and a program's call is preferred.)
-func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []int64, fromCompletions bool) (_ *replayer, ok bool, _ error) {
+//
+// When the first release's stack frames say which call released (hint,
+// see burstHint), they choose instead of that order: FramesEmptyCache
+// takes reading 2 alone (and completions before it are plain frees),
+// FramesMalloc takes reading 1 or 3, whichever reproduces the recording,
+// and records the capacity bound the failed device malloc implies. Where
+// neither malloc reading reproduces it, the frames are overruled and the
+// burst is inferred as without them (and counted).
+func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []int64, fromCompletions bool, hint snapshot.FrameClass) (_ *replayer, ok bool, _ error) {
 	j := -1
 	for i := k; i < len(tr) && j < 0; i++ {
 		switch tr[i].Action {
@@ -622,6 +679,45 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 		return nil
 	}
 	agrees := func(c *replayer) bool { return !c.rep.Diverged && len(c.sim) == len(c.rec) }
+	switch hint {
+	case snapshot.FramesEmptyCache:
+		if fromCompletions {
+			return nil, false, nil // the completions are plain frees before the call
+		}
+		c := v.clone()
+		if err := window(c, true, false); err != nil {
+			return nil, false, err
+		}
+		c.rep.FramesRead++
+		return c, agrees(c), nil
+	case snapshot.FramesMalloc:
+		bound, hasBound := mallocBound(tr, k, j, recReserved)
+		if hasBound && v.a.WouldRelease(tr[j].Size, tr[j].Stream) {
+			c := v.clone()
+			if err := window(c, false, true); err == nil && agrees(c) {
+				c.rep.FramesRead++
+				c.rep.MallocRetries = append(slices.Clip(c.rep.MallocRetries), bound)
+				return c, true, nil
+			}
+		}
+		if hasBound && !fromCompletions {
+			c := v.clone()
+			saved := c.mem.Limit
+			c.mem.Limit = recReserved[bound.Entry] + tr[bound.Entry].Size
+			err := window(c, false, true)
+			c.mem.Limit = saved
+			if err == nil && agrees(c) {
+				c.rep.FramesRead++
+				c.rep.InferredFailures++
+				c.rep.MallocRetries = append(slices.Clip(c.rep.MallocRetries), bound)
+				return c, true, nil
+			}
+		}
+		if fromCompletions {
+			return nil, false, nil
+		}
+		v.rep.FramesOverruled++
+	}
 	if j >= 0 {
 		if v.a.WouldRelease(tr[j].Size, tr[j].Stream) {
 			c := v.clone()
@@ -659,6 +755,53 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 		}
 	}
 	return empty, false, nil
+}
+
+// burstHint is what the frames of a release (segment_free or
+// segment_unmap) say of the call that made it. In PyTorch
+// (c10/cuda/CUDACachingAllocator.cpp) release_block records the context
+// its caller gathered, or, when the caller gathered none, the context
+// the segment was allocated with: DeviceCachingAllocator::emptyCache
+// gathers one only when frees are recorded with context (context="all"),
+// malloc whenever allocations are. So frames naming emptyCache are
+// conclusive; other frames are the releasing malloc's only when frees
+// carry frames too (freeFrames), and otherwise may be the allocation's
+// of the released segment: then nothing is concluded.
+func (v *replayer) burstHint(e snapshot.TraceEntry) snapshot.FrameClass {
+	switch {
+	case e.Frames == snapshot.FramesEmptyCache:
+		return snapshot.FramesEmptyCache
+	case e.Frames != snapshot.FramesNone && v.freeFrames:
+		return snapshot.FramesMalloc
+	}
+	return snapshot.FramesNone
+}
+
+// mallocBound is the capacity bound of a malloc retry whose releases
+// start at entry k (or after the free_completed entries there) and whose
+// allocation is entry j: the segment the retry obtained (the first
+// segment_alloc or segment_map in between) is what the failed device
+// malloc asked for, while the reserved bytes were those before the first
+// release.
+func mallocBound(tr []snapshot.TraceEntry, k, j int, recReserved []int64) (CapacityBound, bool) {
+	if j < 0 || tr[j].Action != torchlike.ActionAlloc {
+		return CapacityBound{}, false
+	}
+	first := -1
+	for i := k; i < j; i++ {
+		switch tr[i].Action {
+		case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap:
+			if first < 0 {
+				first = i
+			}
+		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
+			if first < 0 {
+				return CapacityBound{}, false
+			}
+			return CapacityBound{Entry: i, Reserved: recReserved[first], Segment: tr[i].Size}, true
+		}
+	}
+	return CapacityBound{}, false
 }
 
 // expandableBase estimates where a warm-started expandable segment's
@@ -754,6 +897,19 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	}
 	if r.InferredFailures > 0 {
 		fmt.Fprintf(w, "  replayed %d device mallocs as failed (no oom recorded, but the recorded releases before them are malloc's release path)\n", r.InferredFailures)
+	}
+	if r.FramesRead > 0 {
+		fmt.Fprintf(w, "  stack frames read: %d bursts of segment releases, %d of them a malloc retry and %d torch.cuda.empty_cache()\n", r.FramesRead, len(r.MallocRetries), r.FramesRead-len(r.MallocRetries))
+	}
+	if r.FramesOverruled > 0 {
+		fmt.Fprintf(w, "  note: at %d bursts the frames name malloc, but no failed device malloc reproduces the recording: inferred as without frames\n", r.FramesOverruled)
+	}
+	if b, ok := r.TightestBound(); ok {
+		fmt.Fprintf(w, "  capacity bound: a cudaMalloc of %d B failed with %d B reserved (retried at trace entry %d), so the device could give the allocator less than %d B", b.Segment, b.Reserved, b.Entry, b.Limit())
+		if n := len(r.MallocRetries); n > 1 {
+			fmt.Fprintf(w, " (the tightest of %d retries)", n)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  segment events and OOMs compared: %d of %d recorded (%d simulated)\n", r.Compared, len(r.Recorded), len(r.Simulated))
 	if r.Diverged {

@@ -23,10 +23,13 @@ import (
 //
 // v may hold the values pickle.Decode returns and also int, []any (a list) and
 // map[string]any (a dict with sorted keys). Cyclic or deeper than 1000
-// levels values are refused.
+// levels values are refused. A *pickle.List or *pickle.Dict met a second
+// time is fetched from the memo, as Python's pickler does (PyTorch's
+// snapshots share stack frames that way): it was stored there when empty,
+// right after its EMPTY_LIST or EMPTY_DICT.
 func Encode(w io.Writer, v any) error {
 	bw := bufio.NewWriter(w)
-	e := &encoder{w: bw, strs: make(map[string]uint32)}
+	e := &encoder{w: bw, strs: make(map[string]uint32), seen: make(map[any]uint32), open: make(map[any]bool)}
 	bw.Write([]byte{pickle.OpProto, 4})
 	if err := e.value(v, 0); err != nil {
 		return err
@@ -38,6 +41,8 @@ func Encode(w io.Writer, v any) error {
 type encoder struct {
 	w     *bufio.Writer
 	strs  map[string]uint32
+	seen  map[any]uint32 // memo index of each list and dict written
+	open  map[any]bool   // the lists and dicts being written
 	nmemo uint32
 	b     [9]byte
 }
@@ -87,9 +92,14 @@ func (e *encoder) value(v any, depth int) error {
 		}
 		w.Write(v)
 	case *pickle.List:
-		return e.list(v.Items, depth)
+		if ok, err := e.shared(v); ok || err != nil {
+			return err
+		}
+		e.open[v] = true
+		defer delete(e.open, v)
+		return e.list(v.Items, depth, v)
 	case []any:
-		return e.list(v, depth)
+		return e.list(v, depth, nil)
 	case pickle.Tuple:
 		switch len(v) {
 		case 0:
@@ -112,7 +122,13 @@ func (e *encoder) value(v any, depth int) error {
 		}
 		w.WriteByte(pickle.OpTuple)
 	case *pickle.Dict:
+		if ok, err := e.shared(v); ok || err != nil {
+			return err
+		}
+		e.open[v] = true
+		defer delete(e.open, v)
 		w.WriteByte(pickle.OpEmptyDict)
+		e.memoize(v)
 		return e.items(v.Keys(), v.Values(), depth)
 	case map[string]any:
 		keys := make([]string, 0, len(v))
@@ -137,8 +153,36 @@ func (e *encoder) value(v any, depth int) error {
 // as in Python's pickler.
 const batch = 1000
 
-func (e *encoder) list(items []any, depth int) error {
+// shared writes a GET of a container written before and reports
+// whether it did. A container inside itself is refused (its GET would
+// make a cyclic value).
+func (e *encoder) shared(c any) (bool, error) {
+	idx, ok := e.seen[c]
+	if !ok {
+		return false, nil
+	}
+	if e.open[c] {
+		return false, errors.New("pickle: cyclic value")
+	}
+	e.get(idx)
+	return true, nil
+}
+
+// memoize stores the container just opened in the memo (MEMOIZE).
+func (e *encoder) memoize(c any) {
+	if e.nmemo < math.MaxUint32 {
+		e.w.WriteByte(pickle.OpMemoize)
+		e.seen[c] = e.nmemo
+		e.nmemo++
+	}
+}
+
+// list writes a list; a *pickle.List (memo) is memoized, to be shared.
+func (e *encoder) list(items []any, depth int, memo *pickle.List) error {
 	e.w.WriteByte(pickle.OpEmptyList)
+	if memo != nil {
+		e.memoize(memo)
+	}
 	for len(items) > 0 {
 		n := min(len(items), batch)
 		e.w.WriteByte(pickle.OpMark)
@@ -221,15 +265,20 @@ func (e *encoder) bigInt(z *big.Int) {
 	e.w.Write(le)
 }
 
+// get writes a GET of memo index i.
+func (e *encoder) get(i uint32) {
+	if i < 256 {
+		e.w.Write([]byte{pickle.OpBinGet, byte(i)})
+	} else {
+		e.b[0] = pickle.OpLongBinGet
+		binary.LittleEndian.PutUint32(e.b[1:], i)
+		e.w.Write(e.b[:5])
+	}
+}
+
 func (e *encoder) str(s string) {
 	if i, ok := e.strs[s]; ok {
-		if i < 256 {
-			e.w.Write([]byte{pickle.OpBinGet, byte(i)})
-		} else {
-			e.b[0] = pickle.OpLongBinGet
-			binary.LittleEndian.PutUint32(e.b[1:], i)
-			e.w.Write(e.b[:5])
-		}
+		e.get(i)
 		return
 	}
 	if len(s) < 256 {
