@@ -94,7 +94,9 @@ func (s *sliceReader) Pos() traces.Pos {
 // before the first record, whose buffers the window never shows (Meta
 // "warm_start" says how many bytes each part holds). Then every record in
 // time order: an allocation of its requested bytes, or the free of the
-// allocation at its address. Times are nanoseconds since the first record.
+// allocation at its address, with a mark "step:N" before the first
+// allocation of each step the records name (id; TensorFlow records it,
+// JAX records 0). Times are nanoseconds since the first record.
 func Events(a *Allocator) ([]traces.Event, traces.Meta, error) {
 	recs := a.Records
 	if len(recs) == 0 {
@@ -162,9 +164,17 @@ func Events(a *Allocator) ([]traces.Event, traces.Meta, error) {
 		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: rest, Time: 0})
 		next++
 	}
+	step := int64(0)
 	for i := range recs {
 		r := &recs[i]
 		t := (r.Time - t0) / 1000
+		if r.Alloc && r.Step != 0 && r.Step != step {
+			// The step id the allocation was made in (TF's step; JAX
+			// records 0): a phase mark, so that charts and `traces show`
+			// divide the window by step as they do the recorder's traces.
+			step = r.Step
+			evs = append(evs, traces.Event{Op: traces.OpMark, Label: "step:" + strconv.FormatInt(step, 10), Time: t})
+		}
 		if r.Alloc {
 			size := r.Requested
 			if size <= 0 {

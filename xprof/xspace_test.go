@@ -404,3 +404,27 @@ func TestTies(t *testing.T) {
 		t.Errorf("bytes in use in order %v", got)
 	}
 }
+
+// TestStepMarks: the step id TensorFlow records on each allocation
+// becomes a phase mark where it changes (ids of 0, JAX's, give none).
+func TestStepMarks(t *testing.T) {
+	a := &xprof.Allocator{Name: "GPU_0_bfc", Records: []xprof.Record{
+		{Alloc: true, Requested: 100, Chunk: 256, Addr: 0x1000, InUse: 256, Step: 7, Has: xprof.HasRequested | xprof.HasChunk | xprof.HasAddr | xprof.HasInUse},
+		{Alloc: true, Requested: 100, Chunk: 256, Addr: 0x2000, InUse: 512, Step: 0, Has: xprof.HasRequested | xprof.HasChunk | xprof.HasAddr | xprof.HasInUse},
+		{Alloc: true, Requested: 100, Chunk: 256, Addr: 0x3000, InUse: 768, Step: 7, Has: xprof.HasRequested | xprof.HasChunk | xprof.HasAddr | xprof.HasInUse},
+		{Alloc: true, Requested: 100, Chunk: 256, Addr: 0x4000, InUse: 1024, Step: -8, Has: xprof.HasRequested | xprof.HasChunk | xprof.HasAddr | xprof.HasInUse},
+	}}
+	evs, _, err := xprof.Events(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	for _, e := range evs {
+		if e.Op == traces.OpMark {
+			marks = append(marks, e.Label)
+		}
+	}
+	if fmt.Sprint(marks) != "[step:7 step:-8]" {
+		t.Errorf("marks %v", marks)
+	}
+}
