@@ -215,6 +215,15 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 	return strategies.Handle(h), true
 }
 
+// Chunk is where the allocation h lies: its chunk's address and size (a
+// handle is the chunk's). Validation (bfc/validate) records the model's
+// own decisions with it, to check that the rules it judges recordings by
+// are the ones this allocator applies.
+func (a *Allocator) Chunk(h strategies.Handle) (addr, size int64) {
+	c := &a.chunks[h]
+	return c.ptr, c.size
+}
+
 // Splits is FindChunkPtr's rule (§2.2): a free chunk of size bytes chosen
 // for a request rounded to r is split, the allocation keeping its low r
 // bytes, when it is at least twice the request or would otherwise waste at
