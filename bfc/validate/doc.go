@@ -54,6 +54,13 @@
 // later decisions are predicted from them: a prediction that the
 // recording then contradicts is a disagreement.
 //
+// The rules are the model's own (bfc.RoundedBytes, bfc.Splits, the
+// (size, address) order of internal/freeset that the allocator searches),
+// and a test records windows from bfc.Allocator itself and requires them
+// to validate with no disagreement: the state kept here, with its
+// unknowns, is the one place the BFC's coalescing is restated, because
+// the allocator's own chunks cannot hold memory whose state is unknown.
+//
 // Bytes in use after each event are compared with the model's accounting
 // (in use changes by exactly the chunk handed out or taken back, not the
 // request).
