@@ -166,15 +166,7 @@ func human(v float64, unit string) string {
 	case strings.HasSuffix(unit, "-B"):
 		return units.Bytes(v, 2)
 	case strings.HasSuffix(unit, "-sec"):
-		switch {
-		case v == 0:
-			return "0"
-		case v < 1e-3:
-			return fmt.Sprintf("%.1f µs", v*1e6)
-		case v < 1:
-			return fmt.Sprintf("%.2f ms", v*1e3)
-		}
-		return fmt.Sprintf("%.3f s", v)
+		return units.Seconds(v)
 	case strings.HasSuffix(unit, "%"):
 		return fmt.Sprintf("%.2f%%", v)
 	case unit == "capacity-ratio":

@@ -201,4 +201,24 @@ var Adviser = strategies.Adviser{
 		}
 		return knobs
 	},
+	Tune: func(dev strategies.Device) []strategies.Knob {
+		knob := func(line string, kvs ...strategies.KV) strategies.Knob {
+			return strategies.Knob{Spec: strategies.Spec{Name: "jax", Params: kvs}, Line: line}
+		}
+		if dev.Kind == strategies.TPU {
+			// The GPU client's variables do nothing on a TPU; the runtime
+			// model's one switch is its defragmentation.
+			return []strategies.Knob{knob("(defaults)"), knob("defrag=false (no relocation on a fragmentation OOM: what-if)", strategies.KV{Key: "defrag", Value: "false"})}
+		}
+		// allocator-spec §3, §6.3: the preallocated fraction of the card,
+		// growth on demand, and the platform allocator (a device call per
+		// buffer, no caching).
+		return []strategies.Knob{
+			knob("(defaults)"),
+			knob("XLA_PYTHON_CLIENT_MEM_FRACTION=.90", strategies.KV{Key: "mem_fraction", Value: "0.90"}),
+			knob("XLA_PYTHON_CLIENT_MEM_FRACTION=.95", strategies.KV{Key: "mem_fraction", Value: "0.95"}),
+			knob("XLA_PYTHON_CLIENT_PREALLOCATE=false", strategies.KV{Key: "preallocate", Value: "false"}),
+			knob("XLA_PYTHON_CLIENT_ALLOCATOR=platform", strategies.KV{Key: "allocator", Value: "platform"}),
+		}
+	},
 }

@@ -16,9 +16,15 @@ import (
 // worth measuring for a smaller card, given the allocator limit placement
 // alone needs; the harness replays each and keeps the one that helps
 // most, so a suggestion is a measurement, not folklore.
+//
+// Tune lists the settings `membench tune` searches on dev: the knobs a
+// user of the framework sets (its defaults first), each with the line the
+// user writes, so that the search compares what can be configured and its
+// answer is a line to paste.
 type Adviser struct {
 	Placement func(sp Spec, dev Device) (Spec, bool)
 	Knobs     func(sp Spec, dev Device, limit int64) []Knob
+	Tune      func(dev Device) []Knob
 }
 
 // A Knob is one setting a user can make: the spec that applies it and the

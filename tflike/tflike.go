@@ -270,4 +270,25 @@ var Adviser = strategies.Adviser{
 		}
 		return knobs
 	},
+	Tune: func(dev strategies.Device) []strategies.Knob {
+		knob := func(line string, kvs ...strategies.KV) strategies.Knob {
+			return strategies.Knob{Spec: strategies.Spec{Name: "tf", Params: kvs}, Line: line}
+		}
+		if dev.Kind == strategies.TPU {
+			return []strategies.Knob{knob("(defaults)"), knob("defrag=false (no relocation on a fragmentation OOM: what-if)", strategies.KV{Key: "defrag", Value: "false"})}
+		}
+		// allocator-spec §2.4, §2.5, §2.8: growth on demand, the fraction
+		// of free memory, garbage collection of free regions, and the
+		// driver's allocator.
+		grow := strategies.KV{Key: "allow_growth", Value: "true"}
+		noGC := strategies.KV{Key: "garbage_collection", Value: "false"}
+		return []strategies.Knob{
+			knob("(defaults)"),
+			knob("TF_FORCE_GPU_ALLOW_GROWTH=true", grow),
+			knob("TF_FORCE_GPU_ALLOW_GROWTH=true TF_ENABLE_GPU_GARBAGE_COLLECTION=false", grow, noGC),
+			knob("TF_ENABLE_GPU_GARBAGE_COLLECTION=false", noGC),
+			knob("per_process_gpu_memory_fraction=0.95 (tf.compat.v1.GPUOptions)", strategies.KV{Key: "per_process_gpu_memory_fraction", Value: "0.95"}),
+			knob("TF_GPU_ALLOCATOR=cuda_malloc", strategies.KV{Key: "allocator", Value: "cuda_malloc"}),
+		}
+	},
 }

@@ -338,4 +338,57 @@ var Adviser = strategies.Adviser{
 			Line: "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
 		}}
 	},
+	Tune: tuneGrid,
+}
+
+// tuneGrid is what `membench tune` tries for PyTorch: the knobs of
+// PYTORCH_CUDA_ALLOC_CONF that change where blocks go (allocator-spec
+// §1.2, §1.6, §1.9, §1.10): expandable segments, the split limit for
+// large blocks, power-of-two rounding, and the garbage-collection
+// threshold, which is a fraction of per_process_memory_fraction's limit
+// and does nothing without it (so it is tried with the fraction at 1).
+// None of them applies on a TPU, where PyTorch runs through PyTorch/XLA.
+func tuneGrid(dev strategies.Device) []strategies.Knob {
+	if dev.Kind == strategies.TPU {
+		return nil
+	}
+	var out []strategies.Knob
+	add := func(conf ...string) {
+		sp := strategies.Spec{Name: "torch"}
+		for _, kv := range conf {
+			k, v, _ := strings.Cut(kv, ":")
+			if k == "expandable_segments" {
+				v = "true"
+			}
+			sp.Params = append(sp.Params, strategies.KV{Key: k, Value: v})
+		}
+		line := "(defaults)"
+		if len(conf) > 0 {
+			line = "PYTORCH_CUDA_ALLOC_CONF=" + strings.Join(conf, ",")
+		}
+		out = append(out, strategies.Knob{Spec: sp, Line: line})
+	}
+	for _, exp := range []bool{false, true} {
+		for _, split := range []string{"", "128", "512"} {
+			for _, rp2 := range []string{"", "4"} {
+				var conf []string
+				if exp {
+					conf = append(conf, "expandable_segments:True")
+				}
+				if split != "" {
+					conf = append(conf, "max_split_size_mb:"+split)
+				}
+				if rp2 != "" {
+					conf = append(conf, "roundup_power2_divisions:"+rp2)
+				}
+				add(conf...)
+			}
+		}
+	}
+	for _, gc := range []string{"0.6", "0.8"} {
+		c := len(out)
+		add("garbage_collection_threshold:"+gc, "per_process_memory_fraction:1.0")
+		out[c].Line = "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:" + gc + " with torch.cuda.set_per_process_memory_fraction(1.0)"
+	}
+	return out
 }

@@ -44,6 +44,7 @@ func runWithInput(stdin io.Reader, stdout, stderr io.Writer, args []string) erro
 			tracesCommand(),
 			compareCommand(),
 			capacityCommand(),
+			tuneCommand(),
 			sweepCommand(),
 			reportCommand(),
 		},

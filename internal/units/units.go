@@ -1,6 +1,7 @@
 package units
 
 import (
+	"fmt"
 	"strconv"
 )
 
@@ -38,4 +39,19 @@ func Bytes(n float64, decimals int) string {
 		decimals = 2
 	}
 	return sign + strconv.FormatFloat(n, 'f', decimals, 64) + " " + binaryPrefixes[i]
+}
+
+// Seconds formats a duration in seconds for people: µs below a
+// millisecond, ms below a second, else seconds; 0 as "0". The table of
+// `membench run` and `membench tune` share it.
+func Seconds(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1e-3:
+		return fmt.Sprintf("%.1f µs", v*1e6)
+	case v < 1:
+		return fmt.Sprintf("%.2f ms", v*1e3)
+	}
+	return fmt.Sprintf("%.3f s", v)
 }

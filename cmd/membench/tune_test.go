@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTune: every framework gets one best setting, the smallest card
+// first, and a line to paste; a framework named on a device with no model
+// of it is refused.
+func TestTune(t *testing.T) {
+	out, _, err := runCLI(t, "tune", "--trace", "gpt-train", "--jobs", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "tune: gpt-train on a100-80g: 25 settings tried") {
+		t.Fatalf("header:\n%s", out)
+	}
+	stars := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && f[0] == "★" {
+			stars[f[1]]++
+		}
+	}
+	for _, fw := range []string{"jax", "tf", "torch"} {
+		if stars[fw] != 1 {
+			t.Errorf("%s: %d best rows", fw, stars[fw])
+		}
+		if !strings.Contains(out, "\n"+fw+": ") {
+			t.Errorf("no line to paste for %s:\n%s", fw, out)
+		}
+	}
+	// jax's platform allocator needs the smallest card, at a cost the
+	// answer states.
+	if !strings.Contains(out, "jax: XLA_PYTHON_CLIENT_ALLOCATOR=platform") || !strings.Contains(out, "at a cost:") {
+		t.Errorf("jax's answer:\n%s", out)
+	}
+	again, _, err := runCLI(t, "tune", "--trace", "gpt-train", "--jobs", "1")
+	if err != nil || again != out {
+		t.Errorf("tune output differs between --jobs 1 and 2 (err %v)", err)
+	}
+	if _, _, err := runCLI(t, "tune", "--trace", "gpt-train", "--device", "tpu-v5e", "--framework", "torch"); err == nil || !strings.Contains(err.Error(), "no model on tpu-v5e") {
+		t.Errorf("torch on a TPU: %v", err)
+	}
+	out, _, err = runCLI(t, "tune", "--trace", "gpt-train", "--device", "tpu-v5e")
+	if err != nil || !strings.Contains(out, "defrag=false") || strings.Contains(out, "torch") {
+		t.Errorf("TPU tune: %v\n%s", err, out)
+	}
+}
