@@ -55,6 +55,31 @@ echo
 run sweep --strategy torch --param max_split_size_mb=20,128,512 --param expandable_segments=false,true --trace ../shared/traces/pytorch-snapshots/opt125m-zo-finetune.pickle --format table
 runerr capacity --no-advice --device a100-80g --strategy torch --strategy torch:max_split_size_mb=20 --strategy torch:expandable_segments=true --trace ../shared/traces/pytorch-snapshots/opt125m-zo-finetune.pickle --format table
 echo
+echo "## Two processes on one GPU"
+echo
+echo "JAX preallocates 75 % of the card; a PyTorch process beside it finds the rest too"
+echo "small, whichever starts first, and the failure names JAX's policy as the cause."
+echo "With XLA_PYTHON_CLIENT_PREALLOCATE=false both fit. A 3 GiB card (2.5 GiB after"
+echo "the CUDA context), gpt-train in both processes; then the smallest card each pair"
+echo "needs together."
+echo
+run run --colocate gpt-train@jax --colocate gpt-train@torch --device a100-80g:total=3GiB,capacity=2.5GiB,free=2.5GiB
+run run --colocate gpt-train@jax:preallocate=false --colocate gpt-train@torch --device a100-80g:total=3GiB,capacity=2.5GiB,free=2.5GiB
+run capacity --colocate gpt-train@jax --colocate gpt-train@torch
+run capacity --colocate gpt-train@jax:preallocate=false --colocate gpt-train@torch
+run capacity --colocate gpt-train@tf --colocate gpt-train@tf
+echo
+echo "## Tuning each framework's knobs"
+echo
+run tune --trace gpt-train
+echo
+echo "## TensorFlow, JAX and TPU profiles against the BFC and TPU models"
+echo
+echo "Decisions that depend on memory a warm window never shows are undetermined and"
+echo "never counted as agreement (bfc/validate/doc.go)."
+echo
+run validate ../shared/traces/profiler/tf-v100x8-bert-multiworker.xplane.pb ../shared/traces/profiler/jax-mi355-te-fused-attn.xplane.pb ../shared/traces/profiler/xprof-tpu-v6e-inference.xplane.pb
+echo
 echo "## The torch model against the real GPU recordings"
 echo
 for f in ../shared/traces/pytorch-snapshots/*.pickle; do run validate "$f"; done

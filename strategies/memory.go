@@ -27,6 +27,28 @@ type Memory struct {
 	// Limit, if > 0, caps the bytes the allocator may hold below the
 	// device capacity (used by capacity search).
 	Limit int64
+
+	// Share, when set, is the device as several processes see it
+	// (colocation): what the others hold is not available to this one.
+	// Reserved and Peak stay this process's own.
+	Share *Share
+}
+
+// Share is one device's memory held by all the processes on it: each
+// process's Memory adds to it what it takes and subtracts what it gives
+// back, and finds available only what none holds.
+type Share struct{ used, peak int64 }
+
+// Used is what every process on the device holds; Peak its maximum.
+func (s *Share) Used() int64 { return s.used }
+func (s *Share) Peak() int64 { return s.peak }
+
+func (s *Share) add(n int64) {
+	if s == nil {
+		return
+	}
+	s.used += n
+	s.peak = max(s.peak, s.used)
 }
 
 // vaBase is where simulated device addresses start: high, 2 MiB aligned,
@@ -79,7 +101,12 @@ func (m *Memory) capacity() int64 {
 }
 
 // Available is what the device could still hand out.
-func (m *Memory) Available() int64 { return m.capacity() - m.used }
+func (m *Memory) Available() int64 {
+	if m.Share != nil {
+		return m.capacity() - m.Share.used
+	}
+	return m.capacity() - m.used
+}
 
 // Reserved is the bytes currently held; Peak its maximum so far.
 func (m *Memory) Reserved() int64 { return m.used }
@@ -95,6 +122,7 @@ func (m *Memory) Seconds() float64 { return float64(m.ps) / 1e12 }
 
 func (m *Memory) take(size int64) {
 	m.used += size
+	m.Share.add(size)
 	if m.used > m.peak {
 		m.peak = m.used
 	}
@@ -119,6 +147,7 @@ func (m *Memory) Seed(size int64) { m.take(size) }
 // Free is one cudaFree of a range Malloc returned.
 func (m *Memory) Free(size int64) {
 	m.used -= size
+	m.Share.add(-size)
 	m.frees++
 	m.charge(m.cost.free)
 }
@@ -152,6 +181,7 @@ func (m *Memory) Map(size int64, pages int64) bool {
 // Unmap releases size bytes in pages pages.
 func (m *Memory) Unmap(size int64, pages int64) {
 	m.used -= size
+	m.Share.add(-size)
 	m.frees++
 	m.charge(mulSat(pages, m.cost.unmapPage))
 }

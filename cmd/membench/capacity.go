@@ -28,8 +28,12 @@ func capacityCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "device", Usage: "device family to search, repeatable (default: a100-80g and tpu-v4); only its granularity, costs and kind matter, the capacity is what is searched"},
 			&cli.BoolFlag{Name: "no-advice", Usage: "search only the strategies as given: no placement-alone row and no knob"},
 			outFlag, formatFlag, shardFlag, jobsFlag,
+			colocateFlag, rateFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("colocate") {
+				return capacityColocate(c)
+			}
 			p, err := newPlan(c, strategySpecs(c), true, "a100-80g", "tpu-v4")
 			if err != nil {
 				return err

@@ -121,8 +121,15 @@ func runCommand() *cli.Command {
 			strategyFlag(""),
 			deviceFlag, outFlag, formatFlag, shardFlag, jobsFlag,
 			&cli.BoolFlag{Name: "check", Usage: "run the allocators' invariant checks after every event (slow)"},
+			colocateFlag, rateFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("colocate") {
+				if c.IsSet("trace") || c.IsSet("strategy") {
+					return fmt.Errorf("--colocate names each tenant's trace and strategy (TRACE@STRATEGY): leave out --trace and --strategy")
+				}
+				return runColocate(c)
+			}
 			p, err := newPlan(c, strategySpecs(c), false, strategies.DefaultDevice)
 			if err != nil {
 				return err

@@ -48,3 +48,30 @@ func TestTune(t *testing.T) {
 		t.Errorf("TPU tune: %v\n%s", err, out)
 	}
 }
+
+// TestColocateCommand: `run --colocate` reports each tenant and, for the
+// one that failed, the tenant whose policy took the memory;
+// `capacity --colocate` the group's card.
+func TestColocateCommand(t *testing.T) {
+	const card = "a100-80g:total=3GiB,capacity=2.5GiB,free=2.5GiB"
+	out, _, err := runCLI(t, "run", "--colocate", "gpt-train@jax", "--colocate", "gpt-train@torch", "--device", card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "tenant 2 (gpt-train@torch) failed at its event") || !strings.Contains(out, "cause: gpt-train@jax held") {
+		t.Errorf("output:\n%s", out)
+	}
+	out, _, err = runCLI(t, "capacity", "--colocate", "gpt-train@jax:preallocate=false", "--colocate", "gpt-train@torch")
+	if err != nil || !strings.Contains(out, "every tenant fits from a capacity of") {
+		t.Errorf("capacity --colocate: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"run", "--colocate", "gpt-train@jax"},
+		{"run", "--colocate", "gpt-train", "--colocate", "gpt-train@torch"},
+		{"run", "--colocate", "gpt-train@jax", "--colocate", "gpt-train@torch", "--trace", "gpt-train"},
+	} {
+		if _, _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

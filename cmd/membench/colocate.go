@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"membench/harness"
+	"membench/internal/units"
+	"membench/strategies"
+)
+
+var (
+	colocateFlag = &cli.StringSliceFlag{Name: "colocate", Usage: "replay `TRACE@STRATEGY` tenants together on one device whose memory they share (repeat for each process, at least two)"}
+	rateFlag     = &cli.Float64Flag{Name: "rate", Value: harness.DefaultColocateRate, Usage: "with --colocate: events a second at which a trace without a clock advances (assumption)"}
+)
+
+// tenants reads --colocate's TRACE@STRATEGY values.
+func tenants(c *cli.Context) ([]harness.Tenant, func(), error) {
+	var ts []harness.Tenant
+	closeAll := func() {
+		for _, t := range ts {
+			t.Source.Close()
+		}
+	}
+	for _, v := range c.StringSlice("colocate") {
+		i := strings.LastIndex(v, "@")
+		if i <= 0 || i == len(v)-1 {
+			closeAll()
+			return nil, nil, fmt.Errorf("--colocate %q: want TRACE@STRATEGY, such as gpt-train@jax", v)
+		}
+		src, err := harness.ResolveTrace(v[:i])
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--colocate %q: %w", v, err)
+		}
+		src.Cache(harness.DefaultCacheEvents)
+		ts = append(ts, harness.Tenant{Source: src, Spec: v[i+1:]})
+	}
+	if len(ts) < 2 {
+		closeAll()
+		return nil, nil, fmt.Errorf("--colocate: name at least two tenants (one --colocate TRACE@STRATEGY each)")
+	}
+	return ts, closeAll, nil
+}
+
+// runColocate is `run --colocate`: one device, several processes.
+func runColocate(c *cli.Context) error {
+	ts, closeAll, err := tenants(c)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	devs := c.StringSlice("device")
+	if len(devs) > 1 {
+		return fmt.Errorf("--colocate: one --device, the one the tenants share")
+	}
+	name := strategies.DefaultDevice
+	if len(devs) == 1 {
+		name = devs[0]
+	}
+	dev, err := strategies.ParseDevice(name)
+	if err != nil {
+		return err
+	}
+	rs, err := harness.Colocate(ts, dev, c.Float64("rate"))
+	if err != nil {
+		return err
+	}
+	writeColocate(c.App.Writer, dev, c.Float64("rate"), rs)
+	return nil
+}
+
+func writeColocate(w io.Writer, dev strategies.Device, rate float64, rs []harness.TenantResult) {
+	fmt.Fprintf(w, "colocate: %d tenants share %s (capacity %s); events interleaved by trace time, a trace without a clock at %g events/s (assumption, --rate); a tenant stops at its first OOM\n\n",
+		len(rs), dev.Label(), units.Bytes(float64(dev.Capacity), 2), rate)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "tenant\ttrace\tstrategy\tfit\tfirst OOM (its event)\tpeak reserved\tpeak live\t")
+	for k, r := range rs {
+		fit, oom := "fits", "–"
+		if !r.Fit {
+			fit, oom = "OOM", fmt.Sprint(r.FirstOOM)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k+1, r.Trace, r.Strategy, fit, oom, units.Bytes(float64(r.PeakReserved), 2), units.Bytes(float64(r.PeakLive), 2))
+	}
+	tw.Flush()
+	for k, r := range rs {
+		if r.Fit {
+			continue
+		}
+		fmt.Fprintf(w, "\ntenant %d (%s@%s) failed at its event %d: %s\n  cause: %s\n", k+1, r.Trace, r.Strategy, r.FirstOOM, r.OOM.Message, r.Cause)
+	}
+}
+
+// capacityColocate is `capacity --colocate`: the smallest card the group
+// needs.
+func capacityColocate(c *cli.Context) error {
+	ts, closeAll, err := tenants(c)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	devs := c.StringSlice("device")
+	if len(devs) == 0 {
+		devs = []string{strategies.DefaultDevice}
+	}
+	for _, name := range devs {
+		dev, err := strategies.ParseDevice(name)
+		if err != nil {
+			return err
+		}
+		capB, err := harness.ColocateCapacity(ts, dev, c.Float64("rate"))
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, t := range ts {
+			names = append(names, t.Source.Name+"@"+t.Spec)
+		}
+		overhead := max(dev.Total-dev.Capacity, 0)
+		fmt.Fprintf(c.App.Writer, "capacity: %s together on %s: every tenant fits from a capacity of %s, a %s card\n",
+			strings.Join(names, " + "), dev.Label(), units.Bytes(float64(capB), 2), units.Bytes(float64(capB+overhead), 2))
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package harness
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+
+	"membench/internal/units"
+	"membench/strategies"
+	"membench/traces"
+)
+
+// A Tenant is one process on a shared device: a trace replayed through a
+// strategy (`membench run --colocate TRACE@STRATEGY`).
+type Tenant struct {
+	Source *Source
+	Spec   string
+}
+
+// TenantResult is what one tenant of a colocated replay did.
+type TenantResult struct {
+	Trace, Strategy string
+	Events          int64 // events replayed (up to its first OOM)
+	Fit             bool
+	// FirstOOM is the tenant's event index where an allocation first
+	// failed (-1 when none did), and OOM the allocator's account of it.
+	FirstOOM int64
+	OOM      strategies.OOM
+	// Cause names the tenant whose holdings left too little, with what it
+	// held beyond its live data, when this tenant failed.
+	Cause                  string
+	PeakLive, PeakReserved int64
+}
+
+// DefaultColocateRate is the pace, in events per second, at which a
+// tenant whose trace carries no clock is interleaved with the others: an
+// assumption, stated in the output and set by --rate.
+const DefaultColocateRate = 10000
+
+// Colocate replays the tenants against one device whose memory they
+// share (strategies.Share): each tenant's allocator is built on its own
+// view of the device, so its reserved bytes and device calls stay its
+// own, but a device allocation fails when the tenants together hold the
+// capacity. Events are interleaved by their times (a trace without a clock
+// advances at rate events a second), ties in the order the tenants were
+// given. A tenant stops at its first failed allocation, as a framework
+// raises an out-of-memory error; what it holds then stays held (the
+// process is reported, not restarted). The cause of a failure is the
+// other tenant holding the most memory beyond its live data (its
+// reservation or caching policy), or, when none holds any, the one with
+// the most live data.
+func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantResult, error) {
+	if len(tenants) < 2 {
+		return nil, fmt.Errorf("colocate: name at least two tenants (TRACE@STRATEGY)")
+	}
+	if !(rate > 0) {
+		rate = DefaultColocateRate
+	}
+	share := &strategies.Share{}
+	type tenant struct {
+		r       traces.Reader
+		a       strategies.Allocator
+		mem     *strategies.Memory
+		ids     traces.Tracker[liveEntry]
+		res     *TenantResult
+		next    traces.Event
+		at      int64 // the next event's time, ns
+		i       int64
+		live    int64
+		done    bool
+		stopped bool
+	}
+	ts := make([]*tenant, len(tenants))
+	defer func() {
+		for _, t := range ts {
+			if t != nil && t.r != nil {
+				t.r.Close()
+			}
+		}
+	}()
+	advance := func(t *tenant) error {
+		ev, err := t.r.Next()
+		if err == io.EOF {
+			t.done = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ev.Op == traces.OpLaunch || ev.Op == traces.OpLaunchEnd {
+			return fmt.Errorf("%s: colocation replays traces op by op; a trace with executable launches is not modelled here", t.res.Trace)
+		}
+		t.next = ev
+		if ev.Time != traces.NoTime {
+			t.at = ev.Time
+		} else {
+			t.at = int64(float64(t.i) * 1e9 / rate)
+		}
+		return nil
+	}
+	for k, tn := range tenants {
+		d := dev
+		mem := strategies.NewMemory(&d)
+		mem.Share = share
+		a, sp, err := NewAllocator(tn.Spec, mem)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %d (%s): %w", k+1, tn.Spec, err)
+		}
+		if _, ok := a.(strategies.Offline); ok {
+			return nil, fmt.Errorf("tenant %d: %s is an offline plan, not a process that can share a device", k+1, tn.Spec)
+		}
+		r, err := tn.Source.Open()
+		if err != nil {
+			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
+		}
+		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1, Fit: true}}
+		ts[k] = t
+		if err := advance(t); err != nil {
+			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
+		}
+	}
+	for {
+		var t *tenant
+		for _, c := range ts {
+			if !c.done && !c.stopped && (t == nil || c.at < t.at) {
+				t = c
+			}
+		}
+		if t == nil {
+			break
+		}
+		ev := t.next
+		switch ev.Op {
+		case traces.OpAlloc:
+			h, ok := t.a.Malloc(ev.Size, ev.Stream)
+			if !ok {
+				t.res.Fit, t.res.FirstOOM, t.res.OOM = false, t.i, t.a.LastOOM()
+				t.res.Cause = cause(ts, t, func(o *tenant) (string, int64, int64) { return o.res.Trace + "@" + o.res.Strategy, o.mem.Reserved(), o.live })
+				t.stopped = true
+				break
+			}
+			if err := t.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+			}
+			t.live += ev.Size
+			t.res.PeakLive = max(t.res.PeakLive, t.live)
+		case traces.OpFree:
+			e, err := t.ids.Free(ev.ID)
+			if err != nil {
+				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+			}
+			t.a.Free(e.h)
+			t.live -= e.size
+		}
+		t.res.PeakReserved = max(t.res.PeakReserved, t.mem.Reserved())
+		if t.stopped {
+			continue
+		}
+		t.i++
+		if err := advance(t); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]TenantResult, len(ts))
+	for k, t := range ts {
+		t.res.Events = t.i
+		out[k] = *t.res
+	}
+	return out, nil
+}
+
+// cause names the tenant other than failed that holds the most memory
+// beyond its live data, or the most live data when none holds more than
+// it uses.
+func cause[T comparable](ts []T, failed T, info func(T) (name string, reserved, live int64)) string {
+	type c struct {
+		name           string
+		reserved, live int64
+	}
+	var cs []c
+	for _, t := range ts {
+		if t == failed {
+			continue
+		}
+		n, r, l := info(t)
+		cs = append(cs, c{n, r, l})
+	}
+	if len(cs) == 0 {
+		return ""
+	}
+	best := slices.MaxFunc(cs, func(x, y c) int {
+		return cmp.Or(cmp.Compare(x.reserved-x.live, y.reserved-y.live), cmp.Compare(x.live, y.live))
+	})
+	if best.reserved > best.live {
+		return fmt.Sprintf("%s held %s of the device for %s of live data: its reservation or caching policy took the memory", best.name, units.Bytes(float64(best.reserved), 2), units.Bytes(float64(best.live), 2))
+	}
+	return fmt.Sprintf("%s held %s, all of it live data: the device is too small for both", best.name, units.Bytes(float64(best.reserved), 2))
+}
+
+// ColocateCapacity is the smallest capacity, in steps of the device's
+// granularity, at which every tenant fits: the card the group needs, less
+// the device's overhead (see MinCapacity, whose search this follows:
+// doubling, then bisection, then a few granules above the answer to catch
+// a capacity where fitting is not monotone).
+func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (int64, error) {
+	g := max(dev.Granularity, 1)
+	fits := func(c int64) (bool, error) {
+		d := dev
+		d.Capacity, d.Free = c, c
+		d.Total = c + max(dev.Total-dev.Capacity, 0)
+		rs, err := Colocate(tenants, d, rate)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rs {
+			if !r.Fit {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	lo, hi := int64(0), g
+	for {
+		ok, err := fits(hi)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			break
+		}
+		if hi > MaxSearchCapacity/2 {
+			return 0, fmt.Errorf("colocate: the tenants do not fit together on any capacity up to %d B", MaxSearchCapacity)
+		}
+		lo, hi = hi, hi*2
+	}
+	for {
+		for hi-lo > g {
+			mid := (lo + hi) / 2 / g * g
+			if mid <= lo {
+				mid = lo + g
+			}
+			ok, err := fits(mid)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		moved := false
+		for k := int64(1); k <= monotoneChecks; k++ {
+			ok, err := fits(hi + k*g)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				lo, hi, moved = hi+k*g, (hi+k*g)*2, true
+				break
+			}
+		}
+		if !moved {
+			return hi, nil
+		}
+		for {
+			ok, err := fits(hi)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				break
+			}
+			lo, hi = hi, hi*2
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"membench/strategies"
+)
+
+func corpusSource(t *testing.T, name string) *Source {
+	t.Helper()
+	s, err := ResolveTrace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cache(DefaultCacheEvents)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestColocate: on a 3 GiB card (2.5 GiB the processes can use), JAX's
+// default preallocation leaves PyTorch too little, whichever starts first,
+// and the failure names JAX's policy; with growth on demand both fit.
+func TestColocate(t *testing.T) {
+	dev, err := strategies.ParseDevice("a100-80g:total=3GiB,capacity=2.5GiB,free=2.5GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := corpusSource(t, "gpt-train")
+	for _, tc := range []struct {
+		tenants []string
+		fits    []bool
+	}{
+		{[]string{"jax", "torch"}, []bool{true, false}},
+		{[]string{"torch", "jax"}, []bool{false, true}},
+		{[]string{"jax:preallocate=false", "torch"}, []bool{true, true}},
+	} {
+		var ts []Tenant
+		for _, s := range tc.tenants {
+			ts = append(ts, Tenant{Source: src, Spec: s})
+		}
+		rs, err := Colocate(ts, dev, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, r := range rs {
+			if r.Fit != tc.fits[k] {
+				t.Errorf("%v: tenant %d fit %v, want %v", tc.tenants, k+1, r.Fit, tc.fits[k])
+			}
+			if !r.Fit && (!strings.Contains(r.Cause, "gpt-train@jax held") || !strings.Contains(r.Cause, "policy") || r.FirstOOM < 0 || r.OOM.Message == "") {
+				t.Errorf("%v: tenant %d failed with cause %q at %d (%q)", tc.tenants, k+1, r.Cause, r.FirstOOM, r.OOM.Message)
+			}
+			if r.Fit && r.FirstOOM != -1 {
+				t.Errorf("%v: tenant %d fits but has first OOM %d", tc.tenants, k+1, r.FirstOOM)
+			}
+		}
+	}
+	// Alone, each tenant fits on that card.
+	for _, s := range []string{"jax", "torch"} {
+		res, err := ReplayJob(Job{Source: src, Device: dev, Spec: s}, Options{})
+		if err != nil || res.OOMCount != 0 {
+			t.Errorf("%s alone: %d OOMs, %v", s, res.OOMCount, err)
+		}
+	}
+	if _, err := Colocate([]Tenant{{Source: src, Spec: "jax"}}, dev, 0); err == nil {
+		t.Errorf("one tenant accepted")
+	}
+	if _, err := Colocate([]Tenant{{Source: src, Spec: "jax"}, {Source: src, Spec: "planner"}}, dev, 0); err == nil || !strings.Contains(err.Error(), "offline") {
+		t.Errorf("planner as a tenant: %v", err)
+	}
+}
+
+// TestColocateCapacity: the group's smallest capacity holds both, one
+// granule less does not, and it is at least what either needs alone.
+func TestColocateCapacity(t *testing.T) {
+	dev, _ := strategies.ParseDevice("a100-80g")
+	src := corpusSource(t, "gpt-train")
+	ts := []Tenant{{Source: src, Spec: "jax:preallocate=false"}, {Source: src, Spec: "torch"}}
+	c, err := ColocateCapacity(ts, dev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(capB int64) bool {
+		d := dev
+		d.Capacity, d.Free, d.Total = capB, capB, capB+(dev.Total-dev.Capacity)
+		rs, err := Colocate(ts, d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs[0].Fit && rs[1].Fit
+	}
+	if !at(c) || at(c-dev.Granularity) {
+		t.Errorf("capacity %d: fits %v, one granule less fits %v", c, at(c), at(c-dev.Granularity))
+	}
+	for _, s := range ts {
+		alone, err := MinCapacity(src, s.Spec, dev)
+		if err != nil || c < alone.MinCapacity {
+			t.Errorf("%s alone needs %d, the group %d (%v)", s.Spec, alone.MinCapacity, c, err)
+		}
+	}
+}
