@@ -136,7 +136,9 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 			h, ok := t.a.Malloc(ev.Size, ev.Stream)
 			if !ok {
 				t.res.Fit, t.res.FirstOOM, t.res.OOM = false, t.i, t.a.LastOOM()
-				t.res.Cause = cause(ts, t, func(o *tenant) (string, int64, int64) { return o.res.Trace + "@" + o.res.Strategy, o.mem.Reserved(), o.live })
+				t.res.Cause = cause(ts, t, func(o *tenant) (string, int64, int64) {
+					return o.res.Trace + "@" + o.res.Strategy, o.mem.Reserved(), o.live
+				})
 				t.stopped = true
 				break
 			}
