@@ -322,6 +322,11 @@ func runRows(rep *Report) []runRow {
 			// others replay as recorded whatever the strategy.
 			row.Notes = append(row.Notes, note{Text: res.Execution})
 		}
+		for _, n := range res.TraceNotes {
+			// What the trace says of itself (a compiled trace is an
+			// approximation), shown as an assumption of the run.
+			row.Notes = append(row.Notes, note{Text: n, Assumption: true})
+		}
 		row.Notes = append(row.Notes, notesOf(res.Notes)...)
 		rows = append(rows, row)
 	}

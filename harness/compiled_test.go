@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"membench/strategies"
 	"membench/traces"
 )
 
@@ -105,8 +108,8 @@ func TestCompiledRefusals(t *testing.T) {
 			"t: jax:jit=true: the trace has no executable launches"},
 		{"jit_compile without launches", "membench-trace 1\na 1 8\n", "tf:jit_compile=true", "a100-80g",
 			"tf:jit_compile=true: the trace has no executable launches"},
-		{"compiled on a TPU", compiledTrace, "jax", "tpu-v4",
-			"t.txt:4 (event 2): jax on tpu-v4: a compiled launch is not modelled on a TPU"},
+		{"two temps in a launch on a TPU", "membench-trace 2\nb f\na 1 8 temp\na 2 8 temp\ne f\n", "jax", "tpu-v4",
+			`t.txt:4 (event 2): a second temp in one launch of "f" on a TPU`},
 		{"larger output", "membench-trace 2\na 1 8 device_put\nb f\na 2 16 output donor=1\ne f\n", "jax", "a100-80g",
 			"t.txt:4 (event 2): output 2 of 16 bytes is aliased to donated input 1 of 8 bytes"},
 		{"donor twice", "membench-trace 2\na 1 8 device_put\nb f\na 2 8 output donor=1\na 3 8 output donor=1\ne f\n", "jax:jit=false", "a100-80g",
@@ -151,3 +154,64 @@ func TestDonatedChain(t *testing.T) {
 		t.Errorf("allocs %d frees %d peak live %d launches %d; want 4 4 1064 4", res.Allocs, res.Frees, res.PeakLive, res.Launches)
 	}
 }
+
+// TestCompiledOnTPU: on a TPU a launch's temp is its executable's program
+// reservation (allocator-spec §6.4): loaded at the executable's first
+// launch, reused while loaded, reloaded after an eviction; outputs stay
+// buffers. Each case is a trace (launches of step with a temp of 5000 B
+// unless said), a device, and what the replay did.
+func TestCompiledOnTPU(t *testing.T) {
+	launch := func(exe string, id, temp int) string {
+		return "b " + exe + "\na " + strconv.Itoa(id) + " " + strconv.Itoa(temp) + " temp\ne " + exe + "\nf " + strconv.Itoa(id) + "\n"
+	}
+	cases := []struct {
+		name, trace, spec, dev       string
+		allocs, frees                int64
+		loads, reloads, reuses, ooms int64
+		reserved, peakLive           int64 // reserved: the program bytes loaded at the end
+	}{
+		{"the compiled trace: the temp is a program, the rest as on a GPU", compiledTrace, "jax", "tpu-v4",
+			3, 3, 1, 0, 0, 0, 5000, 6108},
+		{"tf with jit_compile", compiledTrace, "tf:jit_compile=true", "tpu-v4",
+			3, 3, 1, 0, 0, 0, 5000, 6108},
+		{"three launches of one executable load it once", "membench-trace 2\n" + launch("step", 1, 5000) + launch("step", 2, 5000) + launch("step", 3, 5000), "jax", "tpu-v4",
+			0, 0, 1, 0, 2, 0, 5000, 5000},
+		{"two executables, two programs, both kept", "membench-trace 2\n" + launch("f", 1, 5000) + launch("g", 2, 3000) + launch("f", 3, 5000) + launch("g", 4, 3000), "jax", "tpu-v4",
+			0, 0, 2, 0, 2, 0, 5000 + 3000, 5000},
+		{"a temp of another size is another program (a retraced executable)", "membench-trace 2\n" + launch("step", 1, 5000) + launch("step", 2, 6000) + launch("step", 3, 5000), "jax", "tpu-v4",
+			0, 0, 2, 0, 1, 0, 5000 + 6000, 6000},
+		// A heap of 9,984 B: a 6,000 B buffer between launches needs the
+		// program's room, evicts it, and the next launch reloads it.
+		{"a buffer evicts the program; the next launch reloads it", "membench-trace 2\n" + launch("step", 1, 5000) + "a 10 6000 eager\nf 10\n" + launch("step", 2, 5000) + launch("step", 3, 5000), "jax", "tpu-v4:capacity=10000B",
+			1, 1, 1, 1, 1, 0, 5000, 6000},
+		{"a program larger than the heap is an OOM, and the replay goes on", "membench-trace 2\n" + launch("step", 1, 20000) + "a 10 64 eager\nf 10\n", "jax", "tpu-v4:capacity=10000B",
+			1, 1, 0, 0, 0, 1, 0, 64},
+		{"op by op the temp is a buffer", "membench-trace 2\n" + launch("step", 1, 5000) + launch("step", 2, 5000), "jax:jit=false", "tpu-v4",
+			2, 2, 0, 0, 0, 0, 0, 5000},
+	}
+	for _, c := range cases {
+		mem := strategies.NewMemory(ptr(device(t, c.dev)))
+		a, sp, err := NewAllocator(c.spec, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ReplayWith("t", readText(t, c.trace), a, sp.String(), Options{Check: true})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		got := []int64{res.Allocs, res.Frees, res.ProgramLoads, res.ProgramReloads, res.ProgramReuses, res.OOMCount, a.(interface{ Reserved() int64 }).Reserved(), res.PeakLive}
+		want := []int64{c.allocs, c.frees, c.loads, c.reloads, c.reuses, c.ooms, c.reserved, c.peakLive}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: allocs, frees, loads, reloads, reuses, ooms, reserved, peak live = %v, want %v", c.name, got, want)
+		}
+		if c.loads > 0 && !strings.Contains(res.Execution, fmt.Sprintf("%d programs loaded, %d reloaded after an eviction, %d launches reused", c.loads, c.reloads, c.reuses)) {
+			t.Errorf("%s: execution %q", c.name, res.Execution)
+		}
+		if c.ooms > 0 && !strings.Contains(res.OOMs[0].Message, "Error loading program") {
+			t.Errorf("%s: OOM %q", c.name, res.OOMs[0].Message)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -9,7 +9,12 @@
 // Defragmenter for defrag-events and defrag-moved-B, and Noter, whose
 // notes of the model's own assumptions a Result carries (Result.Notes)
 // beside its device's (Result.DeviceNotes) for the CLI and the report to
-// print. The harness imports strategies, traces and the framework
+// print, and ProgramLoader, on which a compiled replay on a TPU loads a
+// launch's temp as its executable's program (loadProgram). A trace's own
+// statement that it is an approximation (a compiled trace's meta,
+// TraceNotes) rides on Result.TraceNotes and Source.Meta, so that every
+// command that replays it repeats it; CompileTrace makes such traces. The
+// harness imports strategies, traces and the framework
 // packages; charts and cmd import it, and it imports neither.
 //
 // Replay streams a trace's events through one allocator on one device

@@ -33,14 +33,40 @@ type Source struct {
 	spool     *os.File
 	spoolSize int64
 	spoolErr  error
+	// seen is the meta of the last reader Open returned (seenOK once it
+	// has returned one), for the notes a trace carries (Meta).
+	seen   traces.Meta
+	seenOK bool
 }
 
 // Open returns a fresh reader of the trace.
 func (s *Source) Open() (traces.Reader, error) {
 	if s.events != nil {
+		s.see(s.meta)
 		return &traces.SliceReader{Events: s.events, M: s.meta}, nil
 	}
-	return s.open()
+	r, err := s.open()
+	if err == nil {
+		s.see(r.Meta())
+	}
+	return r, err
+}
+
+// see records m as the trace's meta.
+func (s *Source) see(m traces.Meta) {
+	s.mu.Lock()
+	s.seen, s.seenOK = m, true
+	s.mu.Unlock()
+}
+
+// Meta is the trace's meta as the last Open found it, and whether the
+// trace has been opened: the CLI reads the notes a trace carries
+// (TraceNotes) after the replays, without opening it again (standard
+// input can be read only once).
+func (s *Source) Meta() (traces.Meta, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen, s.seenOK
 }
 
 // StdinSource is the trace read from r, standard input ("-"). Read once,

@@ -52,6 +52,12 @@ type Result struct {
 	// a compiled replay did not pass to the allocator: parameters,
 	// constants, outputs in donated memory, and their frees.
 	Launches, Elided int64
+	// ProgramLoads, ProgramReloads and ProgramReuses count what a
+	// compiled replay on a TPU did with its launches' temps, each its
+	// executable's program reservation (jit.TempIsProgram): programs
+	// loaded at an executable's first launch, reloaded at a launch after
+	// an eviction, and launches that found their program loaded.
+	ProgramLoads, ProgramReloads, ProgramReuses int64
 	// Execution says how the trace's buffers were allocated (op by op
 	// or compiled, and why) for a strategy with a compiled mode (package
 	// jit), and for any strategy on a trace with launches. It is a
@@ -86,6 +92,10 @@ type Result struct {
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
+	// TraceNotes are what the trace says of itself that every result
+	// measured on it must repeat (TraceNotes: a compiled trace's
+	// approximation).
+	TraceNotes []string
 	// Offline is set for a plan made with the whole trace in view
 	// (strategies.Offline): a bound to read the allocators against, which
 	// Verdicts shows beside their ranking, never in it.
@@ -135,7 +145,23 @@ type liveEntry struct {
 const (
 	failed strategies.Handle = -1
 	none   strategies.Handle = -2
+	// program is a launch's temp held as its executable's program
+	// reservation on a TPU: live bytes of the trace, but no buffer of
+	// the allocator, so its free frees nothing (the program stays
+	// loaded).
+	program strategies.Handle = -3
+	// noProgram is a launch's temp whose program could not be loaded on
+	// a TPU (an out-of-memory): like a failed allocation its free is
+	// ignored, and like a program it was never an allocator call.
+	noProgram strategies.Handle = -4
 )
+
+// programKey is a program of a compiled replay on a TPU: an executable
+// and its temp size (jit.TempIsProgram).
+type programKey struct {
+	exe  string
+	size int64
+}
 
 // Replay streams the events of r through the strategy spec on device dev.
 // Input errors (from the reader or the checker: unknown ids, double frees,
@@ -176,6 +202,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	}
 	mem := a.Memory()
 	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes, Offline: offline}
+	res.TraceNotes = TraceNotes(res.Meta)
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
 	}
@@ -198,6 +225,12 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	}
 	x := executionOf(label)
 	compiled := x.Compiled()
+	loader, _ := a.(strategies.ProgramLoader)
+	tpu := mem.Dev.Kind == strategies.TPU
+	// onTPU: launches' temps are program reservations (jit.TempIsProgram).
+	onTPU := compiled && tpu && loader != nil
+	var programs map[programKey]strategies.Program
+	var temps int // temps of the launch open
 	var launches traces.Launches
 	var liveBytes int64
 	var i int64
@@ -222,6 +255,32 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 				if donor, err = ids.Donate(ev.Donor); err != nil {
 					return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
 				}
+			}
+			if jit.TempIsProgram(&ev, onTPU) {
+				if temps++; temps > 1 {
+					exe, _ := launches.Open()
+					return res, fail(i, fmt.Errorf("a second temp in one launch of %q on a TPU: an executable's temps are one program reservation (XLA combines them into one allocation, allocator-spec §3.1), and several are not modelled", exe))
+				}
+				if programs == nil {
+					programs = map[programKey]strategies.Program{}
+				}
+				h, err := loadProgram(loader, programs, &launches, &ev, res)
+				if err != nil {
+					res.OOMCount++
+					if len(res.OOMs) < 1000 {
+						res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: strategies.OOM{Requested: ev.Size, Rounded: ev.Size, Reserved: mem.Reserved(), Allocated: a.Allocated(), Message: err.Error()}})
+					}
+				}
+				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+					return res, fail(i, err)
+				}
+				if h == program {
+					liveBytes += ev.Size
+					if liveBytes > res.PeakLive {
+						res.PeakLive, res.PeakLiveEvent = liveBytes, i
+					}
+				}
+				break
 			}
 			if compiled {
 				if done, err := allocCompiled(&ids, &ev, donor, res); done || err != nil {
@@ -261,6 +320,13 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 				res.Elided++ // nothing was allocated: nothing to free
 				break
 			}
+			if e.h == program {
+				liveBytes -= e.size // the program stays loaded
+				break
+			}
+			if e.h == noProgram {
+				break
+			}
 			res.Frees++
 			if e.h == failed {
 				break // the allocation failed: its free is ignored
@@ -272,8 +338,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 				res.Marks = append(res.Marks, Mark{i, ev.Label})
 			}
 		case traces.OpLaunch:
+			temps = 0
 			if launches.Count == 1 {
-				if err := x.CheckDevice(mem.Dev.Kind == strategies.TPU, mem.Dev.Label()); err != nil {
+				if err := x.CheckDevice(tpu, loader != nil, mem.Dev.Label()); err != nil {
 					return res, fail(i, err)
 				}
 			}
@@ -315,6 +382,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		note, err := x.Finish(res.Launches, res.Elided)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", name, err)
+		}
+		if onTPU && res.Launches > 0 {
+			note += "; " + jit.ProgramNote(res.ProgramLoads, res.ProgramReloads, res.ProgramReuses)
 		}
 		res.Execution = note
 	} else if res.Launches > 0 {
@@ -358,4 +428,32 @@ func allocCompiled(ids *traces.Tracker[liveEntry], ev *traces.Event, donor liveE
 		return true, nil
 	}
 	return false, nil
+}
+
+// loadProgram places the temp ev of the launch open on a TPU as its
+// executable's program (jit.TempIsProgram): the first launch of an
+// executable loads a program of the temp's size, a later launch reuses
+// it while the model keeps it loaded, and one after an eviction reloads
+// it. It returns the temp's handle, program, or noProgram with the
+// runtime's error when the program could not be loaded (an
+// out-of-memory, which the replay records and goes on from).
+func loadProgram(l strategies.ProgramLoader, programs map[programKey]strategies.Program, launches *traces.Launches, ev *traces.Event, res *Result) (strategies.Handle, error) {
+	exe, _ := launches.Open()
+	k := programKey{exe, ev.Size}
+	p, seen := programs[k]
+	if seen && l.ProgramLoaded(p) {
+		res.ProgramReuses++
+		return program, nil
+	}
+	p, err := l.LoadProgram(ev.Size)
+	if err != nil {
+		return noProgram, fmt.Errorf("loading the program of %q (%d B): %w", exe, ev.Size, err)
+	}
+	programs[k] = p
+	if seen {
+		res.ProgramReloads++
+	} else {
+		res.ProgramLoads++
+	}
+	return program, nil
 }

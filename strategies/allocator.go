@@ -80,6 +80,23 @@ type Noter interface {
 	Notes() []string
 }
 
+// Program names one program a ProgramLoader loaded.
+type Program int32
+
+// ProgramLoader is a model with a program reservation beside its buffers:
+// the TPU runtime, where a loaded executable's code, static data and
+// temporaries are one contiguous reservation that stays loaded across
+// launches until it is unloaded or evicted for a buffer (allocator-spec
+// §6.4). A compiled replay on such a model loads an executable's temp as
+// its program instead of allocating it as a buffer, and asks
+// ProgramLoaded before reusing it, since the model may have evicted it
+// meanwhile. LoadProgram's error is an out-of-memory (the runtime's
+// message), not an input error.
+type ProgramLoader interface {
+	LoadProgram(size int64) (Program, error)
+	ProgramLoaded(p Program) bool
+}
+
 // UnsupportedDeviceError is what a model's constructor returns for a
 // device it has no model of (PyTorch's CUDA caching allocator on a TPU):
 // the harness refuses the pair when the user named both the strategy and

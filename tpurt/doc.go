@@ -36,13 +36,16 @@
 // (assumption). A failure after all that is reported in E0100's words,
 // "Attempting to allocate X. That was not possible. There are Y free.".
 //
-// The trace formats have no program loads or launches, so an ordinary
-// trace of buffers replays against an empty reservation; the knob
-// program_bytes loads one program of that size before the first event, to
-// ask what a resident program of a given size costs. An evicted program
-// is not reloaded (there are no launches to reload it).
+// A compiled replay (format-2 traces with executable launches; package
+// jit) loads each executable's temp as its program (LoadProgram) at the
+// executable's first launch and reuses it at later launches while
+// ProgramLoaded says it is loaded still; a launch after an eviction
+// reloads it. An ordinary trace of buffers has no launches and replays
+// against an empty reservation; the knob program_bytes loads one program
+// of that size before the first event, to ask what a resident program of
+// a given size costs (no launch reloads that one once evicted).
 //
 // Beyond the Allocator contract the model declares strategies.Layouter,
-// Defragmenter, Footprinter and Noter. The package imports strategies and
+// Defragmenter, Footprinter, Noter and ProgramLoader. The package imports strategies and
 // internal/spanset only.
 package tpurt

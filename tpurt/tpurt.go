@@ -48,12 +48,15 @@ type Stats struct {
 	LargestFreeBlock int64
 	DefragEvents     int64
 	DefragMoved      int64
-	Evictions        int64 // programs evicted to make room for a buffer
-	NumOOMs          int64
+	Evictions        int64 // programs evicted to make room for a buffer or a program
+	// ProgramLoads is the programs loaded (program_bytes's included).
+	ProgramLoads int64
+	NumOOMs      int64
 }
 
-// Program names one program a caller loaded.
-type Program int32
+// Program names one program a caller loaded (strategies.Program, so
+// that the model is a strategies.ProgramLoader).
+type Program = strategies.Program
 
 type buffer struct {
 	addr, size, req int64
@@ -114,7 +117,7 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 		if p > a.limit {
 			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d is more than the heap of %d B: no program is loaded", p, a.limit))
 		} else {
-			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d: one program of %s loaded at the bottom of the heap before the first event, evicted only when a buffer needs its room (assumption: traces carry no program loads or launches, so an evicted program is not reloaded)", p, HumanBytes(p)))
+			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d: one program of %s loaded at the bottom of the heap before the first event, evicted only when a buffer needs its room (assumption: nothing in the trace launches it, so once evicted it is not reloaded)", p, HumanBytes(p)))
 		}
 	}
 	a.notes = append(a.notes, opts.Notes...)
@@ -335,7 +338,17 @@ func (a *Allocator) reserve(size int64) {
 	a.reserved += size
 	a.programs = append(a.programs, program{size: size, loaded: true})
 	a.loaded = append(a.loaded, Program(len(a.programs)-1))
+	a.stats.ProgramLoads++
 	a.noteFootprint()
+}
+
+// ProgramLoaded reports whether p is loaded still: a program stays loaded
+// across launches until it is unloaded or evicted (for a buffer that
+// needs its room, or for another program), and a caller that launches it
+// again must reload it if it was (allocator-spec §6.4). A Program never
+// returned by LoadProgram is not loaded.
+func (a *Allocator) ProgramLoaded(p Program) bool {
+	return p >= 0 && int(p) < len(a.programs) && a.programs[p].loaded
 }
 
 // UnloadProgram releases a loaded program's reservation. The programs
@@ -527,9 +540,10 @@ func HumanBytes(n int64) string {
 }
 
 var (
-	_ strategies.Allocator    = (*Allocator)(nil)
-	_ strategies.Layouter     = (*Allocator)(nil)
-	_ strategies.Defragmenter = (*Allocator)(nil)
-	_ strategies.Footprinter  = (*Allocator)(nil)
-	_ strategies.Noter        = (*Allocator)(nil)
+	_ strategies.Allocator     = (*Allocator)(nil)
+	_ strategies.Layouter      = (*Allocator)(nil)
+	_ strategies.Defragmenter  = (*Allocator)(nil)
+	_ strategies.Footprinter   = (*Allocator)(nil)
+	_ strategies.Noter         = (*Allocator)(nil)
+	_ strategies.ProgramLoader = (*Allocator)(nil)
 )

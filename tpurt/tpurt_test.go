@@ -6,7 +6,7 @@ package tpurt
 // `after`, the allocations that failed and the counters.
 //
 // Ops, separated by ';': "alloc ID SIZE", "free ID", "load P SIZE" (a
-// program), "unload P".
+// program), "unload P", and the check "loaded P yes|no" (ProgramLoaded).
 //
 // Layouts list the heap bottom to top: "P<size>" the programs'
 // reservation, "F<size>" a free range, "ID:<size>" the buffer of live
@@ -15,7 +15,8 @@ package tpurt
 // (binary): "1M-1536", "124K".
 //
 // Stats: "key=size ..." with keys inuse, reserved, defrags, moved,
-// evictions, ooms, footprint, mallocs (device calls).
+// evictions, loads (programs loaded), ooms, footprint, mallocs (device
+// calls).
 
 import (
 	"fmt"
@@ -124,6 +125,16 @@ func (r *rig) run(ops string) {
 			}
 		case "unload":
 			r.a.UnloadProgram(r.progs[f[1]])
+		case "loaded":
+			// "loaded P yes|no": what ProgramLoaded says of P (a P
+			// never loaded is no program at all).
+			p, ok := r.progs[f[1]]
+			if !ok {
+				p = -1
+			}
+			if got, want := r.a.ProgramLoaded(p), f[2] == "yes"; got != want {
+				r.t.Errorf("after %q: ProgramLoaded(%s) = %v", op, f[1], got)
+			}
 		default:
 			r.t.Fatalf("test bug: op %q", op)
 		}
@@ -201,6 +212,8 @@ func (r *rig) checkStats(stats string) {
 			got = st.DefragMoved
 		case "evictions":
 			got = st.Evictions
+		case "loads":
+			got = st.ProgramLoads
 		case "ooms":
 			got = st.NumOOMs
 		case "footprint":
@@ -330,6 +343,26 @@ var scenarios = []scenario{
 		ops:    "load r 200K",
 		after:  "P500K F224K a:300K",
 		stats:  "evictions=1 reserved=500K",
+	},
+	{
+		name:   "a program stays loaded across buffers that leave it room (a compiled replay reuses it)",
+		before: "load p 300K; loaded p yes",
+		ops:    "alloc a 600K; free a; alloc b 700K; loaded p yes",
+		after:  "P300K F24K b:700K",
+		stats:  "loads=1 evictions=0 reserved=300K",
+	},
+	{
+		name:   "a buffer that needs the program's room evicts it: ProgramLoaded turns false, and a reload is a new load",
+		before: "load p 300K; alloc a 600K",
+		ops:    "alloc b 300K; loaded p no; free b; load p 300K; loaded p yes",
+		after:  "P300K F124K a:600K",
+		stats:  "loads=2 evictions=1 reserved=300K",
+	},
+	{
+		name:  "an unloaded program is not loaded, nor is one never loaded",
+		ops:   "load p 100K; unload p; loaded p no; loaded q no",
+		after: "F1M",
+		stats: "loads=1 evictions=0 reserved=0",
 	},
 	{
 		name:   "unloading a program returns its room to the free range above",

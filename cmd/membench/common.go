@@ -281,13 +281,23 @@ func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...strin
 // figures behind the results are assumptions rather than published facts
 // and which knobs had no effect: for each device its assumption notes,
 // then for each strategy on it the notes its allocator gave (Job.Notes,
-// as Result.Notes). Each line is written once, in job order.
+// as Result.Notes). Before them, what each trace says every run on it
+// must repeat (harness.TraceNotes: a compiled trace is an
+// approximation), from the meta its replays read. Each line is written
+// once, in job order.
 func writeNotes(w io.Writer, jobs []harness.Job) {
 	written := map[string]bool{}
 	say := func(line string) {
 		if !written[line] {
 			written[line] = true
 			io.WriteString(w, line)
+		}
+	}
+	for _, j := range jobs {
+		if m, ok := j.Source.Meta(); ok {
+			for _, n := range harness.TraceNotes(m) {
+				say(fmt.Sprintf("note: %s: %s\n", j.Source.Name, n))
+			}
 		}
 	}
 	for _, j := range jobs {

@@ -9,7 +9,9 @@
 // device × strategy jobs the same way (newMatrix) and runs them through
 // harness.RunJobs, and the notes it prints on stderr are those the planned
 // jobs carry (the devices' and the allocators' own: assumptions, knobs
-// without effect, strategies left out on a device they do not model). It
+// without effect, strategies left out on a device they do not model),
+// after what a trace says of itself (a compiled trace's approximation,
+// harness.TraceNotes). It
 // reads `--trace -` from the app's standard input. It imports
 // harness, charts, strategies and traces; for `validate` it lists the
 // validators the frameworks' houses declare (strategies.Validator; today
@@ -22,7 +24,7 @@
 //	membench sweep --strategy NAME [--param key=v1,v2]... [run's flags]
 //	membench capacity [run's flags]
 //	membench compare [--col KEY] [--row KEY] [--filter EXPR] [--format text|csv|json] FILE...
-//	membench traces list | show NAME|PATH | convert IN OUT | gen KIND
+//	membench traces list | show NAME|PATH | convert IN OUT | compile [--donate auto|none] IN OUT | gen KIND
 //	membench report [--trace ...] [--strategy ...] [--device ...] [--results FILE]... [--jobs N] --out report.html
 //
 // See README.md for the strategy and device specs.

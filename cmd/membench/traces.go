@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"membench/harness"
 	"membench/traces"
 	"membench/traces/corpus"
 )
@@ -18,7 +19,7 @@ import (
 func tracesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "traces",
-		Usage: "list, show, convert and generate traces",
+		Usage: "list, show, convert, compile and generate traces",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
@@ -116,6 +117,7 @@ func tracesCommand() *cli.Command {
 					return err
 				},
 			},
+			compileCommand(),
 			genCommand(),
 		},
 	}
@@ -175,4 +177,67 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// compileCommand is `membench traces compile`: a per-op trace with step
+// marks made into a compiled one (format version 2), an approximation of
+// jit that says so in its meta and in every run that replays it
+// (harness.CompileTrace).
+func compileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "compile",
+		Usage: "turn a per-op trace with step: marks into a compiled one (format 2): each step one launch, its internal buffers one temp packed by XLA's heap simulator (an approximation)",
+		Description: "Allocations born and dying inside a step are packed by the heap simulator into the executable's temp;\n" +
+			"those that survive are its outputs; buffers live before the step and freed in it are consumed inputs,\n" +
+			"freed after the launch, and with --donate auto an output of the same size takes one over (donor=).\n" +
+			"The result is labelled an approximation: it cannot see XLA's fusion, rematerialization or scheduling.",
+		ArgsUsage: "IN OUT",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "donate", Value: "auto", Usage: "auto (an output takes over a consumed input of its size) or none"},
+			&cli.Int64Flag{Name: "alignment", Value: harness.DefaultCompileAlignment, Usage: "the heap simulator's alignment in bytes (256 in the newest XLA, 16 in older trees)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or binary"},
+			&cli.BoolFlag{Name: "gzip", Usage: "compress the output"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 2 {
+				return fmt.Errorf("traces compile: want IN OUT")
+			}
+			in, out := c.Args().Get(0), c.Args().Get(1)
+			donate, err := harness.ParseDonate(c.String("donate"))
+			if err != nil {
+				return fmt.Errorf("traces compile: --%w", err)
+			}
+			if a := c.Int64("alignment"); a <= 0 {
+				return fmt.Errorf("traces compile: --alignment %d: want a positive number of bytes", a)
+			}
+			format := c.String("format")
+			if format != "text" && format != "binary" {
+				return fmt.Errorf("traces compile: --format %q: want text or binary", format)
+			}
+			src, err := resolveTrace(c, in)
+			if err != nil {
+				return err
+			}
+			// Refuse to overwrite the input before reading it.
+			f, err := createOutput(out, []string{in})
+			if err != nil {
+				return err
+			}
+			defer f.Abort()
+			r, err := harness.CompileTrace(src, harness.CompileOptions{Donate: donate, Alignment: c.Int64("alignment")})
+			if err != nil {
+				return err
+			}
+			opts := traces.WriterOptions{Gzip: c.Bool("gzip")}
+			if format == "binary" {
+				_, err = traces.WriteBinary(f, r, opts)
+			} else {
+				_, err = traces.WriteNative(f, r, opts)
+			}
+			if err == nil {
+				err = f.Commit()
+			}
+			return err
+		},
+	}
 }

@@ -176,3 +176,75 @@ func TestStdinEverywhere(t *testing.T) {
 		t.Errorf("validate -: %v\n%s", err, out)
 	}
 }
+
+// TestTracesCompile: `traces compile` writes a version-2 trace whose meta
+// says it is an approximation, in text or gzipped binary; every command
+// that replays it prints the approximation on stderr; a trace without
+// step marks is refused, and so is an output that is the input.
+func TestTracesCompile(t *testing.T) {
+	dir := t.TempDir()
+	p := func(n string) string { return filepath.Join(dir, n) }
+	if _, _, err := runCLI(t, "traces", "compile", "gpt-train", p("c.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "traces", "compile", "--format", "binary", "--gzip", "--donate", "none", "gpt-train", p("c.mbt.gz")); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(p("c.txt"))
+	if !strings.HasPrefix(string(text), "membench-trace 2\n") || !strings.Contains(string(text), "\nmeta approximation compiled from a per-op trace") ||
+		!strings.Contains(string(text), "\nmeta compiled_from gpt-train\n") || !strings.Contains(string(text), "\nb step") {
+		t.Errorf("compiled text:\n%.2000s", text)
+	}
+	if bin, _ := os.ReadFile(p("c.mbt.gz")); len(bin) < 2 || bin[0] != 0x1f || bin[1] != 0x8b {
+		t.Errorf("--gzip output is not gzip")
+	}
+	show, _, err := runCLI(t, "traces", "show", p("c.mbt.gz"))
+	if err != nil || !strings.Contains(show, "launches                  3") || !strings.Contains(show, "meta donate") {
+		t.Errorf("show: %v\n%s", err, show)
+	}
+	for _, args := range [][]string{
+		{"run", "--trace", p("c.txt"), "--strategy", "jax"},
+		{"run", "--trace", p("c.mbt.gz"), "--strategy", "jax", "--device", "tpu-v4"},
+		{"sweep", "--trace", p("c.txt"), "--strategy", "jax", "--param", "preallocate=true,false"},
+		{"capacity", "--trace", p("c.txt"), "--strategy", "jax", "--device", "a100-80g", "--no-advice"},
+	} {
+		_, stderr, err := runCLI(t, args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		if !strings.Contains(stderr, "note: c: approximation: compiled from a per-op trace") {
+			t.Errorf("%v: no approximation note on stderr:\n%s", args, stderr)
+		}
+	}
+	// On the TPU the launches' temps are programs, loaded once.
+	_, stderr, _ := runCLI(t, "run", "--trace", p("c.txt"), "--strategy", "jax", "--device", "tpu-v4")
+	if !strings.Contains(stderr, "1 programs loaded, 0 reloaded after an eviction, 2 launches reused a loaded program") {
+		t.Errorf("TPU execution note:\n%s", stderr)
+	}
+	// Refusals.
+	if _, _, err := runCLI(t, "traces", "compile", "gpt-generate", p("g.txt")); err == nil || !strings.Contains(err.Error(), "no step marks") {
+		t.Errorf("no step marks: %v", err)
+	}
+	if _, err := os.Stat(p("g.txt")); err == nil {
+		t.Errorf("a refused compile left an output")
+	}
+	if _, _, err := runCLI(t, "traces", "compile", p("c.txt"), p("d.txt")); err == nil || !strings.Contains(err.Error(), "compiled already") {
+		t.Errorf("compiled twice: %v", err)
+	}
+	for _, args := range [][]string{
+		{"--donate", "maybe"}, {"--alignment", "0"}, {"--format", "xml"},
+	} {
+		if _, _, err := runCLI(t, append(append([]string{"traces", "compile"}, args...), "gpt-train", p("x.txt"))...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	// No overwrite of the input: the file is left as it was.
+	before, _ := os.ReadFile(p("c.txt"))
+	if _, _, err := runCLI(t, "traces", "compile", p("c.txt"), p("c.txt")); err == nil || !strings.Contains(err.Error(), "refusing to overwrite an input") {
+		t.Errorf("output == input: %v", err)
+	}
+	if after, _ := os.ReadFile(p("c.txt")); !bytes.Equal(before, after) {
+		t.Errorf("the input changed")
+	}
+}

@@ -18,9 +18,15 @@
 //   - the temps are one Allocate of the executable's heap size, last,
 //     freed right after the launch is enqueued: a trace that packs them
 //     (membench traces compile, or a recording of a compiled program)
-//     records exactly that, so temps and outputs replay as recorded.
+//     records exactly that, so temps and outputs replay as recorded;
+//   - on a TPU the temps are the executable's program reservation
+//     instead (§6.4): loaded at its first launch, kept across launches,
+//     reloaded after an eviction (TempIsProgram).
 //
-// It imports traces only.
+// Compile makes a compiled trace from a per-op one with step marks, an
+// approximation that says so (ApproximationNote).
+//
+// It imports traces and heapsim (for Compile).
 package jit
 
 import (
@@ -89,18 +95,37 @@ type Execution struct {
 // decide this up front and learn only at the end whether it mattered.
 func (x *Execution) Compiled() bool { return x != nil && x.Mode != Off }
 
-// CheckDevice refuses a compiled replay on a TPU: there an executable's
-// temps are its program reservation in the TPU runtime (loaded once and
-// kept across launches), which the replay does not yet load into the TPU
-// model (tpurt.LoadProgram; a relaunch after an eviction would have to
-// reload it, §6.4). It is
-// called at a trace's first launch, so that a trace without launches
-// replays on a TPU as before.
-func (x *Execution) CheckDevice(tpu bool, device string) error {
-	if x.Compiled() && tpu {
-		return fmt.Errorf("%s on %s: a compiled launch is not modelled on a TPU: the TPU runtime keeps an executable's temps as its program reservation, loaded once and kept across launches, and the replay does not yet load launches' programs into the TPU model (tpurt); replay it op by op with %s:%s=false", x.Strategy, device, x.Strategy, x.Knob)
+// CheckDevice refuses a compiled replay on a TPU whose model has no
+// program reservation (loader false): there an executable's temps are
+// its program, loaded once and kept across launches (allocator-spec
+// §6.4), and allocating them as buffers would be a model of no real
+// runtime. The TPU runtime model (tpurt) has one, so jax and tf replay
+// compiled launches on a TPU; the replay then places temps with
+// TempRole. It is called at a trace's first launch, so that a trace
+// without launches replays on any device as before.
+func (x *Execution) CheckDevice(tpu, loader bool, device string) error {
+	if x.Compiled() && tpu && !loader {
+		return fmt.Errorf("%s on %s: a compiled launch on a TPU needs a model of the runtime's program reservation (an executable's temps are its program, loaded once and kept across launches, allocator-spec §6.4), and this allocator has none; replay it op by op with %s:%s=false", x.Strategy, device, x.Strategy, x.Knob)
 	}
 	return nil
+}
+
+// TempIsProgram says whether a launch's temp is a program reservation rather
+// than a buffer: on a TPU with a program reservation (CheckDevice), a
+// compiled launch's temp is its executable's program, loaded at the
+// executable's first launch and reused at later ones while it stays
+// loaded; one evicted meanwhile is reloaded (§6.4). A program is known
+// by its executable's name and its size: an executable retraced for
+// other shapes is another compilation, with a program of its own.
+func TempIsProgram(ev *traces.Event, compiledOnTPU bool) bool {
+	return compiledOnTPU && ev.Kind == traces.KindTemp
+}
+
+// ProgramNote is the sentence a compiled replay on a TPU adds to its
+// execution note: how many programs it loaded, reloaded after an
+// eviction, and reused.
+func ProgramNote(loads, reloads, reuses int64) string {
+	return fmt.Sprintf("on the TPU each launch's temp is its executable's program reservation, kept across launches (allocator-spec §6.4): %d programs loaded, %d reloaded after an eviction, %d launches reused a loaded program", loads, reloads, reuses)
 }
 
 // Finish says, once the trace is read, which mode ran: a note for the

@@ -32,7 +32,8 @@ func TestRoleOf(t *testing.T) {
 }
 
 // TestFinish: the note names the mode and why; On without launches and a
-// compiled launch on a TPU are refused.
+// compiled launch on a TPU model without program reservations are
+// refused.
 func TestFinish(t *testing.T) {
 	cases := []struct {
 		x        Execution
@@ -57,13 +58,23 @@ func TestFinish(t *testing.T) {
 			t.Errorf("%+v, %d launches: %q, %v; want %q", c.x, c.launches, note, err, c.want)
 		}
 	}
-	x := Execution{Strategy: "jax", Knob: "jit"}
-	if err := x.CheckDevice(true, "tpu-v4"); err == nil || !strings.Contains(err.Error(), "program reservation") {
-		t.Errorf("compiled on a TPU: %v", err)
+	devs := []struct {
+		mode        Mode
+		tpu, loader bool
+		refused     bool
+	}{
+		{Auto, false, false, false}, // a GPU: temps are buffers
+		{Auto, true, true, false},   // the TPU runtime model: temps are programs
+		{On, true, true, false},
+		{Auto, true, false, true}, // a TPU model without program reservations
+		{Off, true, false, false}, // op by op needs none
 	}
-	x.Mode = Off
-	if err := x.CheckDevice(true, "tpu-v4"); err != nil {
-		t.Errorf("per op on a TPU: %v", err)
+	for _, d := range devs {
+		x := Execution{Strategy: "jax", Knob: "jit", Mode: d.mode}
+		err := x.CheckDevice(d.tpu, d.loader, "tpu-v4")
+		if (err != nil) != d.refused || (err != nil && !strings.Contains(err.Error(), "program reservation")) {
+			t.Errorf("%+v: %v", d, err)
+		}
 	}
 	var none *Execution
 	if none.Compiled() {
