@@ -215,3 +215,49 @@ func TestCompiledOnTPU(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestJitFalseIsToday: on a per-op trace (no executable launches) jax and
+// jax:jit=false give the same results, figure for figure, as the replay
+// before compiled execution existed gave jax.
+func TestJitFalseIsToday(t *testing.T) {
+	src, err := ResolveTrace("gpt-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dev, _ := strategies.ParseDevice("a100-80g")
+	var rows []string
+	for _, spec := range []string{"jax", "jax:jit=false"} {
+		res, err := ReplayJob(Job{Source: src, Device: dev, Spec: spec}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := ResultRow(res)
+		var b strings.Builder
+		for k, u := range row.Units {
+			fmt.Fprintf(&b, "%s=%v ", u, row.Values[k])
+		}
+		fmt.Fprintf(&b, "allocs=%d frees=%d mallocs=%d", res.Allocs, res.Frees, res.DeviceMallocs)
+		rows = append(rows, b.String())
+	}
+	if rows[0] != rows[1] {
+		t.Errorf("jax and jax:jit=false differ on a per-op trace:\n%s\n%s", rows[0], rows[1])
+	}
+}
+
+// TestPlannerOnCompiledTrace: the offline plan reads an executable's
+// launches as phases and packs every buffer the trace records.
+func TestPlannerOnCompiledTrace(t *testing.T) {
+	r, err := traces.OpenReader("compiled", strings.NewReader(compiledTrace), traces.DefaultOpenOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, _ := strategies.ParseDevice("a100-80g")
+	res, err := Replay("compiled", r, "planner", dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OOMCount != 0 || res.PeakFootprint < res.PeakLive || res.Launches == 0 {
+		t.Errorf("planner on a compiled trace: %d OOMs, footprint %d, peak live %d, %d launches", res.OOMCount, res.PeakFootprint, res.PeakLive, res.Launches)
+	}
+}

@@ -54,7 +54,9 @@ func foresee(name string, r traces.Reader, off strategies.Offline) (traces.Reade
 				return nil, fail(err)
 			}
 			lives[k].End = i
-		case traces.OpMark:
+		case traces.OpMark, traces.OpLaunch, traces.OpLaunchEnd:
+			// A plan sees every buffer as the trace records it: an
+			// executable's launches are phases to it, like marks.
 		default:
 			return nil, fail(fmt.Errorf("unknown op %v", ev.Op))
 		}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"membench/internal/units"
 )
 
 // TestTune: every framework gets one best setting, the smallest card
@@ -35,6 +38,29 @@ func TestTune(t *testing.T) {
 	// answer states.
 	if !strings.Contains(out, "jax: XLA_PYTHON_CLIENT_ALLOCATOR=platform") || !strings.Contains(out, "at a cost:") {
 		t.Errorf("jax's answer:\n%s", out)
+	}
+	// The answer, checked by `membench capacity`: the setting tune picked
+	// for jax needs a card no larger than jax's defaults, the one tune
+	// printed.
+	capOut, _, err := runCLI(t, "capacity", "--no-advice", "--trace", "gpt-train", "--device", "a100-80g",
+		"--strategy", "jax:allocator=platform", "--strategy", "jax", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cards := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(capOut), "\n")[1:] {
+		f := strings.Split(l, ",")
+		v, err := strconv.ParseFloat(f[6], 64)
+		if err != nil {
+			t.Fatalf("capacity row %q: %v", l, err)
+		}
+		cards[f[3]] = v
+	}
+	if cards["jax:allocator=platform"] > cards["jax"] || cards["jax"] == 0 {
+		t.Errorf("capacity: tune's pick needs %v B, the defaults %v B", cards["jax:allocator=platform"], cards["jax"])
+	}
+	if want := "smallest card " + units.Bytes(cards["jax:allocator=platform"], 2); !strings.Contains(out, "jax: XLA_PYTHON_CLIENT_ALLOCATOR=platform — "+want) {
+		t.Errorf("tune's jax answer does not say %q:\n%s", want, out)
 	}
 	again, _, err := runCLI(t, "tune", "--trace", "gpt-train", "--jobs", "1")
 	if err != nil || again != out {

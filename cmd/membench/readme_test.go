@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestReadmeJobManifest: the Kubernetes Job in the README is valid YAML,
+// an Indexed Job whose container sets MEMBENCH_SHARDS to its completions
+// and runs --shard auto, as ShardFromEnv documents.
+func TestReadmeJobManifest(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```yaml\n")
+	if !ok {
+		t.Fatal("no yaml block in the README")
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("unterminated yaml block")
+	}
+	var job struct {
+		Kind string
+		Spec struct {
+			Completions    int
+			CompletionMode string `yaml:"completionMode"`
+			Template       struct {
+				Spec struct {
+					Containers []struct {
+						Env     []struct{ Name, Value string }
+						Command []string
+					}
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(block), &job); err != nil {
+		t.Fatalf("README's Job manifest: %v", err)
+	}
+	if job.Kind != "Job" || job.Spec.CompletionMode != "Indexed" || len(job.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("manifest %+v", job)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	shards := ""
+	for _, e := range c.Env {
+		if e.Name == "MEMBENCH_SHARDS" {
+			shards = e.Value
+		}
+	}
+	if shards == "" || shards != strconv.Itoa(job.Spec.Completions) {
+		t.Errorf("MEMBENCH_SHARDS %q, completions %d", shards, job.Spec.Completions)
+	}
+	if cmd := strings.Join(c.Command, " "); !strings.Contains(cmd, "--shard auto") || !strings.Contains(cmd, "$JOB_COMPLETION_INDEX") {
+		t.Errorf("command %q", cmd)
+	}
+}
