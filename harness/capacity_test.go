@@ -147,3 +147,20 @@ func TestShardFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceName: a trace file is named in results by its base name less
+// its trace extensions; other dots stay.
+func TestTraceName(t *testing.T) {
+	for path, want := range map[string]string{
+		"../shared/traces/lifetimes/pangu-2.6b-somas.csv": "pangu-2.6b-somas",
+		"x/opt125m-zo-finetune.pickle":                    "opt125m-zo-finetune",
+		"run.csv.gz":                                      "run",
+		"p/tf.xplane.pb":                                  "tf",
+		"c.mbt.gz":                                        "c",
+		"v1.2":                                            "v1.2",
+	} {
+		if got := traceName(path); got != want {
+			t.Errorf("traceName(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

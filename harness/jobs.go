@@ -161,10 +161,7 @@ func ResolveTrace(arg string) (*Source, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("trace %q: %w", arg, err)
 		}
-		b := filepath.Base(path)
-		if i := strings.IndexByte(b, '.'); i > 0 {
-			b = b[:i]
-		}
+		b := traceName(path)
 		return &Source{Name: b + "-" + alloc, open: func() (traces.Reader, error) {
 			return traces.Open(path, traces.OpenOptions{Device: -1, Allocator: alloc})
 		}}, nil
@@ -181,25 +178,38 @@ func ResolveTrace(arg string) (*Source, error) {
 			}
 			return nil, fmt.Errorf("trace %q: %w", arg, err)
 		}
-		b := filepath.Base(path)
-		if i := strings.IndexByte(b, '.'); i > 0 {
-			b = b[:i]
-		}
+		b := traceName(path)
 		return &Source{Name: fmt.Sprintf("%s-device%d", b, n), open: func() (traces.Reader, error) {
 			return traces.Open(path, traces.OpenOptions{Device: n})
 		}}, nil
 	}
 	if _, err := os.Stat(arg); err == nil {
-		b := filepath.Base(arg)
-		if i := strings.IndexByte(b, '.'); i > 0 {
-			b = b[:i]
-		}
+		b := traceName(arg)
 		return &Source{Name: b, open: func() (traces.Reader, error) { return traces.Open(arg, traces.DefaultOpenOptions) }}, nil
 	}
 	if _, ok := corpus.Lookup(arg); ok {
 		return &Source{Name: arg, open: func() (traces.Reader, error) { return corpus.Open(arg) }}, nil
 	}
 	return nil, fmt.Errorf("trace %q: no such file, and no corpus trace of that name (corpus: %s)", arg, strings.Join(corpus.Names(), ", "))
+}
+
+// traceExts are the extensions a trace file's name sheds to name it in
+// results; other dots stay ("pangu-2.6b-somas.csv" is pangu-2.6b-somas).
+var traceExts = []string{".gz", ".mbt", ".pickle", ".pkl", ".csv", ".txt", ".log", ".bin", ".json", ".pb", ".xplane", ".memory_profile", ".pprof", ".trace"}
+
+// traceName is the name of the trace file at path in results: its base
+// name less its trace extensions.
+func traceName(path string) string {
+	b := filepath.Base(path)
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, e := range traceExts {
+			if len(b) > len(e) && strings.HasSuffix(strings.ToLower(b), e) {
+				b, trimmed = b[:len(b)-len(e)], true
+			}
+		}
+	}
+	return b
 }
 
 // Cache reads the trace into memory if it has at most max events, so that

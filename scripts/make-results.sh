@@ -58,7 +58,7 @@ echo
 echo "## Eager and compiled JAX, and the planner's floor"
 echo
 echo "A jitted step asks the allocator for its outputs and one temp of its heap-simulated"
-echo "size (allocator-spec §6.1-6.2); \\`membench traces compile\\` turns the per-op traces"
+echo "size (allocator-spec §6.1-6.2); membench traces compile turns the per-op traces"
 echo "with step marks into that shape (an approximation: it cannot see XLA's fusion,"
 echo "rematerialization or scheduling; every run on its output says so). The smallest"
 echo "card each needs, eager (the per-op trace) against compiled (-compiled), beside the"
