@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"membench/jaxlike/jit"
 	"membench/strategies"
 	"membench/traces"
 )
@@ -260,4 +261,84 @@ func TestPlannerOnCompiledTrace(t *testing.T) {
 	if res.OOMCount != 0 || res.PeakFootprint < res.PeakLive || res.Launches == 0 {
 		t.Errorf("planner on a compiled trace: %d OOMs, footprint %d, peak live %d, %d launches", res.OOMCount, res.PeakFootprint, res.PeakLive, res.Launches)
 	}
+}
+
+// TestJaxCallsPerCompiledStep counts the allocator calls jax makes in
+// each step of gpt-train compiled by traces compile: the launch's
+// non-donated outputs and its one temp, about 2 + outputs (allocator-spec
+// §6.1), against thousands a step op by op.
+func TestJaxCallsPerCompiledStep(t *testing.T) {
+	src, err := ResolveTrace("gpt-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	sr, err := CompileTrace(src, CompileOptions{Donate: jit.DonateAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What each launch asks of the allocator, read from the trace.
+	var want []int
+	for _, e := range sr.Events {
+		switch {
+		case e.Op == traces.OpLaunch:
+			want = append(want, 0)
+		case e.Op == traces.OpAlloc && len(want) > 0 && (e.Kind == traces.KindTemp || e.Kind == traces.KindOutput && !e.Donated):
+			want[len(want)-1]++
+		}
+	}
+	dev, _ := strategies.ParseDevice("a100-80g")
+	a, _, err := NewAllocator("jax", strategies.NewMemory(&dev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := &callCounter{Allocator: a}
+	if _, err := ReplayWith("gpt-train-compiled", &launchReader{SliceReader: sr, c: calls}, calls, "jax", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 || len(calls.perLaunch) != 3 {
+		t.Fatalf("launches: %d in the trace, %d replayed", len(want), len(calls.perLaunch))
+	}
+	// Step 0 creates the optimizer's state (outputs that live on); the
+	// steady steps donate every updated buffer and ask for the temp alone
+	// (one Allocate, and its free: the "2").
+	for k := range want {
+		if calls.perLaunch[k] != want[k] || k > 0 && want[k] > 10 {
+			t.Errorf("step %d: jax made %d allocator calls; the launch has %d non-donated outputs and temps", k, calls.perLaunch[k], want[k])
+		}
+	}
+	t.Logf("jax's allocator calls per compiled step: %v", calls.perLaunch)
+}
+
+// callCounter counts the Malloc calls an allocator receives inside each
+// launch (launchReader says when one begins and ends).
+type callCounter struct {
+	strategies.Allocator
+	perLaunch []int
+	in        bool
+}
+
+func (c *callCounter) Malloc(n, stream int64) (strategies.Handle, bool) {
+	if c.in {
+		c.perLaunch[len(c.perLaunch)-1]++
+	}
+	return c.Allocator.Malloc(n, stream)
+}
+
+// launchReader tells a callCounter where launches begin and end.
+type launchReader struct {
+	*traces.SliceReader
+	c *callCounter
+}
+
+func (l *launchReader) Next() (traces.Event, error) {
+	e, err := l.SliceReader.Next()
+	switch {
+	case err != nil:
+	case e.Op == traces.OpLaunch:
+		l.c.perLaunch, l.c.in = append(l.c.perLaunch, 0), true
+	case e.Op == traces.OpLaunchEnd:
+		l.c.in = false
+	}
+	return e, err
 }
