@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"membench/asyncpool"
 	"membench/bfc"
 	"membench/jaxlike/jit"
 	"membench/platform"
@@ -16,6 +17,7 @@ type Config struct {
 	Preallocate bool    // XLA_PYTHON_CLIENT_PREALLOCATE, default true
 	Fraction    float64 // XLA_PYTHON_CLIENT_MEM_FRACTION / XLA_CLIENT_MEM_FRACTION, default 0.75
 	Platform    bool    // XLA_PYTHON_CLIENT_ALLOCATOR=platform
+	Async       bool    // XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async: CUDA's stream-ordered pool
 	tpurt.Knobs         // defrag, defrag_via_host, program_bytes
 	// JIT is how a replay runs the trace's executable launches: jit=true
 	// compiled, jit=false (or JAX_DISABLE_JIT=1) op by op, unset
@@ -68,11 +70,13 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 		case "allocator", "XLA_PYTHON_CLIENT_ALLOCATOR":
 			switch p.Value {
 			case "default", "bfc":
-				c.Platform = false
+				c.Platform, c.Async = false, false
 			case "platform":
-				c.Platform = true
+				c.Platform, c.Async = true, false
+			case "cuda_async":
+				c.Platform, c.Async = false, true
 			default:
-				err = fmt.Errorf("valid values: default, bfc, platform (cuda_async is the driver's own pool and is not modelled)")
+				err = fmt.Errorf("valid values: default, bfc, platform, cuda_async")
 			}
 		case "jit", "JAX_DISABLE_JIT":
 			var on bool
@@ -130,6 +134,17 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 		a.KnobNotes = notes
 		return a
 	}
+	if c.Async {
+		// allocator-spec §6.3: cuda_async reserves the fraction of the
+		// card up front when preallocating (reserve_memory =
+		// preallocate), keeps its pool (release threshold = pool size)
+		// and has no hard cap.
+		o := asyncpool.Options{ReleaseThreshold: asyncpool.Keep, Name: "cuda_async", Framework: "jax", Notes: notes}
+		if c.Preallocate {
+			o.Reserve = c.MemoryLimit(d)
+		}
+		return asyncpool.New(o, mem)
+	}
 	return bfc.New(bfc.Options{
 		Limit:         c.MemoryLimit(d),
 		AllowGrowth:   !c.Preallocate,
@@ -158,6 +173,8 @@ func (c Config) notes(d *strategies.Device) []string {
 			why = "on a TPU device: it configures JAX's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.Platform && g.knob != "allocator":
 			why = "with the platform allocator: every buffer is its own device allocation, with no BFC limit, preallocation or relocation"
+		case d.Kind != strategies.TPU && c.Async && (g.knob == "defrag" || g.knob == "defrag_via_host"):
+			why = "with cuda_async: the driver's pool remaps virtual ranges and is not relocated by this model"
 		default:
 			why = c.Knobs.NoEffect(g.knob, d.Kind)
 		}
@@ -219,6 +236,8 @@ var Adviser = strategies.Adviser{
 			knob("XLA_PYTHON_CLIENT_MEM_FRACTION=.95", strategies.KV{Key: "mem_fraction", Value: "0.95"}),
 			knob("XLA_PYTHON_CLIENT_PREALLOCATE=false", strategies.KV{Key: "preallocate", Value: "false"}),
 			knob("XLA_PYTHON_CLIENT_ALLOCATOR=platform", strategies.KV{Key: "allocator", Value: "platform"}),
+			knob("XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async", strategies.KV{Key: "allocator", Value: "cuda_async"}),
+			knob("XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async XLA_PYTHON_CLIENT_PREALLOCATE=false", strategies.KV{Key: "allocator", Value: "cuda_async"}, strategies.KV{Key: "preallocate", Value: "false"}),
 		}
 	},
 }

@@ -55,10 +55,10 @@ func TestKnobs(t *testing.T) {
 	}
 	for spec, want := range map[string]string{
 		"jax:XLA_PYTHON_CLIENT_MEM_FRACTION=0.5,XLA_CLIENT_MEM_FRACTION=0.6": "ValueError",
-		"jax:mem_fraction=0":       "(0, 1]",
-		"jax:allocator=cuda_async": "not modelled",
-		"jax:prealocate=false":     "valid keys",
-		"jax:jit=sometimes":        "jit=sometimes",
+		"jax:mem_fraction=0":        "(0, 1]",
+		"jax:allocator=cuda_malloc": "cuda_async",
+		"jax:prealocate=false":      "valid keys",
+		"jax:jit=sometimes":         "jit=sometimes",
 	} {
 		if _, err := parse(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", spec, err, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"membench/asyncpool"
 	"membench/bfc"
 	"membench/jaxlike/jit"
 	"membench/platform"
@@ -17,6 +18,8 @@ type Config struct {
 	Fraction              float64 // per_process_gpu_memory_fraction; 0 = unset
 	GarbageCollection     bool    // TF_ENABLE_GPU_GARBAGE_COLLECTION, default true
 	CudaMalloc            bool    // TF_GPU_ALLOCATOR=cuda_malloc
+	Async                 bool    // TF_GPU_ALLOCATOR=cuda_malloc_async: CUDA's stream-ordered pool
+	AsyncPrealloc         bool    // TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC: the async pool reserves its limit up front
 	FragmentationFraction float64 // experimental.internal_fragmentation_fraction
 	SystemMemoryMB        int64   // TF_DEVICE_MIN_SYS_MEMORY_IN_MB / gpu_system_memory_size_in_mb
 	MemoryLimitMB         int64   // a logical device's memory_limit_mb
@@ -50,6 +53,7 @@ var Keys = append([]string{
 	"per_process_gpu_memory_fraction",
 	"garbage_collection", "TF_ENABLE_GPU_GARBAGE_COLLECTION",
 	"allocator", "TF_GPU_ALLOCATOR",
+	"async_prealloc", "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC",
 	"internal_fragmentation_fraction",
 	"gpu_system_memory_size_in_mb", "TF_DEVICE_MIN_SYS_MEMORY_IN_MB",
 	"memory_limit_mb",
@@ -99,11 +103,16 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 		case "allocator", "TF_GPU_ALLOCATOR":
 			switch p.Value {
 			case "bfc", "":
+				c.CudaMalloc, c.Async = false, false
 			case "cuda_malloc":
-				c.CudaMalloc = true
+				c.CudaMalloc, c.Async = true, false
+			case "cuda_malloc_async":
+				c.CudaMalloc, c.Async = false, true
 			default:
-				err = fmt.Errorf("valid values: bfc, cuda_malloc (cuda_malloc_async is the driver's own pool and is not modelled)")
+				err = fmt.Errorf("valid values: bfc, cuda_malloc, cuda_malloc_async")
 			}
+		case "async_prealloc", "TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC":
+			c.AsyncPrealloc, err = strategies.ParseBool(p.Value)
 		case "internal_fragmentation_fraction":
 			c.FragmentationFraction, err = strconv.ParseFloat(p.Value, 64)
 			if err == nil && !(c.FragmentationFraction >= 0 && c.FragmentationFraction <= 1) {
@@ -188,6 +197,18 @@ func New(c Config, mem *strategies.Memory) strategies.Allocator {
 		a.KnobNotes = notes
 		return a
 	}
+	if c.Async {
+		// allocator-spec §6.3: GpuCudaMallocAsyncAllocator sets the
+		// pool's release threshold to its memory limit, does not enforce
+		// the limit as a cap, and reserves it up front only with
+		// TF_CUDA_MALLOC_ASYNC_SUPPORTED_PREALLOC.
+		limit := c.MemoryLimit(d)
+		o := asyncpool.Options{ReleaseThreshold: limit, Name: "cuda_malloc_async", Framework: "tf", Notes: notes}
+		if c.AsyncPrealloc {
+			o.Reserve = limit
+		}
+		return asyncpool.New(o, mem)
+	}
 	return bfc.New(bfc.Options{
 		Notes:                 notes,
 		Limit:                 c.MemoryLimit(d),
@@ -221,6 +242,10 @@ func (c Config) notes(d *strategies.Device) []string {
 			why = "on a TPU device: it configures TensorFlow's GPU allocator; the TPU runtime model uses the whole HBM less the runtime reserve"
 		case d.Kind != strategies.TPU && c.CudaMalloc && g.knob != "allocator":
 			why = "with TF_GPU_ALLOCATOR=cuda_malloc: every tensor is its own cudaMalloc, with no BFC limit, growth policy, garbage collection or relocation"
+		case d.Kind != strategies.TPU && c.Async && (g.knob == "allow_growth" || g.knob == "garbage_collection" || g.knob == "internal_fragmentation_fraction" || tpuKnob):
+			why = "with TF_GPU_ALLOCATOR=cuda_malloc_async: it configures the BFC, which the driver's pool replaces"
+		case g.knob == "async_prealloc" && !c.Async:
+			why = "without TF_GPU_ALLOCATOR=cuda_malloc_async: it concerns the driver's pool only"
 		case g.knob == "per_process_gpu_memory_fraction" && c.MemoryLimitMB > 0,
 			g.knob == "gpu_system_memory_size_in_mb" && c.MemoryLimitMB > 0:
 			why = "with memory_limit_mb set: the logical device's limit overrides it (allocator-spec §2.8)"
@@ -289,6 +314,7 @@ var Adviser = strategies.Adviser{
 			knob("TF_ENABLE_GPU_GARBAGE_COLLECTION=false", noGC),
 			knob("per_process_gpu_memory_fraction=0.95 (tf.compat.v1.GPUOptions)", strategies.KV{Key: "per_process_gpu_memory_fraction", Value: "0.95"}),
 			knob("TF_GPU_ALLOCATOR=cuda_malloc", strategies.KV{Key: "allocator", Value: "cuda_malloc"}),
+			knob("TF_GPU_ALLOCATOR=cuda_malloc_async", strategies.KV{Key: "allocator", Value: "cuda_malloc_async"}),
 		}
 	},
 }

@@ -95,7 +95,7 @@ func TestKnobs(t *testing.T) {
 	}
 	for spec, want := range map[string]string{
 		"tf:allow_grow=true":                     "valid keys",
-		"tf:allocator=cuda_malloc_async":         "not modelled",
+		"tf:allocator=cuda_async":                "cuda_malloc_async",
 		"tf:per_process_gpu_memory_fraction=1.5": "(0, 1]",
 		"tf:allow_growth=maybe":                  "bad boolean",
 		"tf:jit_compile=maybe":                   "bad boolean",

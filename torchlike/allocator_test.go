@@ -323,7 +323,8 @@ func TestKnobErrors(t *testing.T) {
 		{"torch:garbage_collection_threshold=1.5", "(0.0, 1.0)"},
 		{"torch:expandable_segment=true", "valid keys: "},
 		{"torch:roundup_power2_divisions=3", "power of 2"},
-		{"torch:backend=cudaMallocAsync", "native"},
+		{"torch:backend=cudaMallocAsyncc", "native, cudaMallocAsync"},
+		{"torch:pool_granularity=100", "multiple of 256"},
 	} {
 		sp, _ := strategies.ParseSpec(c.spec)
 		_, err := ParseConfig(sp)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"membench/asyncpool"
 	"membench/strategies"
 )
 
@@ -76,6 +77,12 @@ type Config struct {
 	// device allocation, as upstream.
 	MemoryFraction float64
 	FractionSet    bool
+	// AsyncBackend is backend:cudaMallocAsync: CUDA's stream-ordered pool
+	// (package asyncpool) instead of the caching allocator.
+	AsyncBackend bool
+	// PoolGranularity is the async pool's assumed growth unit
+	// (pool_granularity, bytes); 0 means asyncpool's default.
+	PoolGranularity int64
 	// NoCaching is PYTORCH_NO_CUDA_MEMORY_CACHING=1: one cudaMalloc and
 	// one cudaFree per tensor.
 	NoCaching bool
@@ -107,7 +114,7 @@ func DefaultConfig() Config {
 // cudaMalloc, graph capture) are accepted and ignored so that a user's real
 // configuration string parses whole.
 var Keys = []string{
-	"backend", "max_split_size_mb", "max_non_split_rounding_mb",
+	"backend", "pool_granularity", "max_split_size_mb", "max_non_split_rounding_mb",
 	"garbage_collection_threshold", "roundup_power2_divisions",
 	"expandable_segments", "per_process_memory_fraction", "large_segment_size_mb",
 	"PYTORCH_NO_CUDA_MEMORY_CACHING",
@@ -134,9 +141,20 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 func (c *Config) set(k, v string) error {
 	switch k {
 	case "backend":
-		if v != "native" {
-			return fmt.Errorf("only the native backend is modelled (cudaMallocAsync is the driver's own pool)")
+		switch v {
+		case "native":
+			c.AsyncBackend = false
+		case "cudaMallocAsync":
+			c.AsyncBackend = true
+		default:
+			return fmt.Errorf("valid values: native, cudaMallocAsync")
 		}
+	case "pool_granularity":
+		n, err := strategies.ParseMemorySize(v)
+		if err != nil || n < asyncpool.Alignment || n%asyncpool.Alignment != 0 {
+			return fmt.Errorf("must be a size that is a multiple of %d B, such as 2MiB", asyncpool.Alignment)
+		}
+		c.PoolGranularity = n
 	case "max_split_size_mb", "max_non_split_rounding_mb":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 20 {
@@ -385,6 +403,7 @@ func tuneGrid(dev strategies.Device) []strategies.Knob {
 			}
 		}
 	}
+	add("backend:cudaMallocAsync") // CUDA's stream-ordered pool (allocator-spec §6.3)
 	for _, gc := range []string{"0.6", "0.8"} {
 		c := len(out)
 		add("garbage_collection_threshold:"+gc, "per_process_memory_fraction:1.0")

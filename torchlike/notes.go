@@ -3,17 +3,50 @@ package torchlike
 import (
 	"fmt"
 
+	"membench/asyncpool"
 	"membench/strategies"
 )
 
 // Build is New for a device a user chose: it refuses a device this model
 // does not describe. PyTorch on a TPU runs through PyTorch/XLA, whose
 // buffers the TPU runtime allocates; CUDACachingAllocator never sees them.
-func Build(cfg Config, mem *strategies.Memory) (*Allocator, error) {
+func Build(cfg Config, mem *strategies.Memory) (strategies.Allocator, error) {
 	if err := CheckDevice(mem.Dev); err != nil {
 		return nil, err
 	}
+	if cfg.AsyncBackend {
+		return newAsync(cfg, mem), nil
+	}
 	return New(cfg, mem), nil
+}
+
+// newAsync is backend:cudaMallocAsync (allocator-spec §6.3): CUDA's pool,
+// which PyTorch trims only on torch.cuda.empty_cache() (so it keeps what
+// it maps), with set_per_process_memory_fraction capping the bytes
+// requested. The caching allocator's knobs do nothing there.
+func newAsync(cfg Config, mem *strategies.Memory) strategies.Allocator {
+	o := asyncpool.Options{ReleaseThreshold: asyncpool.Keep, Granularity: cfg.PoolGranularity, Name: "cudaMallocAsync", Framework: "torch"}
+	if cfg.FractionSet {
+		o.RequestedCap = max(int64(cfg.MemoryFraction*float64(mem.Dev.Total)), 1)
+	}
+	d := DefaultConfig()
+	for _, k := range []struct {
+		set  bool
+		name string
+	}{
+		{cfg.MaxSplitSize != d.MaxSplitSize, "max_split_size_mb"},
+		{cfg.MaxNonSplitRounding != d.MaxNonSplitRounding, "max_non_split_rounding_mb"},
+		{cfg.GCThreshold != 0, "garbage_collection_threshold"},
+		{cfg.Divisions != d.Divisions, "roundup_power2_divisions"},
+		{cfg.ExpandableSegments, "expandable_segments"},
+		{cfg.LargeSegmentSize != d.LargeSegmentSize, "large_segment_size_mb"},
+		{cfg.NoCaching, "PYTORCH_NO_CUDA_MEMORY_CACHING"},
+	} {
+		if k.set {
+			o.Notes = append(o.Notes, k.name+" has no effect with backend:cudaMallocAsync: it configures the native caching allocator")
+		}
+	}
+	return asyncpool.New(o, mem)
 }
 
 // CheckDevice reports whether the model describes PyTorch's memory on d:

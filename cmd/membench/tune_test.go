@@ -16,7 +16,7 @@ func TestTune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "tune: gpt-train on a100-80g: 25 settings tried") {
+	if !strings.HasPrefix(out, "tune: gpt-train on a100-80g: 29 settings tried") {
 		t.Fatalf("header:\n%s", out)
 	}
 	stars := map[string]int{}
