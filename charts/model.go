@@ -28,6 +28,9 @@ type Report struct {
 	// Presets are the devices whose capacities the capacity chart draws
 	// as lines; nil means every preset (strategies.PresetNames).
 	Presets []strategies.Device
+	// Colocation, when set, is a replay of several processes on one
+	// device, drawn on a shared timeline.
+	Colocation *Colocation
 }
 
 // Run is one replay.

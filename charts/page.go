@@ -37,6 +37,8 @@ type page struct {
 	Devices    []string
 	Verdicts   []verdict
 	Timelines  []section
+	Colocation *section
+	ColocRows  []colocRow
 	Peaks      []section
 	States     []section
 	Capacity   *section
@@ -81,6 +83,24 @@ func build(rep *Report) (*page, error) {
 		}
 		if ok {
 			p.States = append(p.States, section{Heading: g.title(many), Chart: s})
+		}
+	}
+	if c := rep.Colocation; c != nil {
+		sec, rows, err := colocationSection(c, rep.colourOf)
+		if err != nil {
+			return nil, err
+		}
+		p.Colocation, p.ColocRows = &sec, rows
+		for _, t := range c.Tenants {
+			if !contains(p.Traces, t.Trace) {
+				p.Traces = append(p.Traces, t.Trace)
+			}
+			if !contains(p.Strategies, t.Strategy) {
+				p.Strategies = append(p.Strategies, t.Strategy)
+			}
+		}
+		if !contains(p.Devices, c.Device.Label()) {
+			p.Devices = append(p.Devices, c.Device.Label())
 		}
 	}
 	pk, fr, po, ok, err := peaksCharts("chart-peaks", "chart-frag", "chart-frag-policy", rep)
@@ -242,7 +262,14 @@ p.verdict { margin: 2px 0 4px; }
 {{range .Timelines}}<h3>{{.Heading}}</h3>
 <p class="caption">{{.Caption}}</p>
 {{template "chart" .Chart}}
-{{else}}<p class="empty">No replays: nothing to draw over time.</p>
+{{else}}{{if not .Colocation}}<p class="empty">No replays: nothing to draw over time.</p>
+{{end}}{{end}}{{with .Colocation}}<h3 id="colocate">{{.Heading}}</h3>
+<p class="caption">{{.Caption}}</p>
+{{template "chart" .Chart}}
+{{end}}{{if .ColocRows}}<table class="verdict">
+<tr><th>tenant</th><th>fit</th><th>first OOM</th><th>cause</th><th>peak reserved</th><th>peak live</th></tr>
+{{range .ColocRows}}<tr{{if .Failed}} class="failed"{{end}}><td><span class="sw" style="{{colour .Colour}}"></span>{{.N}} · {{.Tenant}}</td><td{{if .Failed}} class="failtext"{{end}}>{{.Fit}}</td><td>{{.OOM}}</td><td>{{.Cause}}</td><td class="num">{{.PeakReserved}}</td><td class="num">{{.PeakLive}}</td></tr>
+{{end}}</table>
 {{end}}
 <h2 id="peaks">3. Footprint and waste</h2>
 <p class="lead">Peak footprint per trace and strategy (log scale); the dashed line across each group is the trace's peak live bytes, the least any allocator could hold. Below, the share of the footprint that was never live at the peak (placement-frag-%), then frag-%, which also counts the reservation policy. A hatched bar with a red dashed outline, labelled <span class="failtag">✕ did not fit</span>, is a run in which allocations failed: it is drawn at the device's capacity (100&nbsp;% in the percentage charts) because it has no footprint to compare, never as the lowest bar.</p>

@@ -31,6 +31,11 @@ type TenantResult struct {
 	// held beyond its live data, when this tenant failed.
 	Cause                  string
 	PeakLive, PeakReserved int64
+	// Timeline is the tenant's live and reserved bytes over the shared
+	// clock (Sample.Time, ns; Sample.Event counts the events of every
+	// tenant), downsampled as a replay's timeline is, for the report's
+	// shared chart.
+	Timeline []Sample
 }
 
 // DefaultColocateRate is the pace, in events per second, at which a
@@ -70,6 +75,7 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 		live    int64
 		done    bool
 		stopped bool
+		tl      *timeline
 	}
 	ts := make([]*tenant, len(tenants))
 	defer func() {
@@ -114,13 +120,14 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 		if err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
 		}
-		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1, Fit: true}}
+		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1, Fit: true}, tl: newTimeline(DefaultOptions.Samples)}
 		ts[k] = t
 		if err := advance(t); err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
 		}
 	}
-	for {
+	var global int64 // events of every tenant, in the order replayed
+	for ; ; global++ {
 		var t *tenant
 		for _, c := range ts {
 			if !c.done && !c.stopped && (t == nil || c.at < t.at) {
@@ -156,6 +163,7 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 			t.live -= e.size
 		}
 		t.res.PeakReserved = max(t.res.PeakReserved, t.mem.Reserved())
+		t.tl.add(global, t.at, t.live, t.mem.Reserved())
 		if t.stopped {
 			continue
 		}
@@ -167,6 +175,7 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 	out := make([]TenantResult, len(ts))
 	for k, t := range ts {
 		t.res.Events = t.i
+		t.res.Timeline = t.tl.samples
 		out[k] = *t.res
 	}
 	return out, nil

@@ -54,15 +54,7 @@ func runColocate(c *cli.Context) error {
 		return err
 	}
 	defer closeAll()
-	devs := c.StringSlice("device")
-	if len(devs) > 1 {
-		return fmt.Errorf("--colocate: one --device, the one the tenants share")
-	}
-	name := strategies.DefaultDevice
-	if len(devs) == 1 {
-		name = devs[0]
-	}
-	dev, err := strategies.ParseDevice(name)
+	dev, err := colocateDevice(c)
 	if err != nil {
 		return err
 	}
@@ -125,4 +117,18 @@ func capacityColocate(c *cli.Context) error {
 			strings.Join(names, " + "), dev.Label(), units.Bytes(float64(capB), 2), units.Bytes(float64(capB+overhead), 2))
 	}
 	return nil
+}
+
+// colocateDevice is the one device the tenants share (--device, or the
+// default).
+func colocateDevice(c *cli.Context) (strategies.Device, error) {
+	devs := c.StringSlice("device")
+	if len(devs) > 1 {
+		return strategies.Device{}, fmt.Errorf("--colocate: one --device, the one the tenants share")
+	}
+	name := strategies.DefaultDevice
+	if len(devs) == 1 {
+		name = devs[0]
+	}
+	return strategies.ParseDevice(name)
 }

@@ -28,8 +28,12 @@ func reportCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "results", Usage: "benchfmt `FILE` to include: `membench run` output for the tables, `membench capacity` output (min-capacity-B) for the capacity chart"},
 			&cli.StringFlag{Name: "out", Value: "report.html", Usage: "write the page to `FILE`"},
 			jobsFlag,
+			colocateFlag, rateFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("colocate") {
+				return reportColocate(c)
+			}
 			strats := strategySpecs(c)
 			// Each job opens its trace twice (the replay, then the layout
 			// at peak live): standard input is spooled.
@@ -182,4 +186,54 @@ func adviceMeasurements(advice []*harness.Advice) ([]charts.Measurement, error) 
 		return nil, err
 	}
 	return charts.ReadResults(&b, "capacity searches of this report")
+}
+
+// reportColocate is `report --colocate`: the shared device's page.
+func reportColocate(c *cli.Context) error {
+	if c.IsSet("trace") || c.IsSet("strategy") || c.IsSet("results") {
+		return fmt.Errorf("--colocate names each tenant's trace and strategy (TRACE@STRATEGY): leave out --trace, --strategy and --results")
+	}
+	ts, closeAll, err := tenants(c)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	dev, err := colocateDevice(c)
+	if err != nil {
+		return err
+	}
+	out := c.String("out")
+	var inputs []string
+	for _, v := range c.StringSlice("colocate") {
+		inputs = append(inputs, v[:strings.LastIndex(v, "@")])
+	}
+	f, err := createOutput(out, inputs)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	rs, err := harness.Colocate(ts, dev, c.Float64("rate"))
+	if err != nil {
+		return err
+	}
+	cmd := []string{"membench", "report"}
+	for _, v := range c.StringSlice("colocate") {
+		cmd = append(cmd, "--colocate", shellQuote(v))
+	}
+	for _, v := range c.StringSlice("device") {
+		cmd = append(cmd, "--device", shellQuote(v))
+	}
+	rep := &charts.Report{Command: strings.Join(cmd, " "), Colocation: &charts.Colocation{Device: dev, Rate: c.Float64("rate"), Tenants: rs}}
+	var page bytes.Buffer
+	if err := charts.Write(&page, rep); err != nil {
+		return err
+	}
+	if _, err := f.Write(page.Bytes()); err != nil {
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d tenants on %s\n", out, page.Len(), len(rs), dev.Label())
+	return nil
 }
