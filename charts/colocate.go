@@ -24,10 +24,10 @@ type Colocation struct {
 
 // colocRow is a tenant's row in the page's table.
 type colocRow struct {
-	N                       int
-	Tenant, Colour          string
-	Fit, OOM, Cause         string
-	Failed                  bool
+	N                      int
+	Tenant, Colour         string
+	Fit, OOM, Cause        string
+	Failed                 bool
 	PeakReserved, PeakLive string
 }
 
