@@ -75,13 +75,10 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 	}
 	var settings *snapshot.Settings
 	var foreign [][2]string
-	if t, ok := a.(*torchlike.Allocator); ok {
-		cfg := t.Config()
-		if cfg.NoCaching {
-			// Upstream's uncached path records no memory history.
-			return nil, fmt.Errorf("%s: %w: with PYTORCH_NO_CUDA_MEMORY_CACHING PyTorch records no memory history, so there is no snapshot to show", sp, ErrNotExportable)
+	if f, ok := memoryVizSettings[sp.Name]; ok {
+		if settings, err = f(sp, a); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", sp, ErrNotExportable, err)
 		}
-		settings = snapshot.SettingsOf(cfg, allocConf(sp))
 	} else {
 		foreign = [][2]string{
 			{"membench_strategy", sp.String()},
@@ -109,16 +106,6 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 		ForeignSettings: foreign,
 	}
 	return &Export{Snapshot: snap, Result: res, Moves: rec.moves}, nil
-}
-
-// allocConf renders a torch spec's knobs as PYTORCH_CUDA_ALLOC_CONF
-// writes them (key:value, comma-separated), in the spec's order.
-func allocConf(sp strategies.Spec) string {
-	parts := make([]string, len(sp.Params))
-	for i, p := range sp.Params {
-		parts[i] = p.Key + ":" + p.Value
-	}
-	return strings.Join(parts, ",")
 }
 
 // modelName names the model's package (bfc, tpurt, platform): which
