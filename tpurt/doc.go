@@ -45,8 +45,8 @@
 // of that size before the first event, to ask what a resident program of
 // a given size costs (no launch reloads that one once evicted).
 //
-// Beyond the Allocator contract the model declares Placer and Tracer (the
-// heap, program loads and unloads, relocations), strategies.Layouter,
-// Defragmenter, Footprinter, Noter and ProgramLoader. The package imports strategies and
-// internal/spanset only.
+// Beyond the Allocator contract the model declares strategies.Layouter,
+// Defragmenter, Footprinter, Noter, ProgramLoader, Placer and Tracer (the
+// heap taken, programs loaded and unloaded, buffers relocated). The
+// package imports strategies and internal/spanset only.
 package tpurt
