@@ -94,6 +94,8 @@ type Allocator struct {
 	// highWater is the highest chunk end in use, from its region's start,
 	// ever (PeakFootprint).
 	highWater int64
+	// tracer receives region and relocation events (strategies.Tracer).
+	tracer func(strategies.TraceEvent)
 }
 
 // New builds a BFC allocator drawing from mem.
@@ -310,6 +312,7 @@ func (a *Allocator) extend(r int64) bool {
 	h := a.newChunk(chunk{ptr: addr, size: bytes, prev: none, next: none, region: ri})
 	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, alive: true})
 	a.free.Insert(a.key(h))
+	a.trace(strategies.TraceEvent{Action: strategies.TraceSegmentAlloc, Addr: addr, Size: bytes})
 	return true
 }
 
@@ -348,6 +351,7 @@ func (a *Allocator) deallocateFreeRegions(r int64) bool {
 	}
 	for _, i := range freeRegions {
 		g := &a.regions[i]
+		a.trace(strategies.TraceEvent{Action: strategies.TraceSegmentFree, Addr: g.ptr, Size: g.size})
 		a.free.Remove(a.key(g.first))
 		a.deleteChunk(g.first)
 		a.mem.Free(g.size)
@@ -417,6 +421,7 @@ func (a *Allocator) compact(ri int32) int64 {
 		if c.inUse {
 			if c.ptr != at {
 				moved += c.size
+				a.trace(strategies.TraceEvent{Action: strategies.TraceMove, Addr: at, From: c.ptr, Size: c.size, Requested: c.req})
 				c.ptr = at
 			}
 			at += c.size

@@ -35,6 +35,8 @@
 // which does defragment, has its own model (package tpurt).
 //
 // Beyond the Allocator contract the allocator declares
-// strategies.Layouter, Defragmenter, Footprinter and Noter. The package
+// strategies.Layouter, Defragmenter, Footprinter, Noter, Placer and
+// Tracer (regions taken and given back, chunks a defragmentation moves:
+// the only places that look for a tracer). The package
 // imports strategies and internal/freeset only.
 package bfc

@@ -10,7 +10,11 @@
 // notes of the model's own assumptions a Result carries (Result.Notes)
 // beside its device's (Result.DeviceNotes) for the CLI and the report to
 // print, and ProgramLoader, on which a compiled replay on a TPU loads a
-// launch's temp as its executable's program (loadProgram). A trace's own
+// launch's temp as its executable's program (loadProgram), and Placer
+// and Tracer, which ExportMemoryViz reads through a wrapper of the
+// model (so the replay loop and the models' allocation paths know
+// nothing of exports) to write a replay in PyTorch's snapshot format,
+// the torch house's (torchlike/snapshot). A trace's own
 // statement that it is an approximation (a compiled trace's meta,
 // TraceNotes) rides on Result.TraceNotes and Source.Meta, so that every
 // command that replays it repeats it; CompileTrace makes such traces. The

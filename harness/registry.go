@@ -12,8 +12,9 @@ import (
 	"membench/tflike"
 	"membench/torchlike"
 	// PyTorch snapshots are detected by traces and decoded by the torch
-	// house, which registers its reader when linked in.
-	_ "membench/torchlike/snapshot"
+	// house, which registers its reader when linked in; exports write
+	// them (ExportMemoryViz).
+	"membench/torchlike/snapshot"
 	_ "membench/xprof"
 )
 
@@ -90,6 +91,32 @@ func executionOf(spec string) *jit.Execution {
 		return nil
 	}
 	return &x
+}
+
+// memoryVizSettings give, for a strategy that is PyTorch's allocator, the
+// allocator_settings its export writes (ExportMemoryViz): PyTorch's own,
+// from the model's configuration, so that `membench validate` replays the
+// export as configured. The other strategies' exports describe their
+// model instead.
+var memoryVizSettings = map[string]func(strategies.Spec, strategies.Allocator) (*snapshot.Settings, error){
+	"torch": func(sp strategies.Spec, a strategies.Allocator) (*snapshot.Settings, error) {
+		t, ok := a.(*torchlike.Allocator)
+		if !ok {
+			return nil, fmt.Errorf("not the CUDA caching allocator model (%T)", a)
+		}
+		cfg := t.Config()
+		if cfg.NoCaching {
+			// Upstream's uncached path records no memory history.
+			return nil, fmt.Errorf("with PYTORCH_NO_CUDA_MEMORY_CACHING PyTorch records no memory history, so there is no snapshot to show")
+		}
+		// PYTORCH_CUDA_ALLOC_CONF's form: key:value, comma-separated, in
+		// the spec's order.
+		parts := make([]string, len(sp.Params))
+		for i, p := range sp.Params {
+			parts[i] = p.Key + ":" + p.Value
+		}
+		return snapshot.SettingsOf(cfg, strings.Join(parts, ",")), nil
+	},
 }
 
 // advisers hold each framework's knowledge of its reservation policy, for

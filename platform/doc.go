@@ -4,5 +4,7 @@
 // memory to the driver, allocator-spec §3) and TensorFlow's
 // TF_GPU_ALLOCATOR=cuda_malloc (§2.8).
 //
-// It imports only strategies; jaxlike and tflike use it.
+// Beyond the Allocator contract it declares strategies.Layouter, Noter,
+// Placer and Tracer (every buffer is a segment of its own). It imports
+// only strategies; jaxlike and tflike use it.
 package platform

@@ -7,8 +7,8 @@ import (
 )
 
 type buf struct {
-	addr, size int64
-	live       bool
+	addr, size, req, stream int64
+	live                    bool
 }
 
 // Allocator hands every request to the device.
@@ -27,6 +27,8 @@ type Allocator struct {
 	// KnobNotes are the framework's notes on its configuration (knobs
 	// that have no effect with this allocator), reported by Notes.
 	KnobNotes []string
+	// tracer receives the device calls (strategies.Tracer).
+	tracer func(strategies.TraceEvent)
 }
 
 // Notes implements strategies.Noter.
@@ -50,7 +52,8 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 		a.lastOOM.Message = fmt.Sprintf("RESOURCE_EXHAUSTED: %s: out of memory allocating %d bytes (%d bytes free on the device)", a.Name, n, a.mem.Available())
 		return -1, false
 	}
-	b := buf{addr: addr, size: size, live: true}
+	a.trace(strategies.TraceSegmentAlloc, addr, size, stream)
+	b := buf{addr: addr, size: size, req: n, stream: stream, live: true}
 	var h int32
 	if k := len(a.unused); k > 0 {
 		h = a.unused[k-1]
@@ -67,6 +70,7 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 // Free is one device free.
 func (a *Allocator) Free(h strategies.Handle) {
 	b := &a.bufs[h]
+	a.trace(strategies.TraceSegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
 	a.inUse -= b.size
 	b.live = false
@@ -78,7 +82,8 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 	for _, b := range a.bufs {
 		if b.live {
 			fn(strategies.Segment{Addr: b.addr, Size: b.size, Pool: "device",
-				Blocks: []strategies.Block{{Addr: b.addr, Size: b.size, Requested: b.size, State: strategies.BlockAllocated}}})
+				Stream: b.stream,
+				Blocks: []strategies.Block{{Addr: b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated}}})
 		}
 	}
 }

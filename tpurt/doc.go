@@ -46,6 +46,7 @@
 // a given size costs (no launch reloads that one once evicted).
 //
 // Beyond the Allocator contract the model declares strategies.Layouter,
-// Defragmenter, Footprinter, Noter and ProgramLoader. The package imports strategies and
-// internal/spanset only.
+// Defragmenter, Footprinter, Noter, ProgramLoader, Placer and Tracer (the
+// heap taken, programs loaded and unloaded, buffers relocated). The
+// package imports strategies and internal/spanset only.
 package tpurt

@@ -93,6 +93,9 @@ type Allocator struct {
 	lastOOM                    strategies.OOM
 	notes                      []string
 	scratch                    []int32
+	// tracer receives the heap, program and relocation events
+	// (strategies.Tracer).
+	tracer func(strategies.TraceEvent)
 }
 
 // New builds the heap on mem: the device's capacity (or the memory's
@@ -147,6 +150,7 @@ func (a *Allocator) start() {
 		return
 	}
 	a.base = addr
+	a.trace(strategies.TraceEvent{Action: strategies.TraceSegmentAlloc, Addr: addr, Size: a.limit})
 	a.free.Insert(spanset.Span{Start: 0, Size: a.limit})
 	a.freeBytes = a.limit
 	if p := a.opts.ProgramBytes; p > 0 && p <= a.limit {
@@ -293,6 +297,7 @@ func (a *Allocator) defragment() {
 		at -= b.size
 		if b.addr != at {
 			moved += b.size
+			a.trace(strategies.TraceEvent{Action: strategies.TraceMove, Addr: a.base + at, From: a.base + b.addr, Size: b.size, Requested: b.req})
 			b.addr = at
 		}
 	}
@@ -334,6 +339,7 @@ func (a *Allocator) reserve(size int64) {
 	if sp.Size > size {
 		a.free.Insert(spanset.Span{Start: sp.Start + size, Size: sp.Size - size})
 	}
+	a.trace(strategies.TraceEvent{Action: strategies.TraceHold, Addr: a.base + a.reserved, Size: size, Requested: size})
 	a.freeBytes -= size
 	a.reserved += size
 	a.programs = append(a.programs, program{size: size, loaded: true})
@@ -358,6 +364,9 @@ func (a *Allocator) ProgramLoaded(p Program) bool {
 func (a *Allocator) UnloadProgram(p Program) {
 	if p < 0 || int(p) >= len(a.programs) || !a.programs[p].loaded {
 		return
+	}
+	if a.tracer != nil {
+		a.traceUnload(p)
 	}
 	a.programs[p].loaded = false
 	a.loaded = slices.DeleteFunc(a.loaded, func(q Program) bool { return q == p })

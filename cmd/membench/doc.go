@@ -21,6 +21,7 @@
 //
 //	membench run [--trace PATH|NAME]... [--strategy SPEC]... [--device NAME]... [--out FILE] [--format F] [--shard K/N]
 //	membench validate [--device-index N]... [--capacity SIZE] RECORDING...
+//	membench export --format memory-viz --trace T --strategy S [--device D] --out snap.pickle
 //	membench sweep --strategy NAME [--param key=v1,v2]... [run's flags]
 //	membench capacity [run's flags]
 //	membench compare [--col KEY] [--row KEY] [--filter EXPR] [--format text|csv|json] FILE...

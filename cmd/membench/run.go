@@ -41,6 +41,7 @@ func runWithInput(stdin io.Reader, stdout, stderr io.Writer, args []string) erro
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
+			exportCommand(),
 			tracesCommand(),
 			compareCommand(),
 			capacityCommand(),

@@ -47,8 +47,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Opcodes, named as in Python's pickletools; exported for the test writer
-// of pickles (pickletest).
+// Opcodes, named as in Python's pickletools; exported for tests that
+// shape pickles by hand.
 const (
 	OpMark           = '('
 	OpStop           = '.'

@@ -48,6 +48,13 @@
 //
 // It imports only the standard library: the unpickler is a format reader
 // with no knowledge of PyTorch; torchlike/snapshot builds a snapshot on it
-// through the Builder hook. It only reads: the writer of pickles that tests
-// use is pickletest, test support no production code imports.
+// through the Builder hook.
+//
+// # Writing
+//
+// Encode writes the same value model back as a protocol-4 pickle limited
+// to the opcodes PyTorch's MemoryViz reads, so that `membench export`
+// (through torchlike/snapshot) writes snapshots that both Python and the
+// viewer open. pickletest, the writer's former home, is now a thin
+// wrapper kept for tests.
 package pickle

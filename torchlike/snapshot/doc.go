@@ -20,6 +20,14 @@
 // its free (see Role); oom and snapshot entries become marks. Every alloc
 // gets a fresh id, since recorded addresses are reused.
 //
+// # Writing
+//
+// EncodePickle writes a Snapshot back as the pickle _dump_snapshot writes
+// (write.go: empty frames, PyTorch's allocator_settings or, for another
+// allocator's replay, ForeignSettings that say which model made it), for
+// `membench export --format memory-viz`; snaptest shapes the frames of
+// test recordings on the same writer (ValueFrames).
+//
 // # Decoding
 //
 // Decode accepts the pickle that PyTorch writes and the JSON dump of the

@@ -22,6 +22,13 @@ type Snapshot struct {
 	Segments     []Segment      // final layout, every device, in file order
 	DeviceTraces [][]TraceEntry // DeviceTraces[d] is device d's trace, oldest first
 	Settings     *Settings      // nil when the snapshot has no allocator_settings
+	// ForeignSettings, written as allocator_settings when Settings is
+	// nil, describe an allocator that is not PyTorch's (a membench
+	// export of a BFC or TPU replay) as key and value strings, in order:
+	// MemoryViz reads no allocator_settings key, and writing PyTorch's
+	// would claim a configuration the model never had. Decode never
+	// fills it: what it reads lands in Settings (Raw).
+	ForeignSettings [][2]string
 }
 
 // Settings is the snapshot's allocator_settings.

@@ -1,8 +1,7 @@
-// Package pickletest writes pickles, for tests: membench reads pickles (a
-// PyTorch memory snapshot is one) and never writes one, but its tests need
-// recordings they can shape, and round trips through the unpickler. It is
-// test support in the manner of net/http/httptest: no production code
-// imports it.
+// Package pickletest is the pickle writer as tests have used it: a thin
+// wrapper of pickle.Encode, which was promoted from here to production
+// code when `membench export` began writing PyTorch memory snapshots.
+// New code calls pickle.Encode directly.
 //
-// It imports internal/pickle for the value model and the opcodes.
+// It imports internal/pickle only.
 package pickletest

@@ -2,83 +2,19 @@ package snaptest
 
 import (
 	"io"
-	"strconv"
 
 	"membench/internal/pickle"
-	"membench/internal/pickle/pickletest"
-	"membench/torchlike"
 	"membench/torchlike/snapshot"
 )
 
 // Value returns s as the dict that torch.cuda.memory._snapshot() returns,
-// in the pickle package's value model. Segments and blocks get no frames;
-// a trace entry gets frames that give back its Frames class (see
-// Frames), shared between entries as PyTorch's pickles share them.
+// in the pickle package's value model: snapshot.ValueFrames, with each
+// trace entry given frames that give back its Frames class (see Frames),
+// shared between entries as PyTorch's pickles share them. Segments and
+// blocks get no frames.
 func Value(s *snapshot.Snapshot) *pickle.Dict {
 	fr := newFrameSet()
-	top := pickle.NewDict()
-	segs := &pickle.List{Items: make([]any, len(s.Segments))}
-	for i, sg := range s.Segments {
-		d := pickle.NewDict()
-		d.Set("device", int64(sg.Device))
-		d.Set("address", sg.Address)
-		d.Set("total_size", sg.TotalSize)
-		d.Set("allocated_size", sg.AllocatedSize)
-		d.Set("active_size", sg.ActiveSize)
-		d.Set("requested_size", sg.RequestedSize)
-		d.Set("stream", sg.Stream)
-		d.Set("segment_type", sg.SegmentType)
-		d.Set("segment_pool_id", pickle.Tuple{int64(0), int64(0)})
-		d.Set("is_expandable", sg.IsExpandable)
-		d.Set("frames", &pickle.List{})
-		blocks := &pickle.List{Items: make([]any, len(sg.Blocks))}
-		for j, b := range sg.Blocks {
-			bd := pickle.NewDict()
-			bd.Set("address", b.Address)
-			bd.Set("size", b.Size)
-			bd.Set("requested_size", b.RequestedSize)
-			bd.Set("state", b.State)
-			bd.Set("frames", &pickle.List{})
-			blocks.Items[j] = bd
-		}
-		d.Set("blocks", blocks)
-		segs.Items[i] = d
-	}
-	top.Set("segments", segs)
-	traces := &pickle.List{Items: make([]any, len(s.DeviceTraces))}
-	for dv, tr := range s.DeviceTraces {
-		l := &pickle.List{Items: make([]any, len(tr))}
-		for i, e := range tr {
-			d := pickle.NewDict()
-			d.Set("action", e.Action)
-			if e.Action == torchlike.ActionOOM {
-				d.Set("device_free", e.DeviceFree)
-			} else {
-				d.Set("addr", e.Addr)
-			}
-			d.Set("size", e.Size)
-			d.Set("stream", e.Stream)
-			d.Set("time_us", e.TimeUS)
-			d.Set("frames", fr.list(e.Frames))
-			l.Items[i] = d
-		}
-		traces.Items[dv] = l
-	}
-	top.Set("device_traces", traces)
-	if st := s.Settings; st != nil {
-		d := pickle.NewDict()
-		d.Set("PYTORCH_CUDA_ALLOC_CONF", st.PYTORCH_CUDA_ALLOC_CONF)
-		d.Set("max_split_size", st.MaxSplitSize)
-		d.Set("garbage_collection_threshold", st.GarbageCollectionThreshold)
-		d.Set("expandable_segments", st.ExpandableSegments)
-		rd := pickle.NewDict()
-		for i, n := range st.RoundupPower2Divisions {
-			rd.Set(strconv.Itoa(1<<i), int64(n))
-		}
-		d.Set("roundup_power2_divisions", rd)
-		top.Set("allocator_settings", d)
-	}
-	return top
+	return snapshot.ValueFrames(s, func(_, _ int, e *snapshot.TraceEntry) *pickle.List { return fr.list(e.Frames) })
 }
 
 // Frames returns a stack, innermost frame first, that a recording of
@@ -160,5 +96,5 @@ func (fs *frameSet) list(c snapshot.FrameClass) *pickle.List {
 // could have written (frames as Value gives them) and that PyTorch's
 // MemoryViz can load.
 func EncodePickle(w io.Writer, s *snapshot.Snapshot) error {
-	return pickletest.Encode(w, Value(s))
+	return pickle.Encode(w, Value(s))
 }

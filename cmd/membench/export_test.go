@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"membench/internal/sharedtraces"
+)
+
+// TestExportValidates: `membench validate` on a torch export exits 0 (the
+// model's own segment events and OOMs, replayed from the file's
+// requests and settings, come back exactly): on a corpus trace, with
+// expandable segments and knobs in PYTORCH_CUDA_ALLOC_CONF, on a card
+// small enough to make the allocator free its cache and fail (the
+// capacity then comes from the recorded oom), and on a replay of a real
+// PyTorch snapshot of the shared collection.
+func TestExportValidates(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ trace, strategy, device string }{
+		{"gpt-train", "torch", "a100-80g"},
+		{"gpt-train", "torch:expandable_segments=true", "a100-80g"},
+		{"gpt-train", "torch:max_split_size_mb=64,roundup_power2_divisions=[256:1,>:4]", "a100-80g"},
+		{"gpt-train", "torch", "a100-80g:capacity=600MiB"},
+		{sharedtraces.Path(t, "pytorch-snapshots/opt125m-zo-finetune.pickle"), "torch", "a100-80g"},
+	}
+	for i, c := range cases {
+		out := filepath.Join(dir, "snap"+string(rune('a'+i))+".pickle")
+		_, stderr, err := runCLI(t, "export", "--format", "memory-viz", "--trace", c.trace, "--strategy", c.strategy, "--device", c.device, "--out", out)
+		if err != nil {
+			t.Fatalf("export %s %s %s: %v\n%s", c.trace, c.strategy, c.device, err, stderr)
+		}
+		report, stderr, err := runCLI(t, "validate", out)
+		if err != nil {
+			t.Errorf("validate of the export of %s through %s on %s: %v\n%s%s", c.trace, c.strategy, c.device, err, report, stderr)
+		}
+		if !strings.Contains(report, "agree: every segment event") {
+			t.Errorf("%s %s: report\n%s", c.trace, c.strategy, report)
+		}
+	}
+}
+
+// TestExportOutput: the output is written whole or not at all: a failed
+// export (a strategy that is no allocator) leaves no file and keeps an
+// existing one; an --out that is the --trace is refused before anything
+// is written; two exports are byte-identical.
+func TestExportOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "snap.pickle")
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "planner", "--out", out); err == nil || !strings.Contains(err.Error(), "cannot be exported") {
+		t.Fatalf("planner: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a failed export left %s (%v)", out, err)
+	}
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "jax", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(out)
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "torch", "--device", "tpu-v4", "--out", out); err == nil {
+		t.Fatal("torch on a TPU exported")
+	}
+	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, first) {
+		t.Fatal("a failed export changed the existing output")
+	}
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "jax", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(out); !bytes.Equal(again, first) {
+		t.Fatal("two exports of one replay differ")
+	}
+	// The output may not be the trace it reads.
+	tr := filepath.Join(dir, "t.txt")
+	if _, _, err := runCLI(t, "traces", "convert", "gpt-train", tr); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(tr)
+	if _, _, err := runCLI(t, "export", "--trace", tr, "--strategy", "jax", "--out", tr); err == nil || !strings.Contains(err.Error(), "refusing to overwrite an input") {
+		t.Fatalf("--out = --trace: %v", err)
+	}
+	if after, _ := os.ReadFile(tr); !bytes.Equal(after, before) {
+		t.Fatal("the trace was overwritten")
+	}
+	for _, args := range [][]string{
+		{"export", "--trace", "gpt-train", "--strategy", "jax"},
+		{"export", "--format", "json", "--trace", "gpt-train", "--strategy", "jax", "--out", out},
+	} {
+		if _, _, err := runCLI(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
