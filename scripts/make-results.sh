@@ -63,14 +63,15 @@ echo "with step marks into that shape (an approximation: it cannot see XLA's fus
 echo "rematerialization or scheduling; every run on its output says so). The smallest"
 echo "card each needs, eager (the per-op trace) against compiled (-compiled), beside the"
 echo "planner's floor: the whole trace packed by XLA's heap simulator with every"
-echo "lifetime known in advance. Allocator calls drop 13-31x; with preallocation the"
-echo "card moves toward the floor, while growth on demand meets the large temps with"
-echo "the BFC's doubling regions."
+echo "lifetime known in advance. The (placement alone) rows are the allocator limit"
+echo "the BFC's placement needs with JAX's fraction at 1. Allocator calls drop 13-31x;"
+echo "compiled, placement alone comes down to the floor, while growth on demand meets"
+echo "the large temps with the BFC's doubling regions."
 echo
 for t in gpt-train resnet50-train gen-gpt2-medium-train gen-resnet50-train; do
   "$mb" traces compile "$t" "/tmp/membench-results-$t-compiled.txt" 2>/dev/null
 done
-run capacity --no-advice --device a100-80g --strategy jax --strategy jax:mem_fraction=1 --strategy jax:preallocate=false --strategy planner \
+runerr capacity --device a100-80g --strategy jax --strategy jax:preallocate=false --strategy planner \
   --trace gpt-train --trace /tmp/membench-results-gpt-train-compiled.txt \
   --trace resnet50-train --trace /tmp/membench-results-resnet50-train-compiled.txt \
   --trace gen-gpt2-medium-train --trace /tmp/membench-results-gen-gpt2-medium-train-compiled.txt \
