@@ -40,7 +40,9 @@ func Within(d time.Duration, n uint64) Bounds { return Bounds{Time: d, Alloc: n}
 // Check runs fn and fails t if every one of up to Runs runs exceeded the
 // time or the memory bound; it returns what the run within the bounds
 // cost, for tests that report it. If fn stops the test (t.Fatal), Check
-// does not measure it.
+// does not measure it. fn may run more than once (after a run that a
+// loaded machine slowed past the bound), so it must start from scratch
+// each time: make its input reader inside it, or rewind it.
 func (b Bounds) Check(t testing.TB, fn func()) (time.Duration, uint64) {
 	t.Helper()
 	if raceEnabled {
