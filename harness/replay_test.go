@@ -247,6 +247,9 @@ func BenchmarkReplay(b *testing.B) {
 			spec := sd.spec
 			b.Run("trace="+name+"/device="+NameValue(dev.Label())+"/strategy="+NameValue(spec), func(b *testing.B) {
 				b.ReportAllocs()
+				if len(decode) == 0 {
+					decode = append(decode, decodeNsPerEvent(b, bin, len(evs)))
+				}
 				var res *Result
 				for b.Loop() {
 					var err error
@@ -258,9 +261,6 @@ func BenchmarkReplay(b *testing.B) {
 				// which would wipe metrics reported earlier.
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
 				b.ReportMetric(ns, "ns/event")
-				if len(decode) == 0 {
-					decode = append(decode, decodeNsPerEvent(bin, len(evs)))
-				}
 				b.ReportMetric(ns/medianOf(slices.Clone(decode)), "x-decode")
 				for _, m := range Metrics {
 					b.ReportMetric(m.Value(res), m.Unit)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"membench/strategies"
 	"membench/traces"
@@ -59,15 +60,18 @@ func decodeBinary(t testing.TB, bin []byte) int {
 	}
 }
 
-// decodeNsPerEvent measures decodeBinary on its own, for a benchmark run
-// filtered so that the decode sub-benchmark did not run.
-func decodeNsPerEvent(bin []byte, events int) float64 {
-	r := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			decodeBinary(b, bin)
-		}
-	})
-	return float64(r.NsPerOp()) / float64(events)
+// decodeNsPerEvent times decodeBinary on its own for at least 200 ms, for
+// a benchmark run filtered so that the decode sub-benchmark did not run
+// (testing.Benchmark cannot run inside a benchmark: it waits for the
+// running one).
+func decodeNsPerEvent(t testing.TB, bin []byte, events int) float64 {
+	start := time.Now()
+	n := 0
+	for time.Since(start) < 200*time.Millisecond {
+		decodeBinary(t, bin)
+		n++
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n) / float64(events)
 }
 
 // medianOf is the median of xs (not empty), which it sorts.
