@@ -132,6 +132,11 @@ type liveEntry struct {
 	size int64
 }
 
+// replayBatch is the number of events a replay asks a traces.BatchReader
+// for at once: enough to make the call's cost vanish, few enough that the
+// batch stays in the first-level cache (64 B an event).
+const replayBatch = 256
+
 const (
 	failed strategies.Handle = -1
 	none   strategies.Handle = -2
@@ -201,109 +206,137 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	var launches traces.Launches
 	var liveBytes int64
 	var i int64
-	for ; ; i++ {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return res, err
-		}
-		if err := launches.Event(&ev, i); err != nil {
-			return res, fail(i, err)
-		}
-		switch ev.Op {
-		case traces.OpAlloc:
-			if ev.Size <= 0 || ev.Size > traces.MaxSize {
-				return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+	// Events come in batches (traces.BatchReader) where the reader can:
+	// one call per batch, and an event is read where it lies instead of
+	// copied. Other readers fill a batch of one.
+	br, batched := r.(traces.BatchReader)
+	var buf []traces.Event
+	if batched {
+		buf = make([]traces.Event, replayBatch)
+	} else {
+		buf = make([]traces.Event, 1)
+	}
+	for {
+		var batch []traces.Event
+		var rerr error
+		if batched {
+			batch, rerr = br.NextBatch(buf)
+		} else {
+			buf[0], rerr = r.Next()
+			if rerr == nil {
+				batch = buf
 			}
-			var donor liveEntry
-			if ev.Donated {
-				if donor, err = ids.Donate(ev.Donor); err != nil {
-					return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
+		}
+		for k := range batch {
+			ev := &batch[k]
+			// Launches checks only launches and allocations of a kind
+			// (format version 2): nothing else can break its rules.
+			if ev.Kind != traces.KindNone || ev.Op > traces.OpMark {
+				if err := launches.Event(ev, i); err != nil {
+					return res, fail(i, err)
 				}
 			}
-			if compiled {
-				if done, err := allocCompiled(&ids, &ev, donor, res); done || err != nil {
-					if err != nil {
+			switch ev.Op {
+			case traces.OpAlloc:
+				if ev.Size <= 0 || ev.Size > traces.MaxSize {
+					return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+				}
+				var donor liveEntry
+				if ev.Donated {
+					var err error
+					if donor, err = ids.Donate(ev.Donor); err != nil {
+						return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
+					}
+				}
+				if compiled {
+					if done, err := allocCompiled(&ids, ev, donor, res); done || err != nil {
+						if err != nil {
+							return res, fail(i, err)
+						}
+						break
+					}
+				}
+				res.Allocs++
+				h, ok := a.Malloc(ev.Size, ev.Stream)
+				if !ok {
+					res.OOMCount++
+					if len(res.OOMs) < 1000 {
+						res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
+					}
+					if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
 						return res, fail(i, err)
 					}
 					break
 				}
-			}
-			res.Allocs++
-			h, ok := a.Malloc(ev.Size, ev.Stream)
-			if !ok {
-				res.OOMCount++
-				if len(res.OOMs) < 1000 {
-					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
-				}
-				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
+				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+					a.Free(h)
 					return res, fail(i, err)
 				}
-				break
-			}
-			if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-				a.Free(h)
-				return res, fail(i, err)
-			}
-			liveBytes += ev.Size
-			if liveBytes > res.PeakLive {
-				res.PeakLive, res.PeakLiveEvent = liveBytes, i
-			}
-			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
-		case traces.OpFree:
-			e, err := ids.Free(ev.ID)
-			if err != nil {
-				return res, fail(i, err)
-			}
-			if e.h == none {
-				res.Elided++ // nothing was allocated: nothing to free
-				break
-			}
-			res.Frees++
-			if e.h == failed {
-				break // the allocation failed: its free is ignored
-			}
-			a.Free(e.h)
-			liveBytes -= e.size
-		case traces.OpMark:
-			if len(res.Marks) < opts.MaxMarks {
-				res.Marks = append(res.Marks, Mark{i, ev.Label})
-			}
-		case traces.OpLaunch:
-			if launches.Count == 1 {
-				if err := x.CheckDevice(mem.Dev.Kind == strategies.TPU, mem.Dev.Label()); err != nil {
+				liveBytes += ev.Size
+				if liveBytes > res.PeakLive {
+					res.PeakLive, res.PeakLiveEvent = liveBytes, i
+				}
+				res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+			case traces.OpFree:
+				e, err := ids.Free(ev.ID)
+				if err != nil {
 					return res, fail(i, err)
 				}
+				if e.h == none {
+					res.Elided++ // nothing was allocated: nothing to free
+					break
+				}
+				res.Frees++
+				if e.h == failed {
+					break // the allocation failed: its free is ignored
+				}
+				a.Free(e.h)
+				liveBytes -= e.size
+			case traces.OpMark:
+				if len(res.Marks) < opts.MaxMarks {
+					res.Marks = append(res.Marks, Mark{i, ev.Label})
+				}
+			case traces.OpLaunch:
+				if launches.Count == 1 {
+					if err := x.CheckDevice(mem.Dev.Kind == strategies.TPU, mem.Dev.Label()); err != nil {
+						return res, fail(i, err)
+					}
+				}
+			case traces.OpLaunchEnd:
+			default:
+				return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 			}
-		case traces.OpLaunchEnd:
-		default:
-			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
+			if ev.Op == traces.OpAlloc {
+				// Only an allocation, fitting or not, can raise the
+				// footprint (placement, or a device allocation): it is
+				// read on those events only.
+				fp := mem.Peak()
+				if footprinter != nil {
+					fp = footprinter.PeakFootprint()
+				}
+				if fp > peakFootprint {
+					peakFootprint, res.PeakFootprintEvent = fp, i
+				}
+			}
+			reserved := mem.Reserved()
+			if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
+				res.PeakLayout = res.PeakLayout[:0]
+				layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+			}
+			res.PeakReserved = max(res.PeakReserved, mem.Peak())
+			tl.add(i, ev.Time, liveBytes, reserved)
+			if opts.Check {
+				if err := a.Check(); err != nil {
+					return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
+				}
+			}
+			i++
 		}
-		if ev.Op == traces.OpAlloc {
-			// Only an allocation, fitting or not, can raise the
-			// footprint (placement, or a device allocation): it is read
-			// on those events only.
-			fp := mem.Peak()
-			if footprinter != nil {
-				fp = footprinter.PeakFootprint()
-			}
-			if fp > peakFootprint {
-				peakFootprint, res.PeakFootprintEvent = fp, i
-			}
+		if rerr == io.EOF {
+			break
 		}
-		reserved := mem.Reserved()
-		if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
-			res.PeakLayout = res.PeakLayout[:0]
-			layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
-		}
-		res.PeakReserved = max(res.PeakReserved, mem.Peak())
-		tl.add(i, ev.Time, liveBytes, reserved)
-		if opts.Check {
-			if err := a.Check(); err != nil {
-				return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
-			}
+		if rerr != nil {
+			return res, rerr
 		}
 	}
 	res.Events = i

@@ -380,6 +380,19 @@ func (r *binaryReader) Next() (Event, error) {
 	return ev, nil
 }
 
+// NextBatch implements BatchReader (a binary trace has no lines): Next
+// into buf, with no interface call per event.
+func (r *binaryReader) NextBatch(buf []Event) ([]Event, error) {
+	for n := range buf {
+		ev, err := r.Next()
+		if err != nil {
+			return buf[:n], err
+		}
+		buf[n] = ev
+	}
+	return buf, nil
+}
+
 // allocV2 decodes the kind and the donor of an alloc record (tag has
 // binKind or binDonor) from b[i:], and returns the index after them.
 // A donor needs the kind output (so binDonor needs binKind).
