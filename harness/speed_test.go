@@ -40,23 +40,25 @@ func encodeBinary(t testing.TB, evs []traces.Event) []byte {
 	return buf.Bytes()
 }
 
-// decodeBinary reads every event of a binary trace held in memory and
-// returns the count.
+// decodeBinary reads every event of a binary trace held in memory, in
+// batches as a replay of the file reads them, and returns the count.
 func decodeBinary(t testing.TB, bin []byte) int {
 	r, err := traces.NewBinaryReader("bench.bin", bytes.NewReader(bin))
 	if err != nil {
 		t.Fatal(err)
 	}
+	br := r.(traces.BatchReader)
+	buf := make([]traces.Event, replayBatch)
 	n := 0
 	for {
-		_, err := r.Next()
+		evs, err := br.NextBatch(buf)
+		n += len(evs)
 		if err == io.EOF {
 			return n
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
 	}
 }
 
