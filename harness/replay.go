@@ -16,6 +16,11 @@ type Options struct {
 	// Check runs the allocator's invariant checker after every event:
 	// for tests, slow.
 	Check bool
+	// CheckEvery, if above 1, runs the checker after every CheckEvery-th
+	// event instead (and after the last): the checkers walk the whole
+	// state, so checking every event of a long trace costs O(n) per event,
+	// and a stride keeps the test suite's campaigns cheap.
+	CheckEvery int64
 	// KeepLayout records the allocator's layout at peak reserved memory
 	// (for the report's state map). It costs a layout walk at each new
 	// peak.
@@ -331,7 +336,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			} else {
 				tl.open(i, ev.Time, liveBytes, reserved)
 			}
-			if opts.Check {
+			if opts.Check && (opts.CheckEvery <= 1 || i%opts.CheckEvery == 0) {
 				if err := a.Check(); err != nil {
 					return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
 				}
@@ -346,6 +351,11 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		}
 	}
 	res.Events = i
+	if opts.Check && opts.CheckEvery > 1 {
+		if err := a.Check(); err != nil {
+			return res, fail(i-1, fmt.Errorf("invariant broken at the end: %w", err))
+		}
+	}
 	if err := launches.End(); err != nil {
 		return res, fail(i, err)
 	}
