@@ -248,7 +248,7 @@ func TestTreeGrowsAndDrains(t *testing.T) {
 			}
 		}
 	}
-	for phase, target := range []int{60000, 0, 5000, 0} {
+	for phase, target := range []int{40000, 0, 5000, 0} {
 		for len(model) != target {
 			step++
 			grow := len(model) < target
