@@ -293,7 +293,7 @@ func TestJaxCallsPerCompiledStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := &callCounter{Allocator: a}
-	if _, err := ReplayWith("gpt-train-compiled", &launchReader{SliceReader: sr, c: calls}, calls, "jax", Options{}); err != nil {
+	if _, err := ReplayWith("gpt-train-compiled", &launchReader{r: sr, c: calls}, calls, "jax", Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(want) != 3 || len(calls.perLaunch) != 3 {
@@ -325,14 +325,20 @@ func (c *callCounter) Malloc(n, stream int64) (strategies.Handle, bool) {
 	return c.Allocator.Malloc(n, stream)
 }
 
-// launchReader tells a callCounter where launches begin and end.
+// launchReader tells a callCounter where launches begin and end. It
+// serves events one at a time (it is no traces.BatchReader), so that
+// every event passes through Next.
 type launchReader struct {
-	*traces.SliceReader
+	r *traces.SliceReader
 	c *callCounter
 }
 
+func (l *launchReader) Meta() traces.Meta { return l.r.Meta() }
+func (l *launchReader) Pos() traces.Pos   { return l.r.Pos() }
+func (l *launchReader) Close() error      { return l.r.Close() }
+
 func (l *launchReader) Next() (traces.Event, error) {
-	e, err := l.SliceReader.Next()
+	e, err := l.r.Next()
 	switch {
 	case err != nil:
 	case e.Op == traces.OpLaunch:

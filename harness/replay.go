@@ -16,6 +16,11 @@ type Options struct {
 	// Check runs the allocator's invariant checker after every event:
 	// for tests, slow.
 	Check bool
+	// CheckEvery, if above 1, runs the checker after every CheckEvery-th
+	// event instead (and after the last): the checkers walk the whole
+	// state, so checking every event of a long trace costs O(n) per event,
+	// and a stride keeps the test suite's campaigns cheap.
+	CheckEvery int64
 	// KeepLayout records the allocator's layout at peak reserved memory
 	// (for the report's state map). It costs a layout walk at each new
 	// peak.
@@ -142,6 +147,11 @@ type liveEntry struct {
 	size int64
 }
 
+// replayBatch is the number of events a replay asks a traces.BatchReader
+// for at once: enough to make the call's cost vanish, few enough that the
+// batch stays in the first-level cache (64 B an event).
+const replayBatch = 256
+
 const (
 	failed strategies.Handle = -1
 	none   strategies.Handle = -2
@@ -234,146 +244,185 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	var launches traces.Launches
 	var liveBytes int64
 	var i int64
-	for ; ; i++ {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return res, err
-		}
-		if err := launches.Event(&ev, i); err != nil {
-			return res, fail(i, err)
-		}
-		switch ev.Op {
-		case traces.OpAlloc:
-			if ev.Size <= 0 || ev.Size > traces.MaxSize {
-				return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+	// Events come in batches (traces.BatchReader) where the reader can:
+	// one call per batch, and an event is read where it lies instead of
+	// copied. Other readers fill a batch of one.
+	br, batched := r.(traces.BatchReader)
+	var buf []traces.Event
+	if batched {
+		buf = make([]traces.Event, replayBatch)
+	} else {
+		buf = make([]traces.Event, 1)
+	}
+	for {
+		var batch []traces.Event
+		var rerr error
+		if batched {
+			batch, rerr = br.NextBatch(buf)
+		} else {
+			buf[0], rerr = r.Next()
+			if rerr == nil {
+				batch = buf
 			}
-			var donor liveEntry
-			if ev.Donated {
-				if donor, err = ids.Donate(ev.Donor); err != nil {
-					return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
-				}
-			}
-			if jit.TempIsProgram(&ev, onTPU) {
-				if temps++; temps > 1 {
-					exe, _ := launches.Open()
-					return res, fail(i, fmt.Errorf("a second temp in one launch of %q on a TPU: an executable's temps are one program reservation (XLA combines them into one allocation, allocator-spec §3.1), and several are not modelled", exe))
-				}
-				if programs == nil {
-					programs = map[programKey]strategies.Program{}
-				}
-				h, err := loadProgram(loader, programs, &launches, &ev, res)
-				if err != nil {
-					res.OOMCount++
-					if len(res.OOMs) < 1000 {
-						res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: strategies.OOM{Requested: ev.Size, Rounded: ev.Size, Reserved: mem.Reserved(), Allocated: a.Allocated(), Message: err.Error()}})
-					}
-				}
-				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+		}
+		for k := range batch {
+			ev := &batch[k]
+			// Launches checks only launches and allocations of a kind
+			// (format version 2): nothing else can break its rules.
+			if ev.Kind != traces.KindNone || ev.Op > traces.OpMark {
+				if err := launches.Event(ev, i); err != nil {
 					return res, fail(i, err)
 				}
-				if h == program {
-					liveBytes += ev.Size
-					if liveBytes > res.PeakLive {
-						res.PeakLive, res.PeakLiveEvent = liveBytes, i
+			}
+			switch ev.Op {
+			case traces.OpAlloc:
+				if ev.Size <= 0 || ev.Size > traces.MaxSize {
+					return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+				}
+				var donor liveEntry
+				if ev.Donated {
+					var err error
+					if donor, err = ids.Donate(ev.Donor); err != nil {
+						return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
 					}
 				}
-				break
-			}
-			if compiled {
-				if done, err := allocCompiled(&ids, &ev, donor, res); done || err != nil {
+				if jit.TempIsProgram(ev, onTPU) {
+					if temps++; temps > 1 {
+						exe, _ := launches.Open()
+						return res, fail(i, fmt.Errorf("a second temp in one launch of %q on a TPU: an executable's temps are one program reservation (XLA combines them into one allocation, allocator-spec §3.1), and several are not modelled", exe))
+					}
+					if programs == nil {
+						programs = map[programKey]strategies.Program{}
+					}
+					h, err := loadProgram(loader, programs, &launches, ev, res)
 					if err != nil {
+						res.OOMCount++
+						if len(res.OOMs) < 1000 {
+							res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: strategies.OOM{Requested: ev.Size, Rounded: ev.Size, Reserved: mem.Reserved(), Allocated: a.Allocated(), Message: err.Error()}})
+						}
+					}
+					if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+						return res, fail(i, err)
+					}
+					if h == program {
+						liveBytes += ev.Size
+						if liveBytes > res.PeakLive {
+							res.PeakLive, res.PeakLiveEvent = liveBytes, i
+						}
+					}
+					break
+				}
+				if compiled {
+					if done, err := allocCompiled(&ids, ev, donor, res); done || err != nil {
+						if err != nil {
+							return res, fail(i, err)
+						}
+						break
+					}
+				}
+				res.Allocs++
+				h, ok := a.Malloc(ev.Size, ev.Stream)
+				if !ok {
+					res.OOMCount++
+					if len(res.OOMs) < 1000 {
+						res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
+					}
+					if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
 						return res, fail(i, err)
 					}
 					break
 				}
-			}
-			res.Allocs++
-			h, ok := a.Malloc(ev.Size, ev.Stream)
-			if !ok {
-				res.OOMCount++
-				if len(res.OOMs) < 1000 {
-					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
-				}
-				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
+				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+					a.Free(h)
 					return res, fail(i, err)
 				}
-				break
-			}
-			if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-				a.Free(h)
-				return res, fail(i, err)
-			}
-			liveBytes += ev.Size
-			if liveBytes > res.PeakLive {
-				res.PeakLive, res.PeakLiveEvent = liveBytes, i
-			}
-			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
-		case traces.OpFree:
-			e, err := ids.Free(ev.ID)
-			if err != nil {
-				return res, fail(i, err)
-			}
-			if e.h == none {
-				res.Elided++ // nothing was allocated: nothing to free
-				break
-			}
-			if e.h == program {
-				liveBytes -= e.size // the program stays loaded
-				break
-			}
-			if e.h == noProgram {
-				break
-			}
-			res.Frees++
-			if e.h == failed {
-				break // the allocation failed: its free is ignored
-			}
-			a.Free(e.h)
-			liveBytes -= e.size
-		case traces.OpMark:
-			if len(res.Marks) < opts.MaxMarks {
-				res.Marks = append(res.Marks, Mark{i, ev.Label})
-			}
-		case traces.OpLaunch:
-			temps = 0
-			if launches.Count == 1 {
-				if err := x.CheckDevice(tpu, loader != nil, mem.Dev.Label()); err != nil {
+				liveBytes += ev.Size
+				if liveBytes > res.PeakLive {
+					res.PeakLive, res.PeakLiveEvent = liveBytes, i
+				}
+				res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+			case traces.OpFree:
+				e, err := ids.Free(ev.ID)
+				if err != nil {
 					return res, fail(i, err)
 				}
+				if e.h == none {
+					res.Elided++ // nothing was allocated: nothing to free
+					break
+				}
+				if e.h == program {
+					liveBytes -= e.size // the program stays loaded
+					break
+				}
+				if e.h == noProgram {
+					break
+				}
+				res.Frees++
+				if e.h == failed {
+					break // the allocation failed: its free is ignored
+				}
+				a.Free(e.h)
+				liveBytes -= e.size
+			case traces.OpMark:
+				if len(res.Marks) < opts.MaxMarks {
+					res.Marks = append(res.Marks, Mark{i, ev.Label})
+				}
+			case traces.OpLaunch:
+				temps = 0
+				if launches.Count == 1 {
+					if err := x.CheckDevice(tpu, loader != nil, mem.Dev.Label()); err != nil {
+						return res, fail(i, err)
+					}
+				}
+			case traces.OpLaunchEnd:
+			default:
+				return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
 			}
-		case traces.OpLaunchEnd:
-		default:
-			return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
+			if ev.Op == traces.OpAlloc {
+				// Only an allocation, fitting or not, can raise the
+				// footprint (placement, or a device allocation): it is
+				// read on those events only.
+				fp := mem.Peak()
+				if footprinter != nil {
+					fp = footprinter.PeakFootprint()
+				}
+				if fp > peakFootprint {
+					peakFootprint, res.PeakFootprintEvent = fp, i
+				}
+			}
+			reserved := mem.Reserved()
+			if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
+				res.PeakLayout = res.PeakLayout[:0]
+				layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+			}
+			res.PeakReserved = max(res.PeakReserved, mem.Peak())
+			if i < tl.end { // tl.add, inlined by hand (over the inliner's budget)
+				s := &tl.samples[len(tl.samples)-1]
+				s.Live = max(s.Live, liveBytes)
+				s.Reserved = max(s.Reserved, reserved)
+			} else {
+				tl.open(i, ev.Time, liveBytes, reserved)
+			}
+			if opts.Check && (opts.CheckEvery <= 1 || i%opts.CheckEvery == 0) {
+				if err := a.Check(); err != nil {
+					return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
+				}
+			}
+			i++
 		}
-		if ev.Op == traces.OpAlloc {
-			// Only an allocation, fitting or not, can raise the
-			// footprint (placement, or a device allocation): it is read
-			// on those events only.
-			fp := mem.Peak()
-			if footprinter != nil {
-				fp = footprinter.PeakFootprint()
-			}
-			if fp > peakFootprint {
-				peakFootprint, res.PeakFootprintEvent = fp, i
-			}
+		if rerr == io.EOF {
+			break
 		}
-		reserved := mem.Reserved()
-		if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
-			res.PeakLayout = res.PeakLayout[:0]
-			layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
-		}
-		res.PeakReserved = max(res.PeakReserved, mem.Peak())
-		tl.add(i, ev.Time, liveBytes, reserved)
-		if opts.Check {
-			if err := a.Check(); err != nil {
-				return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
-			}
+		if rerr != nil {
+			return res, rerr
 		}
 	}
 	res.Events = i
+	if opts.Check && opts.CheckEvery > 1 {
+		if err := a.Check(); err != nil {
+			return res, fail(i-1, fmt.Errorf("invariant broken at the end: %w", err))
+		}
+	}
 	if err := launches.End(); err != nil {
 		return res, fail(i, err)
 	}

@@ -18,6 +18,10 @@ type timeline struct {
 	max     int
 	width   int64
 	samples []Sample
+	// end is the first event past the last sample's bucket (0 before
+	// the first sample): add is a comparison with it and two maxima on
+	// most events, small enough to inline in the replay loop.
+	end int64
 }
 
 func newTimeline(max int) *timeline {
@@ -25,17 +29,22 @@ func newTimeline(max int) *timeline {
 }
 
 func (t *timeline) add(event, time, live, reserved int64) {
-	n := len(t.samples)
-	if n > 0 && event-t.samples[n-1].Event < t.width {
-		s := &t.samples[n-1]
+	if event < t.end {
+		s := &t.samples[len(t.samples)-1]
 		s.Live = max(s.Live, live)
 		s.Reserved = max(s.Reserved, reserved)
 		return
 	}
-	if n == 2*t.max {
+	t.open(event, time, live, reserved)
+}
+
+// open starts a sample at event, halving the buffer first if it is full.
+func (t *timeline) open(event, time, live, reserved int64) {
+	if len(t.samples) == 2*t.max {
 		t.halve()
 	}
 	t.samples = append(t.samples, Sample{Event: event, Time: time, Live: live, Reserved: reserved})
+	t.end = event + t.width
 }
 
 // halve merges neighbouring buckets and doubles the width.

@@ -273,27 +273,38 @@ func (r *binaryReader) Pos() Pos { return Pos{File: r.name, Event: r.n - 1} }
 // varint that ends past the buffer or overflows goes to badVarint, which
 // tells which it was.
 func (r *binaryReader) Next() (Event, error) {
+	var ev Event
+	err := r.decode(&ev)
+	return ev, err
+}
+
+// decode is Next into *ev, which it overwrites (NextBatch decodes into
+// its batch without a copy).
+func (r *binaryReader) decode(ev *Event) error {
 	if r.err != nil {
-		return Event{}, r.err
+		*ev = Event{}
+		return r.err
 	}
 	if r.done {
-		return Event{}, io.EOF
+		*ev = Event{}
+		return io.EOF
 	}
 	if r.w-r.r < binMaxRecord {
 		r.fill(binMaxRecord)
 	}
 	b := r.buf[r.r:r.w]
 	if len(b) == 0 {
-		return Event{}, r.truncated("the event records (no end record)")
+		*ev = Event{}
+		return r.truncated("the event records (no end record)")
 	}
 	tag := b[0]
 	i := 1
-	ev := Event{Time: NoTime}
+	*ev = Event{Time: NoTime}
 	var d uint64
 	switch tag & binKindMask {
 	case binKindAlloc:
 		if tag&^binAllocOK != 0 && (r.version == 1 || tag&^binAllocOK2 != 0) {
-			return ev, r.badTag(tag)
+			return r.badTag(tag)
 		}
 		ev.Op = OpAlloc
 		if tag&binNextID != 0 {
@@ -302,7 +313,7 @@ func (r *binaryReader) Next() (Event, error) {
 			if i < len(b) && b[i] < 0x80 {
 				d, i = uint64(b[i]), i+1
 			} else if d, i = varintMore(b, i); i < 0 {
-				return ev, r.badVarint(b, 1, "an alloc id")
+				return r.badVarint(b, 1, "an alloc id")
 			}
 			r.prevAlloc += uint64(unzigzag(d))
 		}
@@ -311,10 +322,10 @@ func (r *binaryReader) Next() (Event, error) {
 		if i < len(b) && b[i] < 0x80 {
 			d, i = uint64(b[i]), i+1
 		} else if d, i = varintMore(b, i); i < 0 {
-			return ev, r.badVarint(b, s, "an alloc size")
+			return r.badVarint(b, s, "an alloc size")
 		}
 		if d == 0 || d > uint64(MaxSize) {
-			return ev, r.failAt(r.off+int64(r.r+s), fmt.Errorf("%w: alloc size %d (want 1..%d)", ErrBadSize, d, MaxSize))
+			return r.failAt(r.off+int64(r.r+s), fmt.Errorf("%w: alloc size %d (want 1..%d)", ErrBadSize, d, MaxSize))
 		}
 		ev.Size = int64(d)
 		if tag&binStream != 0 {
@@ -322,32 +333,32 @@ func (r *binaryReader) Next() (Event, error) {
 			if i < len(b) && b[i] < 0x80 {
 				d, i = uint64(b[i]), i+1
 			} else if d, i = varintMore(b, i); i < 0 {
-				return ev, r.badVarint(b, s, "an alloc stream")
+				return r.badVarint(b, s, "an alloc stream")
 			}
 			r.prevStream += unzigzag(d)
 		}
 		ev.Stream = r.prevStream
 		if tag&(binKind|binDonor) != 0 {
 			var err error
-			if i, err = r.allocV2(&ev, tag, b, i); err != nil {
-				return ev, err
+			if i, err = r.allocV2(ev, tag, b, i); err != nil {
+				return err
 			}
 		}
 	case binKindFree:
 		if tag&^binOtherOK != 0 {
-			return ev, r.badTag(tag)
+			return r.badTag(tag)
 		}
 		ev.Op = OpFree
 		if i < len(b) && b[i] < 0x80 {
 			d, i = uint64(b[i]), i+1
 		} else if d, i = varintMore(b, i); i < 0 {
-			return ev, r.badVarint(b, 1, "a free id")
+			return r.badVarint(b, 1, "a free id")
 		}
 		r.prevFree += uint64(unzigzag(d))
 		ev.ID = r.prevFree
 	case binKindMark:
 		if tag&^binOtherOK != 0 && (r.version == 1 || tag&^binMarkOK2 != 0 || tag&(binLaunch|binEnd) == binLaunch|binEnd) {
-			return ev, r.badTag(tag)
+			return r.badTag(tag)
 		}
 		ev.Op = OpMark
 		if tag&binLaunch != 0 {
@@ -356,28 +367,41 @@ func (r *binaryReader) Next() (Event, error) {
 			ev.Op = OpLaunchEnd
 		}
 		var err error
-		if b, i, err = r.mark(&ev, b); err != nil {
-			return ev, err
+		if b, i, err = r.mark(ev, b); err != nil {
+			return err
 		}
 	default: // binKindEnd
-		return r.end(tag)
+		*ev = Event{}
+		_, err := r.end(tag)
+		return err
 	}
 	if tag&binTime != 0 {
 		s := i
 		if i < len(b) && b[i] < 0x80 {
 			d, i = uint64(b[i]), i+1
 		} else if d, i = varintMore(b, i); i < 0 {
-			return ev, r.badVarint(b, s, "a time")
+			return r.badVarint(b, s, "a time")
 		}
 		t := r.prevTime + unzigzag(d)
 		if t < 0 {
-			return ev, r.corrupt(r.off+int64(r.r+s), "negative or overflowing time")
+			return r.corrupt(r.off+int64(r.r+s), "negative or overflowing time")
 		}
 		r.prevTime, ev.Time = t, t
 	}
 	r.r += i
 	r.n++
-	return ev, nil
+	return nil
+}
+
+// NextBatch implements BatchReader (a binary trace has no lines): each
+// event decoded in place in buf, with no interface call or copy.
+func (r *binaryReader) NextBatch(buf []Event) ([]Event, error) {
+	for n := range buf {
+		if err := r.decode(&buf[n]); err != nil {
+			return buf[:n], err
+		}
+	}
+	return buf, nil
 }
 
 // allocV2 decodes the kind and the donor of an alloc record (tag has

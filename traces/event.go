@@ -177,6 +177,21 @@ type Reader interface {
 	Close() error
 }
 
+// BatchReader is a Reader that also returns its events many at a time, so
+// that a replay pays one call per batch instead of an interface call and a
+// copy per event (issue 15). NextBatch returns the next events, at most
+// len(buf) of them: buf[:n] filled, or a view of the reader's own memory,
+// valid until its next call, that the caller must not modify. It returns
+// at least one event or an error; events returned with an error precede
+// it. After NextBatch, Pos is the position of the last event returned, so
+// only readers whose positions carry no line implement it (File is the
+// same for every event, Line is 0): a consumer then names any event of a
+// batch by its own count.
+type BatchReader interface {
+	Reader
+	NextBatch(buf []Event) ([]Event, error)
+}
+
 // Pos is a position in a trace: the reader's name (the file name for Open;
 // "" if it has none), the line of the last event returned (0 for formats
 // without lines, and before the first event) and that event's index
@@ -304,6 +319,18 @@ func (s *SliceReader) Next() (Event, error) {
 	s.i++
 	return s.Events[s.i-1], nil
 }
+
+// NextBatch implements BatchReader with a view of Events.
+func (s *SliceReader) NextBatch(buf []Event) ([]Event, error) {
+	if s.i >= len(s.Events) {
+		return nil, io.EOF
+	}
+	j := min(s.i+len(buf), len(s.Events))
+	evs := s.Events[s.i:j:j]
+	s.i = j
+	return evs, nil
+}
+
 func (s *SliceReader) Meta() Meta   { return s.M }
 func (s *SliceReader) Close() error { return nil }
 

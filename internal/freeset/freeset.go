@@ -15,27 +15,80 @@ type Key struct {
 // size, address), or with byAddr its unmapped expandable ranges by
 // (stream, address) as BlockComparatorAddress orders them.
 //
-// It is a list of sorted chunks of at most chunkMax keys with a parallel
-// array of each chunk's last key: a search is two binary searches, an
-// insertion or deletion moves at most one chunk's keys. This replaced
-// github.com/tidwall/btree here because the comparison is inlined instead
-// of called through a function value, which made the replay loop about
-// twice as fast (BenchmarkOrderedSet in torchlike/sets_bench_test.go); chunks are
-// recycled, so a steady-state replay allocates nothing.
+// It is a B+tree whose nodes sit in two arenas (leaves and inner nodes,
+// named by index and recycled, so a steady-state replay allocates
+// nothing). Leaves hold up to leafMax sorted keys and are linked in order;
+// an inner node holds, for each child, the largest key under it, so that a
+// search is one binary search per level and every operation is O(log n)
+// with at most one node's keys moved. It replaced a two-level list of
+// 128-key chunks, whose insertions and removals each moved about 2 KiB and
+// whose top level grew linearly (issue 15: 10^6 live blocks cost 3× 10^3),
+// and before that github.com/tidwall/btree, whose comparisons through a
+// function value made the replay loop twice as slow
+// (BenchmarkOrderedSet).
+//
+// The finger: every search remembers the path it took and where in the
+// leaf it ended, until the tree's shape changes. Remove of the key a
+// search just returned, and Insert of a key that belongs where the finger
+// points, use it instead of searching again. This is the allocators'
+// commonest sequence, best fit then split: find the block (LowerBound),
+// take it (Remove), and put the remainder back (Insert), which usually
+// lands in the same place, as it sorts just below the block it came from.
+// The finger changes no outcome: a key's place in the order is unique, and
+// the finger is used only after checking the keys on either side.
 type Set struct {
 	byAddr bool
-	chunks [][]Key
-	last   []Key
 	n      int
-	spare  [][]Key
+	height int   // inner levels above the leaves; 0: the root is a leaf
+	root   int32 // a leaf when height is 0, else an inner node
+	head   int32 // first leaf, tail the last (the root leaf when empty)
+	tail   int32
+	leaves []leaf
+	inners []inner
+	freeL  []int32 // recycled leaves
+	freeI  []int32 // recycled inner nodes
+
+	// The finger (see Set): path[l] is the inner node at level l (0 is
+	// the root) and idx[l] the child taken there; fLeaf and fPos the
+	// leaf and position the last search ended at. fOK says it is valid.
+	path  [maxHeight]int32
+	idx   [maxHeight]int32
+	fLeaf int32
+	fPos  int32
+	fOK   bool
 }
 
-const chunkMax = 128
+const (
+	leafMax  = 32
+	innerMax = 32
+	// maxHeight bounds the inner levels: nodes split in halves, so a
+	// tree of height h has held at least 16^h keys.
+	maxHeight = 16
+	nilNode   = -1
+)
+
+type leaf struct {
+	n          int32
+	prev, next int32
+	keys       [leafMax]Key
+}
+
+type inner struct {
+	n     int32
+	max   [innerMax]Key // the largest key under each child
+	child [innerMax]int32
+}
 
 // New returns an empty set ordered by (stream, size, address), or with
 // byAddr by (stream, address).
-func New(byAddr bool) *Set { return &Set{byAddr: byAddr} }
+func New(byAddr bool) *Set {
+	s := &Set{byAddr: byAddr}
+	s.root = s.newLeaf()
+	s.head, s.tail = s.root, s.root
+	return s
+}
 
+// Less is the set's order.
 func (s *Set) Less(x, y Key) bool {
 	if x.Stream != y.Stream {
 		return uint64(x.Stream) < uint64(y.Stream)
@@ -46,13 +99,34 @@ func (s *Set) Less(x, y Key) bool {
 	return uint64(x.Addr) < uint64(y.Addr)
 }
 
-// chunkFor is the first chunk whose last key is not less than k, or
-// len(chunks).
-func (s *Set) chunkFor(k Key) int {
-	lo, hi := 0, len(s.last)
+func (s *Set) newLeaf() int32 {
+	if n := len(s.freeL); n > 0 {
+		i := s.freeL[n-1]
+		s.freeL = s.freeL[:n-1]
+		s.leaves[i] = leaf{prev: nilNode, next: nilNode}
+		return i
+	}
+	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
+	return int32(len(s.leaves) - 1)
+}
+
+func (s *Set) newInner() int32 {
+	if n := len(s.freeI); n > 0 {
+		i := s.freeI[n-1]
+		s.freeI = s.freeI[:n-1]
+		s.inners[i].n = 0
+		return i
+	}
+	s.inners = append(s.inners, inner{})
+	return int32(len(s.inners) - 1)
+}
+
+// lowerIn is the first index in keys whose key is not less than k.
+func (s *Set) lowerIn(keys []Key, k Key) int {
+	lo, hi := 0, len(keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.Less(s.last[m], k) {
+		if s.Less(keys[m], k) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -61,64 +135,81 @@ func (s *Set) chunkFor(k Key) int {
 	return lo
 }
 
-// posIn is the first index in c whose key is not less than k.
-func (s *Set) posIn(c []Key, k Key) int {
-	lo, hi := 0, len(c)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s.Less(c[m], k) {
-			lo = m + 1
-		} else {
-			hi = m
+// descend walks from the root to the leaf where k belongs, recording the
+// path (the finger), and returns the first position in that leaf whose
+// key is not less than k. With insert, a k above every key goes to the
+// last leaf, and the maxima on its path become k; without, such a k
+// reports ok false.
+func (s *Set) descend(k Key, insert bool) (lf int32, pos int, ok bool) {
+	node := s.root
+	for l := 0; l < s.height; l++ {
+		in := &s.inners[node]
+		i := s.lowerIn(in.max[:in.n], k)
+		if i == int(in.n) {
+			if !insert {
+				s.fOK = false
+				return 0, 0, false
+			}
+			i--
+			in.max[i] = k
 		}
+		s.path[l], s.idx[l] = node, int32(i)
+		node = in.child[i]
 	}
-	return lo
+	lp := &s.leaves[node]
+	pos = s.lowerIn(lp.keys[:lp.n], k)
+	s.fLeaf, s.fPos, s.fOK = node, int32(pos), true
+	return node, pos, pos < int(lp.n) || insert
 }
 
 func (s *Set) Len() int { return s.n }
 
-// lowerBound is the first key not less than k.
+// LowerBound is the first key not less than k.
 func (s *Set) LowerBound(k Key) (Key, bool) {
-	i := s.chunkFor(k)
-	if i == len(s.chunks) {
+	lf, pos, ok := s.descend(k, false)
+	if !ok {
 		return Key{}, false
 	}
-	c := s.chunks[i]
-	return c[s.posIn(c, k)], true
+	return s.leaves[lf].keys[pos], true
 }
 
-// after is the first key greater than k.
+// After is the first key greater than k.
 func (s *Set) After(k Key) (Key, bool) {
-	i := s.chunkFor(k)
-	if i == len(s.chunks) {
+	lf, pos, ok := s.descend(k, false)
+	if !ok {
 		return Key{}, false
 	}
-	c := s.chunks[i]
-	j := s.posIn(c, k)
-	if j < len(c) && !s.Less(k, c[j]) { // c[j] == k
-		j++
+	lp := &s.leaves[lf]
+	if lp.keys[pos] == k {
+		pos++
 	}
-	if j < len(c) {
-		return c[j], true
+	if pos < int(lp.n) {
+		s.fPos = int32(pos)
+		return lp.keys[pos], true
 	}
-	if i+1 < len(s.chunks) {
-		return s.chunks[i+1][0], true
+	s.fOK = false
+	if lp.next != nilNode {
+		return s.leaves[lp.next].keys[0], true
 	}
 	return Key{}, false
 }
 
-// before is the last key less than k.
+// Before is the last key less than k.
 func (s *Set) Before(k Key) (Key, bool) {
-	i := s.chunkFor(k)
-	if i < len(s.chunks) {
-		c := s.chunks[i]
-		if j := s.posIn(c, k); j > 0 {
-			return c[j-1], true
-		}
+	lf, pos, ok := s.descend(k, false)
+	var lp *leaf
+	if ok {
+		lp = &s.leaves[lf]
+	} else {
+		lp, pos = &s.leaves[s.tail], int(s.leaves[s.tail].n)
 	}
-	if i > 0 {
-		c := s.chunks[i-1]
-		return c[len(c)-1], true
+	s.fOK = false
+	if pos > 0 {
+		return lp.keys[pos-1], true
+	}
+	if lp.prev != nilNode {
+		p := &s.leaves[lp.prev]
+		return p.keys[p.n-1], true
 	}
 	return Key{}, false
 }
@@ -127,109 +218,269 @@ func (s *Set) Min() (Key, bool) {
 	if s.n == 0 {
 		return Key{}, false
 	}
-	return s.chunks[0][0], true
+	return s.leaves[s.head].keys[0], true
 }
 
 func (s *Set) Max() (Key, bool) {
 	if s.n == 0 {
 		return Key{}, false
 	}
-	return s.last[len(s.last)-1], true
+	t := &s.leaves[s.tail]
+	return t.keys[t.n-1], true
 }
 
-// contains reports whether k (with its arena index) is in the set.
+// Contains reports whether k (with its arena index) is in the set.
 func (s *Set) Contains(k Key) bool {
-	i := s.chunkFor(k)
-	if i == len(s.chunks) {
+	lf, pos, ok := s.descend(k, false)
+	return ok && s.leaves[lf].keys[pos] == k
+}
+
+// fingerFits reports whether k belongs at the finger's position: above
+// the key before it and below the key at it (looking into the
+// neighbouring leaves at a leaf's ends).
+func (s *Set) fingerFits(k Key) bool {
+	lp := &s.leaves[s.fLeaf]
+	p := int(s.fPos)
+	if p > int(lp.n) {
 		return false
 	}
-	c := s.chunks[i]
-	j := s.posIn(c, k)
-	return j < len(c) && c[j] == k
-}
-
-func (s *Set) newChunk() []Key {
-	if n := len(s.spare); n > 0 {
-		c := s.spare[n-1]
-		s.spare = s.spare[:n-1]
-		return c[:0]
+	if p > 0 {
+		if !s.Less(lp.keys[p-1], k) {
+			return false
+		}
+	} else if lp.prev != nilNode {
+		pl := &s.leaves[lp.prev]
+		if !s.Less(pl.keys[pl.n-1], k) {
+			return false
+		}
 	}
-	return make([]Key, 0, chunkMax+1)
+	if p < int(lp.n) {
+		return s.Less(k, lp.keys[p])
+	}
+	return lp.next == nilNode || s.Less(k, s.leaves[lp.next].keys[0])
 }
 
+// Insert adds k, which must not be in the set.
 func (s *Set) Insert(k Key) {
+	var lf int32
+	var pos int
+	if s.fOK && s.fingerFits(k) {
+		lf, pos = s.fLeaf, int(s.fPos)
+		if pos == int(s.leaves[lf].n) {
+			// k becomes its leaf's largest key: raise the maxima
+			// above it.
+			s.setMax(k)
+		}
+	} else {
+		lf, pos, _ = s.descend(k, true)
+	}
 	s.n++
-	if len(s.chunks) == 0 {
-		s.chunks = append(s.chunks, append(s.newChunk(), k))
-		s.last = append(s.last, k)
+	lp := &s.leaves[lf]
+	if lp.n < leafMax {
+		copy(lp.keys[pos+1:lp.n+1], lp.keys[pos:lp.n])
+		lp.keys[pos] = k
+		lp.n++
+		s.fPos = int32(pos)
 		return
 	}
-	i := min(s.chunkFor(k), len(s.chunks)-1)
-	c := s.chunks[i]
-	j := s.posIn(c, k)
-	c = append(c, Key{})
-	copy(c[j+1:], c[j:])
-	c[j] = k
-	s.chunks[i] = c
-	s.last[i] = c[len(c)-1]
-	if len(c) > chunkMax {
-		// Split in two halves.
-		h := len(c) / 2
-		nc := append(s.newChunk(), c[h:]...)
-		s.chunks[i] = c[:h]
-		s.last[i] = c[h-1]
-		s.chunks = append(s.chunks, nil)
-		copy(s.chunks[i+2:], s.chunks[i+1:])
-		s.chunks[i+1] = nc
-		s.last = append(s.last, Key{})
-		copy(s.last[i+2:], s.last[i+1:])
-		s.last[i+1] = nc[len(nc)-1]
+	// Split the full leaf in halves and insert into the half k is in.
+	nl := s.newLeaf()
+	lp = &s.leaves[lf]
+	np := &s.leaves[nl]
+	h := int32(leafMax / 2)
+	copy(np.keys[:], lp.keys[h:])
+	np.n = leafMax - h
+	lp.n = h
+	np.prev, np.next = lf, lp.next
+	if lp.next != nilNode {
+		s.leaves[lp.next].prev = nl
+	} else {
+		s.tail = nl
+	}
+	lp.next = nl
+	if pos <= int(h) {
+		copy(lp.keys[pos+1:lp.n+1], lp.keys[pos:lp.n])
+		lp.keys[pos] = k
+		lp.n++
+	} else {
+		pos -= int(h)
+		copy(np.keys[pos+1:np.n+1], np.keys[pos:np.n])
+		np.keys[pos] = k
+		np.n++
+	}
+	s.addChild(s.height-1, lp.keys[lp.n-1], nl, np.keys[np.n-1])
+	s.fOK = false
+}
+
+// setMax makes k the largest key of the finger's leaf in the maxima on
+// the finger's path.
+func (s *Set) setMax(k Key) {
+	for l := s.height - 1; l >= 0; l-- {
+		in := &s.inners[s.path[l]]
+		i := s.idx[l]
+		in.max[i] = k
+		if i != in.n-1 {
+			return
+		}
 	}
 }
 
-func (s *Set) Remove(k Key) {
-	i := s.chunkFor(k)
-	var c []Key
-	j := 0
-	if i < len(s.chunks) {
-		c = s.chunks[i]
-		j = s.posIn(c, k)
+// addChild records that the node on the path at level l+1 (a leaf when
+// l+1 is the height) has split: its largest key is now leftMax, and the
+// new node right, whose largest key is rightMax, follows it. A full inner
+// node splits in turn; a split root makes a new root.
+func (s *Set) addChild(l int, leftMax Key, right int32, rightMax Key) {
+	if l < 0 {
+		// The root split: a new root above the two halves.
+		r := s.newInner()
+		in := &s.inners[r]
+		in.n = 2
+		in.max[0], in.child[0] = leftMax, s.root
+		in.max[1], in.child[1] = rightMax, right
+		s.root = r
+		s.height++
+		if s.height > maxHeight {
+			panic("freeset: tree too high")
+		}
+		return
 	}
-	if i == len(s.chunks) || j == len(c) || c[j] != k {
-		panic("freeset: removing a block that is not in its set")
+	node, i := s.path[l], int(s.idx[l])
+	in := &s.inners[node]
+	in.max[i] = leftMax
+	if in.n < innerMax {
+		insertChild(in, i+1, rightMax, right)
+		return
+	}
+	nn := s.newInner()
+	in = &s.inners[node]
+	np := &s.inners[nn]
+	h := int32(innerMax / 2)
+	copy(np.max[:], in.max[h:])
+	copy(np.child[:], in.child[h:])
+	np.n = innerMax - h
+	in.n = h
+	if i+1 <= int(h) {
+		insertChild(in, i+1, rightMax, right)
+	} else {
+		insertChild(np, i+1-int(h), rightMax, right)
+	}
+	s.addChild(l-1, in.max[in.n-1], nn, np.max[np.n-1])
+}
+
+func insertChild(in *inner, i int, m Key, c int32) {
+	copy(in.max[i+1:in.n+1], in.max[i:in.n])
+	copy(in.child[i+1:in.n+1], in.child[i:in.n])
+	in.max[i], in.child[i] = m, c
+	in.n++
+}
+
+// Remove deletes k, which must be in the set.
+func (s *Set) Remove(k Key) {
+	lf, pos := s.fLeaf, int(s.fPos)
+	if !s.fOK || pos >= int(s.leaves[lf].n) || s.leaves[lf].keys[pos] != k {
+		var ok bool
+		lf, pos, ok = s.descend(k, false)
+		if !ok || s.leaves[lf].keys[pos] != k {
+			panic("freeset: removing a block that is not in its set")
+		}
 	}
 	s.n--
-	copy(c[j:], c[j+1:])
-	c = c[:len(c)-1]
-	if len(c) == 0 {
-		s.spare = append(s.spare, s.chunks[i])
-		s.chunks = append(s.chunks[:i], s.chunks[i+1:]...)
-		s.last = append(s.last[:i], s.last[i+1:]...)
+	lp := &s.leaves[lf]
+	copy(lp.keys[pos:lp.n-1], lp.keys[pos+1:lp.n])
+	lp.n--
+	lp.keys[lp.n] = Key{}
+	if lp.n == 0 {
+		if s.height > 0 {
+			s.unlinkLeaf(lf)
+			s.removeChild(s.height - 1)
+			s.fOK = false
+		}
 		return
 	}
-	s.chunks[i] = c
-	s.last[i] = c[len(c)-1]
+	if pos == int(lp.n) {
+		// The largest key went: lower the maxima above the leaf.
+		s.setMax(lp.keys[pos-1])
+	}
+	// The finger stays: it points at k's successor, where a key just
+	// below k (a split block's remainder) goes.
 }
 
-// items returns the keys in order: for the rare whole-pool passes
+func (s *Set) unlinkLeaf(lf int32) {
+	lp := &s.leaves[lf]
+	if lp.prev != nilNode {
+		s.leaves[lp.prev].next = lp.next
+	} else {
+		s.head = lp.next
+	}
+	if lp.next != nilNode {
+		s.leaves[lp.next].prev = lp.prev
+	} else {
+		s.tail = lp.prev
+	}
+	s.freeL = append(s.freeL, lf)
+}
+
+// removeChild removes the child taken at level l of the path, which has
+// become empty, from its inner node; an inner node left empty goes too,
+// and a root left with one child gives way to it.
+func (s *Set) removeChild(l int) {
+	node, i := s.path[l], int(s.idx[l])
+	in := &s.inners[node]
+	copy(in.max[i:in.n-1], in.max[i+1:in.n])
+	copy(in.child[i:in.n-1], in.child[i+1:in.n])
+	in.n--
+	if in.n == 0 {
+		// Only a non-root node can empty: a root keeps two children.
+		s.freeI = append(s.freeI, node)
+		s.removeChild(l - 1)
+		return
+	}
+	if i == int(in.n) {
+		// The last child went: this node's largest key is lower.
+		m := in.max[in.n-1]
+		for l--; l >= 0; l-- {
+			p := &s.inners[s.path[l]]
+			j := s.idx[l]
+			p.max[j] = m
+			if j != p.n-1 {
+				break
+			}
+		}
+	}
+	for s.height > 0 && node == s.root && in.n == 1 {
+		s.freeI = append(s.freeI, node)
+		s.root = in.child[0]
+		s.height--
+		if s.height == 0 {
+			break
+		}
+		node = s.root
+		in = &s.inners[node]
+	}
+}
+
+// Items returns the keys in order: for the rare whole-pool passes
 // (empty_cache, garbage collection), which mutate the set as they go.
 func (s *Set) Items() []Key {
 	out := make([]Key, 0, s.n)
-	for _, c := range s.chunks {
-		out = append(out, c...)
+	for lf := s.head; lf != nilNode; lf = s.leaves[lf].next {
+		lp := &s.leaves[lf]
+		out = append(out, lp.keys[:lp.n]...)
 	}
 	return out
 }
 
-// ascend calls fn on each key from the first not less than k, in order,
+// Ascend calls fn on each key from the first not less than k, in order,
 // until fn returns false. fn must not change the set.
 func (s *Set) Ascend(k Key, fn func(Key) bool) {
-	i := s.chunkFor(k)
-	if i == len(s.chunks) {
+	lf, pos, ok := s.descend(k, false)
+	if !ok {
 		return
 	}
-	for j := s.posIn(s.chunks[i], k); i < len(s.chunks); i, j = i+1, 0 {
-		for _, x := range s.chunks[i][j:] {
+	s.fOK = false
+	for ; lf != nilNode; lf, pos = s.leaves[lf].next, 0 {
+		lp := &s.leaves[lf]
+		for _, x := range lp.keys[pos:lp.n] {
 			if !fn(x) {
 				return
 			}
@@ -239,12 +490,10 @@ func (s *Set) Ascend(k Key, fn func(Key) bool) {
 
 // Clone returns an independent copy of the set.
 func (s *Set) Clone() *Set {
-	c := &Set{byAddr: s.byAddr, n: s.n, last: append([]Key(nil), s.last...)}
-	c.chunks = make([][]Key, len(s.chunks))
-	for i, ch := range s.chunks {
-		nc := make([]Key, len(ch), chunkMax+1)
-		copy(nc, ch)
-		c.chunks[i] = nc
-	}
-	return c
+	c := *s
+	c.leaves = append([]leaf(nil), s.leaves...)
+	c.inners = append([]inner(nil), s.inners...)
+	c.freeL = append([]int32(nil), s.freeL...)
+	c.freeI = append([]int32(nil), s.freeI...)
+	return &c
 }

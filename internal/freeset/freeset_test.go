@@ -1,7 +1,10 @@
 package freeset
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 
 	gbtree "github.com/google/btree"
@@ -147,5 +150,141 @@ func TestSetAgainstModel(t *testing.T) {
 				t.Fatal("items differ from the model")
 			}
 		}
+	}
+}
+
+// check verifies the tree's structure: sorted leaves linked in order,
+// every inner maximum the largest key under its child, no empty node but
+// an empty root leaf, and the count.
+func (s *Set) check() error {
+	var keys []Key
+	var walk func(node int32, h int) (Key, error)
+	walk = func(node int32, h int) (Key, error) {
+		if h == s.height {
+			lp := &s.leaves[node]
+			if lp.n == 0 && s.height > 0 {
+				return Key{}, fmt.Errorf("empty leaf %d", node)
+			}
+			keys = append(keys, lp.keys[:lp.n]...)
+			if lp.n == 0 {
+				return Key{}, nil
+			}
+			return lp.keys[lp.n-1], nil
+		}
+		in := &s.inners[node]
+		if in.n == 0 || (node == s.root && in.n < 2) {
+			return Key{}, fmt.Errorf("inner %d has %d children", node, in.n)
+		}
+		for i := range in.n {
+			m, err := walk(in.child[i], h+1)
+			if err != nil {
+				return m, err
+			}
+			if m != in.max[i] {
+				return m, fmt.Errorf("inner %d child %d: max %v, largest key %v", node, i, in.max[i], m)
+			}
+		}
+		return in.max[in.n-1], nil
+	}
+	if _, err := walk(s.root, 0); err != nil {
+		return err
+	}
+	for i := 1; i < len(keys); i++ {
+		if !s.Less(keys[i-1], keys[i]) {
+			return fmt.Errorf("keys out of order at %d", i)
+		}
+	}
+	if len(keys) != s.n {
+		return fmt.Errorf("%d keys, n %d", len(keys), s.n)
+	}
+	if lo, ok := s.Min(); ok != (len(keys) > 0) || (ok && lo != keys[0]) {
+		return fmt.Errorf("Min %v %v", lo, ok)
+	}
+	if hi, ok := s.Max(); ok != (len(keys) > 0) || (ok && hi != keys[len(keys)-1]) {
+		return fmt.Errorf("Max %v %v", hi, ok)
+	}
+	items := s.Items()
+	if len(items) != len(keys) {
+		return fmt.Errorf("leaf links reach %d keys of %d", len(items), len(keys))
+	}
+	for i := range items {
+		if items[i] != keys[i] {
+			return fmt.Errorf("leaf links out of order at %d", i)
+		}
+	}
+	return nil
+}
+
+// TestTreeGrowsAndDrains fills a set to a height of several levels and
+// empties it again in random order, mixing in the finger's sequence
+// (LowerBound, Remove, Insert of a smaller key), and checks the structure
+// and the order against a sorted model throughout.
+func TestTreeGrowsAndDrains(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := New(false)
+	var model []Key
+	find := func(k Key) int {
+		return sort.Search(len(model), func(i int) bool { return !s.Less(model[i], k) })
+	}
+	ins := func(k Key) {
+		s.Insert(k)
+		p := find(k)
+		model = slices.Insert(model, p, k)
+	}
+	del := func(k Key) {
+		s.Remove(k)
+		p := find(k)
+		model = slices.Delete(model, p, p+1)
+	}
+	addr := int64(0)
+	step := 0
+	verify := func() {
+		if err := s.check(); err != nil {
+			t.Fatalf("step %d (%d keys, height %d): %v", step, len(model), s.height, err)
+		}
+		for i := range model {
+			if i%97 == 0 && !s.Contains(model[i]) {
+				t.Fatalf("step %d: lost %v", step, model[i])
+			}
+		}
+	}
+	for phase, target := range []int{40000, 0, 5000, 0} {
+		for len(model) != target {
+			step++
+			grow := len(model) < target
+			switch r := rng.IntN(10); {
+			case r < 3 && len(model) > 0:
+				// Best fit and split: the finger's sequence.
+				probe := Key{Stream: int64(rng.IntN(2)), Size: 512 * (1 + rng.Int64N(4096))}
+				k, ok := s.LowerBound(probe)
+				p := find(probe)
+				if ok != (p < len(model)) || (ok && k != model[p]) {
+					t.Fatalf("step %d: LowerBound(%v) = %v %v", step, probe, k, ok)
+				}
+				if !ok {
+					continue
+				}
+				del(k)
+				if k.Size > probe.Size && (grow || rng.IntN(2) == 0) {
+					addr++
+					ins(Key{Stream: k.Stream, Size: k.Size - probe.Size, Addr: k.Addr + 1, B: int32(addr)})
+				}
+			case grow:
+				addr += 4
+				ins(Key{Stream: int64(rng.IntN(2)), Size: 512 * (1 + rng.Int64N(4096)), Addr: addr << 8, B: int32(addr)})
+			default:
+				del(model[rng.IntN(len(model))])
+			}
+			if step%5000 == 0 {
+				verify()
+			}
+		}
+		verify()
+		if phase == 0 && s.height < 3 {
+			t.Fatalf("height %d at %d keys: the test should reach three levels", s.height, len(model))
+		}
+	}
+	if s.height != 0 {
+		t.Errorf("empty set of height %d", s.height)
 	}
 }

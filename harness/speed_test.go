@@ -1,0 +1,259 @@
+package harness
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"membench/strategies"
+	"membench/traces"
+)
+
+// The speed targets of issue 15 live in these benchmarks, never in timed
+// tests: ns/event of a replay against the binary decode of the same trace
+// (BenchmarkReplay's x-decode), the growth of the per-event cost from 10^3
+// to 10^6 live blocks (BenchmarkReplayLive), and sweep throughput at 1 and
+// 2 workers (BenchmarkSweep).
+
+// speedSpecs are the strategy and device pairs the speed benchmarks
+// measure: every allocator model the harness replays through (torch in
+// both segment modes, the BFC as TensorFlow and JAX configure it, and the
+// TPU runtime model under jax).
+var speedSpecs = []struct{ spec, dev string }{
+	{"jax", strategies.DefaultDevice},
+	{"tf", strategies.DefaultDevice},
+	{"torch", strategies.DefaultDevice},
+	{"torch:expandable_segments=true", strategies.DefaultDevice},
+	{"jax", "tpu-v5e"},
+}
+
+// encodeBinary writes evs in the native binary format, in memory.
+func encodeBinary(t testing.TB, evs []traces.Event) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := traces.WriteBinary(&buf, &traces.SliceReader{Events: evs}, traces.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// decodeBinary reads every event of a binary trace held in memory, in
+// batches as a replay of the file reads them, and returns the count.
+func decodeBinary(t testing.TB, bin []byte) int {
+	r, err := traces.NewBinaryReader("bench.bin", bytes.NewReader(bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := r.(traces.BatchReader)
+	buf := make([]traces.Event, replayBatch)
+	n := 0
+	for {
+		evs, err := br.NextBatch(buf)
+		n += len(evs)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// decodeNsPerEvent times decodeBinary on its own for at least 200 ms, for
+// a benchmark run filtered so that the decode sub-benchmark did not run
+// (testing.Benchmark cannot run inside a benchmark: it waits for the
+// running one).
+func decodeNsPerEvent(t testing.TB, bin []byte, events int) float64 {
+	start := time.Now()
+	n := 0
+	for time.Since(start) < 200*time.Millisecond {
+		decodeBinary(t, bin)
+		n++
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n) / float64(events)
+}
+
+// medianOf is the median of xs (not empty), which it sorts.
+func medianOf(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// liveTrace generates the events of BenchmarkReplayLive as a Reader: live
+// allocations first (the warm-up, untimed), then n events alternating a
+// free of a uniformly random live id and an allocation of a new id, so that
+// the live set stays at its size. Sizes are 99% small (512 B to 48 KiB)
+// and 1% large (1 to 3 MiB), which keeps 10^6 live blocks at about 45 GB,
+// inside JAX's 75% of an 80 GB card. The steady events are generated
+// untimed, steadyChunk at a time (pause and resume stop and restart the
+// timer around it), and read from a small sequential buffer, so that the
+// generator's random reads of its 8 MB live-id slice are not counted.
+type liveTrace struct {
+	rng           *rand.Rand
+	live          []uint64
+	warm          int // allocations of the warm-up left
+	n             int // steady events left
+	next          uint64
+	chunk         []liveStep
+	at            int
+	pause, resume func()
+}
+
+// liveStep is a steady event: a free of id when size is 0.
+type liveStep struct {
+	id   uint64
+	size int64
+}
+
+const steadyChunk = 1 << 16
+
+func (t *liveTrace) size() int64 {
+	if t.rng.IntN(100) == 0 {
+		return (1 + t.rng.Int64N(2<<20)) + 1<<20
+	}
+	return 512 + t.rng.Int64N(48<<10-512)
+}
+
+// refill generates the next chunk of steady events.
+func (t *liveTrace) refill() {
+	t.chunk, t.at = t.chunk[:0], 0
+	for len(t.chunk) < min(t.n, steadyChunk) {
+		v := t.rng.IntN(len(t.live))
+		t.chunk = append(t.chunk, liveStep{id: t.live[v]}, liveStep{id: t.next, size: t.size()})
+		t.live[v] = t.next
+		t.next++
+	}
+}
+
+func (t *liveTrace) Next() (traces.Event, error) {
+	if t.warm > 0 {
+		t.warm--
+		id := t.next
+		t.next++
+		t.live = append(t.live, id)
+		if t.warm == 0 {
+			t.refill()
+			t.resume()
+		}
+		return traces.Event{Op: traces.OpAlloc, ID: id, Size: t.size(), Time: traces.NoTime}, nil
+	}
+	if t.n == 0 {
+		return traces.Event{}, io.EOF
+	}
+	if t.at == len(t.chunk) {
+		t.pause()
+		t.refill()
+		t.resume()
+	}
+	st := t.chunk[t.at]
+	t.at++
+	t.n--
+	if st.size == 0 {
+		return traces.Event{Op: traces.OpFree, ID: st.id, Time: traces.NoTime}, nil
+	}
+	return traces.Event{Op: traces.OpAlloc, ID: st.id, Size: st.size, Time: traces.NoTime}, nil
+}
+
+func (t *liveTrace) Meta() traces.Meta { return nil }
+func (t *liveTrace) Pos() traces.Pos   { return traces.Pos{} }
+func (t *liveTrace) Close() error      { return nil }
+
+// BenchmarkReplayLive measures the per-event cost of a replay in steady
+// state with 10^3 and with 10^6 live blocks (the architecture's O(log n)
+// per event in the live set, issue 15's target of at most 2x growth). Each
+// run warms up untimed with the live blocks' allocations, then times b.N
+// free-and-allocate events, so ns/op is ns/event and allocs/op is heap
+// allocations per event in steady state. The live=1000000 result reports
+// x-live1k, its ns/event over the live=1000 mean of the same run.
+//
+// Each call of a live=1000000 benchmark replays 10^6 allocations untimed
+// first: run it with a fixed count, -benchtime 1000000x, to keep that to
+// two warm-ups per sample.
+func BenchmarkReplayLive(b *testing.B) {
+	for _, sd := range speedSpecs {
+		dev := device(b, sd.dev)
+		if dev.Kind == strategies.TPU {
+			// 10^6 live blocks need ~45 GB.
+			dev = device(b, sd.dev+":capacity=64GiB")
+		}
+		// The live=1000 runs' total time and events, all calls of the
+		// benchmark function together (a count's calibration runs weigh
+		// little beside its last).
+		var smallNs, smallEvents float64
+		for _, live := range []int{1000, 1000000} {
+			b.Run("device="+NameValue(dev.Label())+"/strategy="+NameValue(sd.spec)+"/live="+itoa(live), func(b *testing.B) {
+				b.ReportAllocs()
+				b.StopTimer()
+				r := &liveTrace{rng: rand.New(rand.NewPCG(15, uint64(live))), warm: live, n: 2 * ((b.N + 1) / 2),
+					live: make([]uint64, 0, live), chunk: make([]liveStep, 0, steadyChunk+1), pause: b.StopTimer, resume: b.StartTimer}
+				res, err := Replay("live", r, sd.spec, dev, DefaultOptions)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !res.Fit() {
+					b.Fatalf("%d allocations failed: the benchmark measures a steady state that fits", res.OOMCount)
+				}
+				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				if live == 1000 {
+					smallNs += float64(b.Elapsed().Nanoseconds())
+					smallEvents += float64(b.N)
+				} else if smallEvents > 0 {
+					b.ReportMetric(ns/(smallNs/smallEvents), "x-live1k")
+				}
+			})
+		}
+	}
+}
+
+func itoa(n int) string {
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(buf[i:])
+		}
+	}
+}
+
+// BenchmarkSweep runs a 16-point torch sweep (max_split_size_mb ×
+// roundup_power2_divisions) over two corpus traces held in memory, as
+// `membench sweep` does, with 1 and 2 workers, and reports replays/s.
+func BenchmarkSweep(b *testing.B) {
+	var srcs []*Source
+	for _, name := range []string{"gpt-train", "encoder-infer-varlen"} {
+		src, err := ResolveTrace(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src.Cache(DefaultCacheEvents)
+		srcs = append(srcs, src)
+	}
+	var specs []string
+	for _, ms := range []string{"20", "64", "256", "4096"} {
+		for _, rd := range []string{"1", "2", "4", "8"} {
+			specs = append(specs, "torch:max_split_size_mb="+ms+",roundup_power2_divisions="+rd)
+		}
+	}
+	jobs := Jobs(srcs, []strategies.Device{device(b, strategies.DefaultDevice)}, specs)
+	for _, workers := range []int{1, 2} {
+		b.Run("workers="+itoa(workers), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := RunJobs(jobs, workers, func(j Job) (*Result, error) { return ReplayJob(j, Options{Samples: 1}) }, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(jobs))*float64(b.N)/b.Elapsed().Seconds(), "replays/s")
+		})
+	}
+}
