@@ -1,6 +1,7 @@
 package xprof
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -209,4 +210,46 @@ func Events(a *Allocator) ([]traces.Event, traces.Meta, error) {
 		meta = append(meta, traces.KV{Key: "device", Value: strconv.Itoa(a.Device)})
 	}
 	return evs, meta, nil
+}
+
+// Matches reports whether content, the start of a file (after gzip
+// decompression), is a profile this package reads: an XSpace or a
+// memory_profile.json, as traces detects them. Validators of profiles
+// share it.
+func Matches(content []byte) bool {
+	f, _, err := traces.Detect(bytes.NewReader(content))
+	return err == nil && (f == traces.FormatXSpace || f == traces.FormatMemoryProfileJSON)
+}
+
+// ErrNoneChosen is returned by Chosen when no allocator of the profile is
+// of the kind asked for: a validator then has nothing to check in it.
+var ErrNoneChosen = errors.New("no allocator of this kind in the profile")
+
+// Chosen picks the allocators of p that mine accepts and that names or
+// devices name (all of them when both are empty). A name or device that p
+// does not hold is an error listing what it holds; none of mine at all is
+// ErrNoneChosen.
+func (p *Profile) Chosen(names []string, devices []int, mine func(*Allocator) bool) ([]*Allocator, error) {
+	for _, n := range names {
+		if p.Find(n) == nil {
+			return nil, fmt.Errorf("no allocator %q in the profile (it holds %s)", n, strings.Join(p.Names(), ", "))
+		}
+	}
+	for _, d := range devices {
+		if p.Device(d) == nil {
+			return nil, fmt.Errorf("no allocator of device %d in the profile (it holds %s)", d, strings.Join(p.Names(), ", "))
+		}
+	}
+	var out []*Allocator
+	for _, a := range p.Allocators {
+		named := len(names) == 0 && len(devices) == 0 ||
+			slices.Contains(names, a.Name) || a.Device >= 0 && slices.Contains(devices, a.Device)
+		if named && mine(a) && len(a.Records) > 0 {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNoneChosen
+	}
+	return out, nil
 }

@@ -21,19 +21,16 @@
 // deallocation, carrying no size, does not even tell. Such a chip's
 // decisions are all reported undetermined, never as agreement.
 //
-// The package imports tpurt, strategies, xprof and bfc/validate (for the
-// choice of allocators a profile validator shares).
+// The package imports tpurt, strategies and xprof.
 package validate
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
-	bfcvalidate "membench/bfc/validate"
 	"membench/strategies"
 	"membench/tpurt"
-	"membench/traces"
 	"membench/xprof"
 )
 
@@ -205,17 +202,17 @@ func DeviceFor(limit int64) (strategies.Device, string, error) {
 // Profiles is the validator of the TPU chips in TensorBoard / XProf
 // profiles that `membench validate` offers.
 var Profiles = strategies.Validator{
-	Name: "TensorBoard / XProf profile of a TPU host, its chips through the TPU runtime model",
-	Match: func(content []byte) bool {
-		f, _, err := traces.Detect(bytes.NewReader(content))
-		return err == nil && (f == traces.FormatXSpace || f == traces.FormatMemoryProfileJSON)
-	},
+	Name:  "TensorBoard / XProf profile of a TPU host, its chips through the TPU runtime model",
+	Match: xprof.Matches,
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
 		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
 			return 0, err
 		}
-		chips, err := bfcvalidate.Chosen(p, opts, (*xprof.Allocator).TPU)
+		chips, err := p.Chosen(opts.Allocators, opts.Devices, (*xprof.Allocator).TPU)
+		if errors.Is(err, xprof.ErrNoneChosen) {
+			return 0, strategies.ErrNothingToValidate
+		}
 		if err != nil {
 			return 0, err
 		}
