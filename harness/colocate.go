@@ -56,6 +56,13 @@ const DefaultColocateRate = 10000
 // reservation or caching policy), or, when none holds any, the one with
 // the most live data.
 func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantResult, error) {
+	return colocate(tenants, dev, rate, true)
+}
+
+// colocate is Colocate; explain replays each failed tenant alone to tell
+// its own limit from the others' holdings (a capacity search needs only
+// whether everyone fits).
+func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain bool) ([]TenantResult, error) {
 	if len(tenants) < 2 {
 		return nil, fmt.Errorf("colocate: name at least two tenants (TRACE@STRATEGY)")
 	}
@@ -172,6 +179,20 @@ func Colocate(tenants []Tenant, dev strategies.Device, rate float64) ([]TenantRe
 			return nil, err
 		}
 	}
+	// A tenant that fails as early on the device alone hit its own limit
+	// (a fraction, a memory limit): the others are not the cause.
+	for k, t := range ts {
+		if t.res.Fit || !explain {
+			continue
+		}
+		alone, err := ReplayJob(Job{Source: tenants[k].Source, Device: dev, Spec: tenants[k].Spec}, Options{})
+		if err != nil {
+			return nil, fmt.Errorf("tenant %d alone: %w", k+1, err)
+		}
+		if first := alone.FirstOOMEvent(); first >= 0 && first <= t.res.FirstOOM {
+			t.res.Cause = fmt.Sprintf("its own limit: alone on this device it fails too, at its event %d", first)
+		}
+	}
 	out := make([]TenantResult, len(ts))
 	for k, t := range ts {
 		t.res.Events = t.i
@@ -220,7 +241,7 @@ func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (in
 		d := dev
 		d.Capacity, d.Free = c, c
 		d.Total = c + max(dev.Total-dev.Capacity, 0)
-		rs, err := Colocate(tenants, d, rate)
+		rs, err := colocate(tenants, d, rate, false)
 		if err != nil {
 			return false, err
 		}

@@ -206,7 +206,7 @@ func TestCompiledOnTPU(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: allocs, frees, loads, reloads, reuses, ooms, reserved, peak live = %v, want %v", c.name, got, want)
 		}
-		if c.loads > 0 && !strings.Contains(res.Execution, fmt.Sprintf("%d programs loaded, %d reloaded after an eviction, %d launches reused", c.loads, c.reloads, c.reuses)) {
+		if c.loads > 0 && !strings.Contains(res.Execution, fmt.Sprintf("program loads %d, reloads after an eviction %d, launches that reused a loaded program %d", c.loads, c.reloads, c.reuses)) {
 			t.Errorf("%s: execution %q", c.name, res.Execution)
 		}
 		if c.ooms > 0 && !strings.Contains(res.OOMs[0].Message, "Error loading program") {

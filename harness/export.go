@@ -71,7 +71,7 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 	tracer, okT := a.(strategies.Tracer)
 	layouter, okL := a.(strategies.Layouter)
 	if !okP || !okT || !okL {
-		return nil, fmt.Errorf("%s: %w: its model does not report where it places blocks and when it takes device memory (strategies.Placer, Tracer, Layouter)", sp, ErrNotExportable)
+		return nil, fmt.Errorf("%s: %w: its model has no blocks to export: it does not place buffers at addresses it reports (CUDA's stream-ordered pool remaps virtual ranges; the platform path is one device call per buffer)", sp, ErrNotExportable)
 	}
 	var settings *snapshot.Settings
 	var foreign [][2]string

@@ -175,6 +175,8 @@ func (c Config) notes(d *strategies.Device) []string {
 			why = "with the platform allocator: every buffer is its own device allocation, with no BFC limit, preallocation or relocation"
 		case d.Kind != strategies.TPU && c.Async && (g.knob == "defrag" || g.knob == "defrag_via_host"):
 			why = "with cuda_async: the driver's pool remaps virtual ranges and is not relocated by this model"
+		case d.Kind != strategies.TPU && c.Async && !c.Preallocate && g.knob == "mem_fraction":
+			why = "with cuda_async and preallocate=false: the fraction sizes only the pool's up-front reserve, and the pool has no hard cap (allocator-spec §6.3)"
 		default:
 			why = c.Knobs.NoEffect(g.knob, d.Kind)
 		}

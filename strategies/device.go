@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,7 +256,21 @@ func ParseDevice(spec string) (Device, error) {
 	if rest == "" {
 		return d, nil
 	}
-	for _, kv := range strings.Split(rest, ",") {
+	// capacity sets total, capacity and free together (a card of that
+	// size); total or free given beside it override that whatever the
+	// order they are written in, so capacity is applied first.
+	kvs := strings.Split(rest, ",")
+	slices.SortStableFunc(kvs, func(x, y string) int {
+		xc, yc := strings.HasPrefix(strings.TrimSpace(x), "capacity="), strings.HasPrefix(strings.TrimSpace(y), "capacity=")
+		switch {
+		case xc && !yc:
+			return -1
+		case yc && !xc:
+			return 1
+		}
+		return 0
+	})
+	for _, kv := range kvs {
 		k, v, found := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		set, known := deviceKeys[k]

@@ -187,3 +187,14 @@ func TestTPUPresets(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityThenTotal: capacity makes a card of that size, and a total
+// or free given beside it wins whatever the order of the keys.
+func TestCapacityThenTotal(t *testing.T) {
+	for _, spec := range []string{"a100-80g:total=3GiB,capacity=2.5GiB,free=2.5GiB", "a100-80g:capacity=2.5GiB,total=3GiB,free=2.5GiB"} {
+		d, err := ParseDevice(spec)
+		if err != nil || d.Total != 3<<30 || d.Capacity != 5<<29 || d.Free != 5<<29 {
+			t.Errorf("%s: total %d capacity %d free %d, %v", spec, d.Total, d.Capacity, d.Free, err)
+		}
+	}
+}

@@ -324,7 +324,8 @@ func TestKnobErrors(t *testing.T) {
 		{"torch:expandable_segment=true", "valid keys: "},
 		{"torch:roundup_power2_divisions=3", "power of 2"},
 		{"torch:backend=cudaMallocAsyncc", "native, cudaMallocAsync"},
-		{"torch:pool_granularity=100", "multiple of 256"},
+		{"torch:pool_granularity=100B", "not a multiple of 256 B"},
+		{"torch:pool_granularity=4096", "did you mean 4096GiB"},
 	} {
 		sp, _ := strategies.ParseSpec(c.spec)
 		_, err := ParseConfig(sp)

@@ -82,7 +82,8 @@ type Config struct {
 	AsyncBackend bool
 	// PoolGranularity is the async pool's assumed growth unit
 	// (pool_granularity, bytes); 0 means asyncpool's default.
-	PoolGranularity int64
+	PoolGranularity    int64
+	poolGranularitySet bool
 	// NoCaching is PYTORCH_NO_CUDA_MEMORY_CACHING=1: one cudaMalloc and
 	// one cudaFree per tensor.
 	NoCaching bool
@@ -151,10 +152,13 @@ func (c *Config) set(k, v string) error {
 		}
 	case "pool_granularity":
 		n, err := strategies.ParseMemorySize(v)
-		if err != nil || n < asyncpool.Alignment || n%asyncpool.Alignment != 0 {
-			return fmt.Errorf("must be a size that is a multiple of %d B, such as 2MiB", asyncpool.Alignment)
+		if err != nil {
+			return err
 		}
-		c.PoolGranularity = n
+		if n < asyncpool.Alignment || n%asyncpool.Alignment != 0 {
+			return fmt.Errorf("%d B is not a multiple of %d B (such as 2MiB)", n, asyncpool.Alignment)
+		}
+		c.PoolGranularity, c.poolGranularitySet = n, true
 	case "max_split_size_mb", "max_non_split_rounding_mb":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 20 {

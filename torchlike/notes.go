@@ -95,6 +95,9 @@ func (c *Config) notes() []string {
 			out = append(out, fmt.Sprintf("max_non_split_rounding_mb=%d has no effect without max_split_size_mb: it bounds the reuse of oversize blocks, which exist only above max_split_size (allocator-spec §1.5)", c.MaxNonSplitRounding/mb))
 		}
 	}
+	if c.poolGranularitySet && !c.AsyncBackend {
+		out = append(out, "pool_granularity has no effect without backend:cudaMallocAsync: it is the assumed growth unit of CUDA's stream-ordered pool")
+	}
 	for _, kv := range c.inert {
 		out = append(out, kv+" has no effect on a replay: it concerns pinned host memory, locking or graph capture, which a single-process replay does not see (accepted so that a real PYTORCH_CUDA_ALLOC_CONF parses whole)")
 	}

@@ -32,6 +32,9 @@ func capacityCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.IsSet("colocate") {
+				if c.IsSet("format") || c.IsSet("shard") || c.IsSet("out") || c.IsSet("trace") || c.IsSet("strategy") {
+					return fmt.Errorf("--colocate names each tenant (TRACE@STRATEGY) and prints one line per device: --trace, --strategy, --format, --shard and --out are not supported with it")
+				}
 				return capacityColocate(c)
 			}
 			p, err := newPlan(c, strategySpecs(c), true, "a100-80g", "tpu-v4")

@@ -37,6 +37,11 @@ func exportCommand() *cli.Command {
 					return fmt.Errorf("export: --%s is required", name)
 				}
 			}
+			for _, name := range []string{"trace", "strategy", "device", "out", "format"} {
+				if c.Count(name) > 1 {
+					return fmt.Errorf("export: --%s given %d times: an export is one trace through one strategy on one device", name, c.Count(name))
+				}
+			}
 			dev, err := strategies.ParseDevice(c.String("device"))
 			if err != nil {
 				return fmt.Errorf("export: %w", err)

@@ -31,6 +31,16 @@ func createOutput(path string, inputs []string) (*outFile, error) {
 	if dir == "" {
 		dir = "."
 	}
+	// Renaming a temporary file into place would replace a file, or write
+	// into a directory, that its permissions protect (even as root, who
+	// may rename anything): refuse what a plain write would not be meant
+	// to do.
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o222 == 0 {
+		return nil, fmt.Errorf("output %s is read-only: refusing to replace it", path)
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o222 == 0 {
+		return nil, fmt.Errorf("output %s: its directory %s is read-only: refusing to write into it", path, dir)
+	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", path, err)

@@ -108,3 +108,28 @@ func TestOutputModeAndStdin(t *testing.T) {
 		t.Errorf("stdin redirected from the output: %v", err)
 	}
 }
+
+// TestReadOnlyOutput: an output that is a read-only file, or in a
+// read-only directory, is refused rather than replaced by the rename
+// (which root, or anyone owning the directory, could do).
+func TestReadOnlyOutput(t *testing.T) {
+	dir := t.TempDir()
+	ro := filepath.Join(dir, "ro.html")
+	if err := os.WriteFile(ro, []byte("keep"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "report", "--trace", "gpt-train", "--strategy", "torch", "--out", ro); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("read-only output: %v", err)
+	}
+	if b, _ := os.ReadFile(ro); string(b) != "keep" {
+		t.Errorf("the read-only file was replaced")
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(sub, 0o755)
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "torch", "--out", filepath.Join(sub, "r.txt")); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("output in a read-only directory: %v", err)
+	}
+}

@@ -129,6 +129,9 @@ func runCommand() *cli.Command {
 				if c.IsSet("trace") || c.IsSet("strategy") {
 					return fmt.Errorf("--colocate names each tenant's trace and strategy (TRACE@STRATEGY): leave out --trace and --strategy")
 				}
+				if c.IsSet("format") || c.IsSet("shard") || c.IsSet("out") {
+					return fmt.Errorf("--colocate prints the tenants' table: --format, --shard and --out are not supported with it")
+				}
 				return runColocate(c)
 			}
 			p, err := newPlan(c, strategySpecs(c), false, strategies.DefaultDevice)

@@ -219,7 +219,7 @@ func TestTracesCompile(t *testing.T) {
 	}
 	// On the TPU the launches' temps are programs, loaded once.
 	_, stderr, _ := runCLI(t, "run", "--trace", p("c.txt"), "--strategy", "jax", "--device", "tpu-v4")
-	if !strings.Contains(stderr, "1 programs loaded, 0 reloaded after an eviction, 2 launches reused a loaded program") {
+	if !strings.Contains(stderr, "program loads 1, reloads after an eviction 0, launches that reused a loaded program 2") {
 		t.Errorf("TPU execution note:\n%s", stderr)
 	}
 	// Refusals.

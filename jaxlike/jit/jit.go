@@ -125,7 +125,7 @@ func TempIsProgram(ev *traces.Event, compiledOnTPU bool) bool {
 // execution note: how many programs it loaded, reloaded after an
 // eviction, and reused.
 func ProgramNote(loads, reloads, reuses int64) string {
-	return fmt.Sprintf("on the TPU each launch's temp is its executable's program reservation, kept across launches (allocator-spec §6.4): %d programs loaded, %d reloaded after an eviction, %d launches reused a loaded program", loads, reloads, reuses)
+	return fmt.Sprintf("on the TPU each launch's temp is its executable's program reservation, kept across launches (allocator-spec §6.4): program loads %d, reloads after an eviction %d, launches that reused a loaded program %d", loads, reloads, reuses)
 }
 
 // Finish says, once the trace is read, which mode ran: a note for the
