@@ -289,3 +289,22 @@ BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 1 fit -1 first-oom-ev
 		t.Errorf("summary: %s", sum)
 	}
 }
+
+// TestPlannerNeverBaseline: named first, the planner still comes after
+// the allocators, so that the comparison's baseline is an allocator.
+func TestPlannerNeverBaseline(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 1 fit -1 first-oom-event 101000000 peak-footprint-B 1 placement-frag-% 100000000 peak-live-B 101000000 peak-reserved-B 1 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 1 fit -1 first-oom-event 120000000 peak-footprint-B 10 placement-frag-% 100000000 peak-live-B 120000000 peak-reserved-B 10 frag-%
+`
+	ms, err := ReadResults(strings.NewReader(results), "r.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := build(&Report{Measurements: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Comparison[0].Strategies; len(s) != 2 || s[0] != "torch" || s[1] != "planner" {
+		t.Errorf("comparison columns %v, want torch (the baseline) then planner", s)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"membench/jaxlike"
 	"membench/jaxlike/heapsim"
@@ -171,6 +172,19 @@ func NewAllocator(spec string, mem *strategies.Memory) (strategies.Allocator, st
 // only the strategy's name (the report, from benchfmt files) ask here, so
 // that they never rank a bound among the allocators.
 func IsOffline(spec string) bool {
+	if v, ok := offlineSpecs.Load(spec); ok {
+		return v.(bool)
+	}
+	off := isOffline(spec)
+	offlineSpecs.Store(spec, off)
+	return off
+}
+
+// offlineSpecs caches IsOffline: the report asks for every strategy many
+// times, and building an allocator to find out is not free.
+var offlineSpecs sync.Map
+
+func isOffline(spec string) bool {
 	dev, err := strategies.ParseDevice(strategies.DefaultDevice)
 	if err != nil {
 		return false
