@@ -23,36 +23,46 @@ func exportCommand() *cli.Command {
 			"Open it at pytorch.org/memory_viz. A torch export is validated by `membench validate snap.pickle`.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "memory-viz", Usage: "output format: memory-viz"},
-			&cli.StringFlag{Name: "trace", Usage: "trace `PATH|NAME` to replay (- for standard input)"},
-			&cli.StringFlag{Name: "strategy", Usage: "strategy `SPEC`, NAME or NAME:key=value,..."},
-			&cli.StringFlag{Name: "device", Value: strategies.DefaultDevice, Usage: "device `NAME` or NAME:key=value,..."},
+			&cli.StringSliceFlag{Name: "trace", Usage: "trace `PATH|NAME` to replay (- for standard input)"},
+			&cli.StringSliceFlag{Name: "strategy", Usage: "strategy `SPEC`, NAME or NAME:key=value,..."},
+			&cli.StringSliceFlag{Name: "device", Usage: "device `NAME` or NAME:key=value,... (default " + strategies.DefaultDevice + ")"},
 			&cli.StringFlag{Name: "out", Usage: "write to `FILE` (required: the output is binary)"},
 		},
 		Action: func(c *cli.Context) error {
 			if f := c.String("format"); f != "memory-viz" {
 				return fmt.Errorf("export: --format %q: want memory-viz", f)
 			}
-			for _, name := range []string{"trace", "strategy", "out"} {
-				if c.String(name) == "" {
+			// One trace, one strategy, one device: a repeated flag is an
+			// error rather than its last value winning.
+			one := map[string]string{"device": strategies.DefaultDevice}
+			for _, name := range []string{"trace", "strategy", "device"} {
+				vs := c.StringSlice(name)
+				if len(vs) > 1 {
+					return fmt.Errorf("export: --%s given %d times: an export is one trace through one strategy on one device", name, len(vs))
+				}
+				if len(vs) == 1 {
+					one[name] = vs[0]
+				}
+			}
+			for _, name := range []string{"trace", "strategy"} {
+				if one[name] == "" {
 					return fmt.Errorf("export: --%s is required", name)
 				}
 			}
-			for _, name := range []string{"trace", "strategy", "device", "out", "format"} {
-				if c.Count(name) > 1 {
-					return fmt.Errorf("export: --%s given %d times: an export is one trace through one strategy on one device", name, c.Count(name))
-				}
+			if c.String("out") == "" {
+				return fmt.Errorf("export: --out is required")
 			}
-			dev, err := strategies.ParseDevice(c.String("device"))
+			dev, err := strategies.ParseDevice(one["device"])
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			src, err := resolveTrace(c, c.String("trace"))
+			src, err := resolveTrace(c, one["trace"])
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
 			defer src.Close()
 			// Refused before the replay: the output may not be the input.
-			out, err := createOutput(c.String("out"), []string{c.String("trace")})
+			out, err := createOutput(c.String("out"), []string{one["trace"]})
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
@@ -62,7 +72,7 @@ func exportCommand() *cli.Command {
 				return fmt.Errorf("export: %w", err)
 			}
 			defer r.Close()
-			ex, err := harness.ExportMemoryViz(src.Name, r, c.String("strategy"), dev)
+			ex, err := harness.ExportMemoryViz(src.Name, r, one["strategy"], dev)
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}

@@ -60,3 +60,21 @@ func TestReadmeJobManifest(t *testing.T) {
 		t.Errorf("command %q", cmd)
 	}
 }
+
+// TestReviewRefusals: options that make no sense for their input are
+// refused, naming the option.
+func TestReviewRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "--device-index", "-1", "x"}, "--device-index -1"},
+		{[]string{"traces", "compile", "--alignment", "3", "gpt-train", t.TempDir() + "/c.txt"}, "power of two"},
+		{[]string{"export", "--format", "memory-viz", "--trace", "gpt-train", "--strategy", "torch", "--strategy", "jax", "--out", t.TempDir() + "/e.pickle"}, "given 2 times"},
+		{[]string{"run", "--colocate", "gpt-train@jax", "--colocate", "gpt-train@torch", "--format", "json"}, "not supported"},
+	} {
+		if _, _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+}

@@ -48,6 +48,11 @@ func validateCommand() *cli.Command {
 			var opts strategies.ValidateOptions
 			if c.IsSet("device-index") {
 				opts.Devices = c.IntSlice("device-index")
+				for _, d := range opts.Devices {
+					if d < 0 {
+						return fmt.Errorf("--device-index %d: want a device number, 0 or more", d)
+					}
+				}
 			}
 			if c.IsSet("allocator") {
 				opts.Allocators = c.StringSlice("allocator")

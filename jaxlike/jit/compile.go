@@ -154,8 +154,11 @@ func Compile(r traces.Reader, opt CompileOptions) (*traces.SliceReader, error) {
 	if align == 0 {
 		align = DefaultAlignment
 	}
-	if align < 0 {
-		return nil, fmt.Errorf("traces compile %s: alignment %d is negative", name, align)
+	// XLA's alignments are powers of two (16 B in older trees, 256 B,
+	// kXlaAllocatedBufferAlignBytes, in the newest; allocator-spec §6.2);
+	// more than 1 MiB is no buffer alignment but a unit mistake.
+	if align < 0 || align&(align-1) != 0 || align > 1<<20 {
+		return nil, fmt.Errorf("traces compile %s: alignment %d: want a power of two from 1 to 1048576 bytes (XLA uses 16 or 256)", name, align)
 	}
 	cr := traces.Check(r)
 	var evs []traces.Event

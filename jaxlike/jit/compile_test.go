@@ -145,7 +145,7 @@ func TestCompileRefusals(t *testing.T) {
 		{"compiled already: a kind", "membench-trace 2\na 1 8 eager\nm step:0\n", CompileOptions{}, "t.txt:2 (event 0): an allocation of kind eager", nil},
 		{"internal buffers on two streams", "membench-trace 1\nm step:0\na 1 8 1\nf 1\na 2 8 2\nf 2\n", CompileOptions{}, `t.txt:5 (event 3): executable "step" has internal buffers on streams 1 and 2`, nil},
 		{"a free of an unknown id", "membench-trace 1\nm step:0\nf 9\n", CompileOptions{}, "traces compile: t.txt:3 (event 1): free of unknown id", traces.ErrUnknownID},
-		{"negative alignment", "membench-trace 1\nm step:0\n", CompileOptions{Alignment: -1}, "alignment -1 is negative", nil},
+		{"negative alignment", "membench-trace 1\nm step:0\n", CompileOptions{Alignment: -1}, "alignment -1: want a power of two", nil},
 	}
 	for _, c := range cases {
 		_, err := compileText(t, "t.txt", c.trace, c.opt)

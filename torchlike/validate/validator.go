@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 
 	"membench/strategies"
@@ -20,6 +21,9 @@ var Snapshots = strategies.Validator{
 		return err == nil && (f == traces.FormatSnapshotPickle || f == traces.FormatSnapshotJSON)
 	},
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
+		if len(opts.Allocators) > 0 {
+			return 0, fmt.Errorf("--allocator names an allocator of a profile; a PyTorch snapshot has one per device (--device-index)")
+		}
 		snap, err := snapshot.Decode(r)
 		if err != nil {
 			return 0, err
