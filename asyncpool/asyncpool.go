@@ -20,13 +20,14 @@
 // pool trims at every free (the most a pool can return), an assumption
 // stated in the notes.
 //
-// The package imports strategies only.
+// The package imports strategies and internal/slab only.
 package asyncpool
 
 import (
 	"fmt"
 	"math"
 
+	"membench/internal/slab"
 	"membench/strategies"
 )
 
@@ -70,9 +71,7 @@ type Pool struct {
 	opts     Options
 	mem      *strategies.Memory
 	g        int64
-	sizes    []int64 // by handle: the allocation's rounded size; 0 when free
-	reqs     []int64 // by handle: the requested bytes
-	freeH    []int32 // handles free for reuse
+	allocs   slab.Slab[alloc] // by handle; a freed one is zero
 	used     int64   // rounded bytes of live allocations
 	req      int64   // requested bytes of live allocations
 	reserved int64   // physical bytes the pool holds
@@ -81,6 +80,10 @@ type Pool struct {
 	need     int64 // most its live allocations needed, in whole granules
 	lastOOM  strategies.OOM
 }
+
+// alloc is one live allocation: its size rounded to Alignment and the
+// bytes requested.
+type alloc struct{ size, req int64 }
 
 // New builds a pool on device memory mem.
 func New(opts Options, mem *strategies.Memory) *Pool {
@@ -128,15 +131,7 @@ func (p *Pool) Malloc(n, _ int64) (strategies.Handle, bool) {
 	p.used += r
 	p.need = max(p.need, roundUp(p.used, p.g))
 	p.req += n
-	var h int32
-	if k := len(p.freeH); k > 0 {
-		h, p.freeH = p.freeH[k-1], p.freeH[:k-1]
-		p.sizes[h], p.reqs[h] = r, n
-	} else {
-		h = int32(len(p.sizes))
-		p.sizes, p.reqs = append(p.sizes, r), append(p.reqs, n)
-	}
-	return strategies.Handle(h), true
+	return strategies.Handle(p.allocs.Put(alloc{r, n})), true
 }
 
 // grow maps size more bytes into the pool.
@@ -157,11 +152,11 @@ func (p *Pool) fail(n int64, why string) {
 // Free is one cudaFreeAsync; the pool then trims to its release
 // threshold (see the package comment).
 func (p *Pool) Free(hh strategies.Handle) {
-	h := int32(hh)
-	p.used -= p.sizes[h]
-	p.req -= p.reqs[h]
-	p.sizes[h], p.reqs[h] = 0, 0
-	p.freeH = append(p.freeH, h)
+	a := p.allocs.At(int32(hh))
+	p.used -= a.size
+	p.req -= a.req
+	*a = alloc{}
+	p.allocs.Release(int32(hh))
 	keep := max(roundUp(p.used, p.g), min(p.opts.ReleaseThreshold, p.reserved))
 	if p.opts.ReleaseThreshold == Keep {
 		keep = p.reserved
@@ -187,9 +182,9 @@ func (p *Pool) LastOOM() strategies.OOM { return p.lastOOM }
 // allocations, in whole granules.
 func (p *Pool) Check() error {
 	var used, req int64
-	for i, s := range p.sizes {
-		used += s
-		req += p.reqs[i]
+	for _, a := range p.allocs.All() {
+		used += a.size
+		req += a.req
 	}
 	switch {
 	case used != p.used || req != p.req:

@@ -6,5 +6,5 @@
 //
 // Beyond the Allocator contract it declares strategies.Layouter, Noter,
 // Placer and Tracer (every buffer is a segment of its own). It imports
-// only strategies; jaxlike and tflike use it.
+// only strategies and internal/slab; jaxlike and tflike use it.
 package platform

@@ -3,6 +3,7 @@ package platform
 import (
 	"fmt"
 
+	"membench/internal/slab"
 	"membench/strategies"
 )
 
@@ -14,8 +15,7 @@ type buf struct {
 // Allocator hands every request to the device.
 type Allocator struct {
 	mem     *strategies.Memory
-	bufs    []buf
-	unused  []int32
+	bufs    slab.Slab[buf]
 	inUse   int64
 	lastOOM strategies.OOM
 	// Name prefixes OOM messages ("XLA platform allocator", "cuda_malloc").
@@ -54,32 +54,24 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 	}
 	a.trace(strategies.TraceSegmentAlloc, addr, size, stream)
 	b := buf{addr: addr, size: size, req: n, stream: stream, live: true}
-	var h int32
-	if k := len(a.unused); k > 0 {
-		h = a.unused[k-1]
-		a.unused = a.unused[:k-1]
-		a.bufs[h] = b
-	} else {
-		a.bufs = append(a.bufs, b)
-		h = int32(len(a.bufs) - 1)
-	}
+	h := a.bufs.Put(b)
 	a.inUse += size
 	return strategies.Handle(h), true
 }
 
 // Free is one device free.
 func (a *Allocator) Free(h strategies.Handle) {
-	b := &a.bufs[h]
+	b := a.bufs.At(int32(h))
 	a.trace(strategies.TraceSegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
 	a.inUse -= b.size
 	b.live = false
-	a.unused = append(a.unused, int32(h))
+	a.bufs.Release(int32(h))
 }
 
 // Layout reports each live buffer as its own segment.
 func (a *Allocator) Layout(fn func(strategies.Segment)) {
-	for _, b := range a.bufs {
+	for _, b := range a.bufs.All() {
 		if b.live {
 			fn(strategies.Segment{Addr: b.addr, Size: b.size, Pool: "device",
 				Stream: b.stream,
@@ -91,7 +83,7 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 // Check verifies that the live buffers add up to what the device holds.
 func (a *Allocator) Check() error {
 	var n int64
-	for _, b := range a.bufs {
+	for _, b := range a.bufs.All() {
 		if b.live {
 			n += b.size
 		}

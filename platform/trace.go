@@ -5,7 +5,7 @@ import "membench/strategies"
 // Place implements strategies.Placer: each buffer is its own device
 // allocation.
 func (a *Allocator) Place(h strategies.Handle) strategies.Block {
-	b := &a.bufs[h]
+	b := a.bufs.At(int32(h))
 	return strategies.Block{Addr: b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated}
 }
 

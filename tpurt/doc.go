@@ -48,5 +48,5 @@
 // Beyond the Allocator contract the model declares strategies.Layouter,
 // Defragmenter, Footprinter, Noter, ProgramLoader, Placer and Tracer (the
 // heap taken, programs loaded and unloaded, buffers relocated). The
-// package imports strategies and internal/spanset only.
+// package imports strategies, internal/spanset and internal/slab only.
 package tpurt

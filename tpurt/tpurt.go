@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/strategies"
 )
@@ -80,8 +81,7 @@ type Allocator struct {
 	base    int64 // the heap's device address, once taken
 	started bool
 
-	bufs   []buffer
-	unused []int32
+	bufs   slab.Slab[buffer]
 	free   *spanset.Set
 	// freeBytes is the bytes in free ranges; inUse the bytes in live
 	// buffers; reserved the bytes of loaded programs.
@@ -220,15 +220,7 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	}
 	addr := sp.End() - r
 	b := buffer{addr: addr, size: r, req: n, live: true}
-	var h int32
-	if k := len(a.unused); k > 0 {
-		h = a.unused[k-1]
-		a.unused = a.unused[:k-1]
-		a.bufs[h] = b
-	} else {
-		a.bufs = append(a.bufs, b)
-		h = int32(len(a.bufs) - 1)
-	}
+	h := a.bufs.Put(b)
 	a.freeBytes -= r
 	a.inUse += r
 	a.stats.NumAllocs++
@@ -240,11 +232,11 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 // Free implements strategies.Allocator: the buffer's range joins the free
 // ranges next to it.
 func (a *Allocator) Free(hh strategies.Handle) {
-	b := &a.bufs[hh]
+	b := a.bufs.At(int32(hh))
 	b.live = false
 	a.inUse -= b.size
 	a.release(b.addr, b.size)
-	a.unused = append(a.unused, int32(hh))
+	a.bufs.Release(int32(hh))
 }
 
 // release returns [start, start+size) to the free ranges, coalescing.
@@ -284,16 +276,16 @@ func (a *Allocator) noteFootprint() {
 // buffer copied once.
 func (a *Allocator) defragment() {
 	a.scratch = a.scratch[:0]
-	for i := range a.bufs {
-		if a.bufs[i].live {
+	for i, b := range a.bufs.All() {
+		if b.live {
 			a.scratch = append(a.scratch, int32(i))
 		}
 	}
-	slices.SortFunc(a.scratch, func(x, y int32) int { return cmp.Compare(a.bufs[y].addr, a.bufs[x].addr) })
+	slices.SortFunc(a.scratch, func(x, y int32) int { return cmp.Compare(a.bufs.At(y).addr, a.bufs.At(x).addr) })
 	at := a.limit
 	var moved int64
 	for _, h := range a.scratch {
-		b := &a.bufs[h]
+		b := a.bufs.At(h)
 		at -= b.size
 		if b.addr != at {
 			moved += b.size
@@ -402,7 +394,7 @@ func (a *Allocator) Limit() int64 { return a.limit }
 // and the bytes it occupies. On the recorded v6e the heap starts at 0, so
 // the offset is the runtime's recorded addr.
 func (a *Allocator) Block(h strategies.Handle) (offset, size int64) {
-	b := a.bufs[h]
+	b := a.bufs.At(int32(h))
 	return b.addr, b.size
 }
 
@@ -460,8 +452,8 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 		s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + sp.Start, Size: sp.Size, State: strategies.BlockFree})
 		return true
 	})
-	for i := range a.bufs {
-		if b := &a.bufs[i]; b.live {
+	for _, b := range a.bufs.All() {
+		if b.live {
 			s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated})
 		}
 	}

@@ -6,7 +6,7 @@ import "membench/strategies"
 // (the heap's base plus its offset, as Layout shows it) and the bytes it
 // occupies.
 func (a *Allocator) Place(h strategies.Handle) strategies.Block {
-	b := &a.bufs[h]
+	b := a.bufs.At(int32(h))
 	return strategies.Block{Addr: a.base + b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated}
 }
 

@@ -1,0 +1,37 @@
+// Package slab holds an allocator model's records by handle: a slice of
+// values whose freed slots are reused, so that a strategies.Handle is an
+// index and a steady-state malloc/free allocates nothing. The platform
+// path, the TPU runtime model and CUDA's stream-ordered pool keep their
+// buffers in one.
+package slab
+
+// Slab is a slice of T with a free list of slots.
+type Slab[T any] struct {
+	items  []T
+	unused []int32
+}
+
+// Put stores v in a free slot, or a new one, and returns its handle.
+func (s *Slab[T]) Put(v T) int32 {
+	if k := len(s.unused); k > 0 {
+		h := s.unused[k-1]
+		s.unused = s.unused[:k-1]
+		s.items[h] = v
+		return h
+	}
+	s.items = append(s.items, v)
+	return int32(len(s.items) - 1)
+}
+
+// At is the value of handle h, to read or change in place.
+func (s *Slab[T]) At(h int32) *T { return &s.items[h] }
+
+// Release makes h's slot free for a later Put; the value stays until then.
+func (s *Slab[T]) Release(h int32) { s.unused = append(s.unused, h) }
+
+// Len is the number of slots, live or free.
+func (s *Slab[T]) Len() int { return len(s.items) }
+
+// All is every slot, live or free, by handle: for walks such as layouts
+// and invariant checks, which tell live values apart themselves.
+func (s *Slab[T]) All() []T { return s.items }
