@@ -72,9 +72,9 @@ type Pool struct {
 	mem      *strategies.Memory
 	g        int64
 	allocs   slab.Slab[alloc] // by handle; a freed one is zero
-	used     int64   // rounded bytes of live allocations
-	req      int64   // requested bytes of live allocations
-	reserved int64   // physical bytes the pool holds
+	used     int64            // rounded bytes of live allocations
+	req      int64            // requested bytes of live allocations
+	reserved int64            // physical bytes the pool holds
 	started  bool
 	peak     int64 // most the pool held
 	need     int64 // most its live allocations needed, in whole granules

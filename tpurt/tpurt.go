@@ -81,8 +81,8 @@ type Allocator struct {
 	base    int64 // the heap's device address, once taken
 	started bool
 
-	bufs   slab.Slab[buffer]
-	free   *spanset.Set
+	bufs slab.Slab[buffer]
+	free *spanset.Set
 	// freeBytes is the bytes in free ranges; inUse the bytes in live
 	// buffers; reserved the bytes of loaded programs.
 	freeBytes, inUse, reserved int64
