@@ -102,68 +102,13 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	}
 	// Below the peak live bytes nothing fits (every live byte is held at
 	// once), so the granule under them fails without a replay.
-	lo := max(up(res.PeakLive)-g, 0)
-	// above finds a fitting capacity above lo by doubling; lo becomes the
-	// last capacity that failed.
-	above := func() (hi int64, found bool, err error) {
-		hi = max(up(res.PeakLive), lo+g)
-		for {
-			ok, err := fits(hi)
-			if err != nil || ok {
-				return hi, ok, err
-			}
-			lo = hi
-			if hi >= MaxSearchCapacity {
-				return hi, false, nil
-			}
-			hi = min(up(hi*2), MaxSearchCapacity)
-		}
-	}
-	hi, found, err := above()
+	hi, nonMonotone, unreachable, err := searchCapacity(max(up(res.PeakLive)-g, 0), up(res.PeakLive), g, fits)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		res.Unreachable = true
+	res.NonMonotone, res.Unreachable = nonMonotone, unreachable
+	if unreachable {
 		return res, nil
-	}
-	for {
-		// Invariant: hi fits and lo fails, each replayed or, for lo,
-		// below the peak live bytes.
-		for hi-lo > g {
-			mid := lo + (hi-lo)/g/2*g
-			ok, err := fits(mid)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		failed := int64(-1)
-		for k := int64(1); k <= monotoneChecks && failed < 0; k++ {
-			ok, err := fits(hi + k*g)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				failed = hi + k*g
-			}
-		}
-		if failed < 0 {
-			break
-		}
-		// A capacity above the answer fails: resume above it.
-		res.NonMonotone = true
-		lo = failed
-		if hi, found, err = above(); err != nil {
-			return nil, err
-		} else if !found {
-			res.Unreachable = true
-			return res, nil
-		}
 	}
 	res.MinCapacity = hi
 	return res, nil
@@ -230,4 +175,70 @@ func Advise(src *Source, spec string, dev strategies.Device) (*Advice, error) {
 		}
 	}
 	return adv, nil
+}
+
+// searchCapacity finds the smallest capacity, a multiple of g, at which
+// fits holds, given lo, a capacity known to fail (or below every
+// fitting one), and floor, the least capacity worth trying. It grows an
+// upper bound by doubling from max(floor, lo+g) until fits holds, bisects
+// between the last failure and it, then replays the next monotoneChecks
+// granules above the answer; if one of them fails the search resumes above
+// it (nonMonotone). unreachable says nothing up to MaxSearchCapacity fits.
+// MinCapacity and ColocateCapacity share it.
+func searchCapacity(lo, floor, g int64, fits func(int64) (bool, error)) (hi int64, nonMonotone, unreachable bool, err error) {
+	up := func(n int64) int64 { return (n + g - 1) / g * g }
+	// above finds a fitting capacity above lo by doubling; lo becomes the
+	// last capacity that failed.
+	above := func() (hi int64, found bool, err error) {
+		hi = max(floor, lo+g)
+		for {
+			ok, err := fits(hi)
+			if err != nil || ok {
+				return hi, ok, err
+			}
+			lo = hi
+			if hi >= MaxSearchCapacity {
+				return hi, false, nil
+			}
+			hi = min(up(hi*2), MaxSearchCapacity)
+		}
+	}
+	hi, found, err := above()
+	if err != nil || !found {
+		return hi, false, !found, err
+	}
+	for {
+		// Invariant: hi fits and lo fails.
+		for hi-lo > g {
+			mid := lo + (hi-lo)/g/2*g
+			ok, err := fits(mid)
+			if err != nil {
+				return hi, nonMonotone, false, err
+			}
+			if ok {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		failed := int64(-1)
+		for k := int64(1); k <= monotoneChecks && failed < 0; k++ {
+			ok, err := fits(hi + k*g)
+			if err != nil {
+				return hi, nonMonotone, false, err
+			}
+			if !ok {
+				failed = hi + k*g
+			}
+		}
+		if failed < 0 {
+			return hi, nonMonotone, false, nil
+		}
+		// A capacity above the answer fails: resume above it.
+		nonMonotone = true
+		lo = failed
+		if hi, found, err = above(); err != nil || !found {
+			return hi, true, !found, err
+		}
+	}
 }

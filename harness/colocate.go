@@ -232,9 +232,7 @@ func cause[T comparable](ts []T, failed T, info func(T) (name string, reserved, 
 
 // ColocateCapacity is the smallest capacity, in steps of the device's
 // granularity, at which every tenant fits: the card the group needs, less
-// the device's overhead (see MinCapacity, whose search this follows:
-// doubling, then bisection, then a few granules above the answer to catch
-// a capacity where fitting is not monotone).
+// the device's overhead, found by MinCapacity's search (searchCapacity).
 func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (int64, error) {
 	g := max(dev.Granularity, 1)
 	fits := func(c int64) (bool, error) {
@@ -252,59 +250,9 @@ func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (in
 		}
 		return true, nil
 	}
-	lo, hi := int64(0), g
-	for {
-		ok, err := fits(hi)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			break
-		}
-		if hi > MaxSearchCapacity/2 {
-			return 0, fmt.Errorf("colocate: the tenants do not fit together on any capacity up to %d B", MaxSearchCapacity)
-		}
-		lo, hi = hi, hi*2
+	capB, _, unreachable, err := searchCapacity(0, g, g, fits)
+	if err == nil && unreachable {
+		err = fmt.Errorf("colocate: the tenants do not fit together on any capacity up to %d B", MaxSearchCapacity)
 	}
-	for {
-		for hi-lo > g {
-			mid := (lo + hi) / 2 / g * g
-			if mid <= lo {
-				mid = lo + g
-			}
-			ok, err := fits(mid)
-			if err != nil {
-				return 0, err
-			}
-			if ok {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		moved := false
-		for k := int64(1); k <= monotoneChecks; k++ {
-			ok, err := fits(hi + k*g)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				lo, hi, moved = hi+k*g, (hi+k*g)*2, true
-				break
-			}
-		}
-		if !moved {
-			return hi, nil
-		}
-		for {
-			ok, err := fits(hi)
-			if err != nil {
-				return 0, err
-			}
-			if ok {
-				break
-			}
-			lo, hi = hi, hi*2
-		}
-	}
+	return capB, err
 }

@@ -221,14 +221,10 @@ var Adviser = strategies.Adviser{
 		return knobs
 	},
 	Tune: func(dev strategies.Device) []strategies.Knob {
-		knob := func(line string, kvs ...strategies.KV) strategies.Knob {
-			return strategies.Knob{Spec: strategies.Spec{Name: "jax", Params: kvs}, Line: line}
-		}
 		if dev.Kind == strategies.TPU {
-			// The GPU client's variables do nothing on a TPU; the runtime
-			// model's one switch is its defragmentation.
-			return []strategies.Knob{knob("(defaults)"), knob("defrag=false (no relocation on a fragmentation OOM: what-if)", strategies.KV{Key: "defrag", Value: "false"})}
+			return tpurt.TuneKnobs("jax")
 		}
+		knob := func(line string, kvs ...strategies.KV) strategies.Knob { return strategies.NewKnob("jax", line, kvs...) }
 		// allocator-spec §3, §6.3: the preallocated fraction of the card,
 		// growth on demand, and the platform allocator (a device call per
 		// buffer, no caching).

@@ -34,6 +34,12 @@ type Knob struct {
 	Line string
 }
 
+// NewKnob is the setting of strategy name with the knobs kvs (none: its
+// defaults), written by a user as line.
+func NewKnob(name, line string, kvs ...KV) Knob {
+	return Knob{Spec: Spec{Name: name, Params: kvs}, Line: line}
+}
+
 // With returns a copy of s without the keys drop (aliases of the knob
 // being set) and with kv appended.
 func (s Spec) With(kv KV, drop ...string) Spec {

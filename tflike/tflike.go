@@ -296,12 +296,10 @@ var Adviser = strategies.Adviser{
 		return knobs
 	},
 	Tune: func(dev strategies.Device) []strategies.Knob {
-		knob := func(line string, kvs ...strategies.KV) strategies.Knob {
-			return strategies.Knob{Spec: strategies.Spec{Name: "tf", Params: kvs}, Line: line}
-		}
 		if dev.Kind == strategies.TPU {
-			return []strategies.Knob{knob("(defaults)"), knob("defrag=false (no relocation on a fragmentation OOM: what-if)", strategies.KV{Key: "defrag", Value: "false"})}
+			return tpurt.TuneKnobs("tf")
 		}
+		knob := func(line string, kvs ...strategies.KV) strategies.Knob { return strategies.NewKnob("tf", line, kvs...) }
 		// allocator-spec §2.4, §2.5, §2.8: growth on demand, the fraction
 		// of free memory, garbage collection of free regions, and the
 		// driver's allocator.

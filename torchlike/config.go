@@ -376,13 +376,13 @@ func tuneGrid(dev strategies.Device) []strategies.Knob {
 	}
 	var out []strategies.Knob
 	add := func(conf ...string) {
-		sp := strategies.Spec{Name: "torch"}
-		for _, kv := range conf {
-			k, v, _ := strings.Cut(kv, ":")
-			if k == "expandable_segments" {
-				v = "true"
-			}
-			sp.Params = append(sp.Params, strategies.KV{Key: k, Value: v})
+		// The spec takes PYTORCH_CUDA_ALLOC_CONF's own spelling.
+		sp, err := strategies.ParseSpec("torch:" + strings.Join(conf, ","))
+		if len(conf) == 0 {
+			sp, err = strategies.Spec{Name: "torch"}, nil
+		}
+		if err != nil {
+			panic("torchlike: tune grid entry " + strings.Join(conf, ",") + ": " + err.Error()) // the grid is a constant
 		}
 		line := "(defaults)"
 		if len(conf) > 0 {

@@ -63,3 +63,13 @@ func (k Knobs) NoEffect(knob string, kd strategies.Kind) string {
 	}
 	return ""
 }
+
+// TuneKnobs is what `membench tune` tries for a framework (jax, tf) on a
+// TPU: the GPU client's settings do nothing there, and the runtime model's
+// one switch is its defragmentation (a what-if: defrag=false).
+func TuneKnobs(framework string) []strategies.Knob {
+	return []strategies.Knob{
+		strategies.NewKnob(framework, "(defaults)"),
+		strategies.NewKnob(framework, "defrag=false (no relocation on a fragmentation OOM: what-if)", strategies.KV{Key: "defrag", Value: "false"}),
+	}
+}

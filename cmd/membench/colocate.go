@@ -18,9 +18,26 @@ var (
 	rateFlag     = &cli.Float64Flag{Name: "rate", Value: harness.DefaultColocateRate, Usage: "with --colocate: events a second at which a trace without a clock advances (assumption)"}
 )
 
-// tenants reads --colocate's TRACE@STRATEGY values.
-func tenants(c *cli.Context) ([]harness.Tenant, func(), error) {
+// colocated reads what `run --colocate` and `report --colocate` share:
+// the tenants, their trace arguments (inputs no output may overwrite) and
+// the one device they share.
+func colocated(c *cli.Context) (ts []harness.Tenant, inputs []string, dev strategies.Device, closeAll func(), err error) {
+	ts, inputs, closeAll, err = tenants(c)
+	if err != nil {
+		return nil, nil, dev, nil, err
+	}
+	if dev, err = colocateDevice(c); err != nil {
+		closeAll()
+		return nil, nil, dev, nil, err
+	}
+	return ts, inputs, dev, closeAll, nil
+}
+
+// tenants reads --colocate's TRACE@STRATEGY values, and returns their
+// trace arguments beside them.
+func tenants(c *cli.Context) ([]harness.Tenant, []string, func(), error) {
 	var ts []harness.Tenant
+	var inputs []string
 	closeAll := func() {
 		for _, t := range ts {
 			t.Source.Close()
@@ -30,34 +47,31 @@ func tenants(c *cli.Context) ([]harness.Tenant, func(), error) {
 		i := strings.LastIndex(v, "@")
 		if i <= 0 || i == len(v)-1 {
 			closeAll()
-			return nil, nil, fmt.Errorf("--colocate %q: want TRACE@STRATEGY, such as gpt-train@jax", v)
+			return nil, nil, nil, fmt.Errorf("--colocate %q: want TRACE@STRATEGY, such as gpt-train@jax", v)
 		}
 		src, err := harness.ResolveTrace(v[:i])
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("--colocate %q: %w", v, err)
+			return nil, nil, nil, fmt.Errorf("--colocate %q: %w", v, err)
 		}
 		src.Cache(harness.DefaultCacheEvents)
 		ts = append(ts, harness.Tenant{Source: src, Spec: v[i+1:]})
+		inputs = append(inputs, v[:i])
 	}
 	if len(ts) < 2 {
 		closeAll()
-		return nil, nil, fmt.Errorf("--colocate: name at least two tenants (one --colocate TRACE@STRATEGY each)")
+		return nil, nil, nil, fmt.Errorf("--colocate: name at least two tenants (one --colocate TRACE@STRATEGY each)")
 	}
-	return ts, closeAll, nil
+	return ts, inputs, closeAll, nil
 }
 
 // runColocate is `run --colocate`: one device, several processes.
 func runColocate(c *cli.Context) error {
-	ts, closeAll, err := tenants(c)
+	ts, _, dev, closeAll, err := colocated(c)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	dev, err := colocateDevice(c)
-	if err != nil {
-		return err
-	}
 	rs, err := harness.Colocate(ts, dev, c.Float64("rate"))
 	if err != nil {
 		return err
@@ -90,7 +104,7 @@ func writeColocate(w io.Writer, dev strategies.Device, rate float64, rs []harnes
 // capacityColocate is `capacity --colocate`: the smallest card the group
 // needs.
 func capacityColocate(c *cli.Context) error {
-	ts, closeAll, err := tenants(c)
+	ts, _, closeAll, err := tenants(c)
 	if err != nil {
 		return err
 	}

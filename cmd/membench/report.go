@@ -96,17 +96,11 @@ func reportCommand() *cli.Command {
 					rep.Sources = append(rep.Sources, charts.Source{Name: "capacity searches of this report", Results: len(ms)})
 				}
 			}
-			var page bytes.Buffer
-			if err := charts.Write(&page, rep); err != nil {
+			n, err := writePage(f, rep)
+			if err != nil {
 				return err
 			}
-			if _, err := f.Write(page.Bytes()); err != nil {
-				return err
-			}
-			if err := f.Commit(); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d traces × %d devices, %d replays\n", out, page.Len(), len(m.srcs), len(m.devs), len(m.jobs))
+			fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d traces × %d devices, %d replays\n", out, n, len(m.srcs), len(m.devs), len(m.jobs))
 			writeNotes(c.App.ErrWriter, m.jobs)
 			return nil
 		},
@@ -193,20 +187,12 @@ func reportColocate(c *cli.Context) error {
 	if c.IsSet("trace") || c.IsSet("strategy") || c.IsSet("results") {
 		return fmt.Errorf("--colocate names each tenant's trace and strategy (TRACE@STRATEGY): leave out --trace, --strategy and --results")
 	}
-	ts, closeAll, err := tenants(c)
+	ts, inputs, dev, closeAll, err := colocated(c)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	dev, err := colocateDevice(c)
-	if err != nil {
-		return err
-	}
 	out := c.String("out")
-	var inputs []string
-	for _, v := range c.StringSlice("colocate") {
-		inputs = append(inputs, v[:strings.LastIndex(v, "@")])
-	}
 	f, err := createOutput(out, inputs)
 	if err != nil {
 		return err
@@ -224,16 +210,23 @@ func reportColocate(c *cli.Context) error {
 		cmd = append(cmd, "--device", shellQuote(v))
 	}
 	rep := &charts.Report{Command: strings.Join(cmd, " "), Colocation: &charts.Colocation{Device: dev, Rate: c.Float64("rate"), Tenants: rs}}
+	n, err := writePage(f, rep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d tenants on %s\n", out, n, len(rs), dev.Label())
+	return nil
+}
+
+// writePage writes the report's page to f and moves it into place; it
+// returns the page's size.
+func writePage(f *outFile, rep *charts.Report) (int, error) {
 	var page bytes.Buffer
 	if err := charts.Write(&page, rep); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := f.Write(page.Bytes()); err != nil {
-		return err
+		return 0, err
 	}
-	if err := f.Commit(); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d tenants on %s\n", out, page.Len(), len(rs), dev.Label())
-	return nil
+	return page.Len(), f.Commit()
 }
