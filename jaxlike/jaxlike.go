@@ -224,7 +224,9 @@ var Adviser = strategies.Adviser{
 		if dev.Kind == strategies.TPU {
 			return tpurt.TuneKnobs("jax")
 		}
-		knob := func(line string, kvs ...strategies.KV) strategies.Knob { return strategies.NewKnob("jax", line, kvs...) }
+		knob := func(line string, kvs ...strategies.KV) strategies.Knob {
+			return strategies.NewKnob("jax", line, kvs...)
+		}
 		// allocator-spec §3, §6.3: the preallocated fraction of the card,
 		// growth on demand, and the platform allocator (a device call per
 		// buffer, no caching).
