@@ -66,6 +66,9 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 	if len(tenants) < 2 {
 		return nil, fmt.Errorf("colocate: name at least two tenants (TRACE@STRATEGY)")
 	}
+	if dev.Kind == strategies.TPU {
+		return nil, fmt.Errorf("colocate: %s is a TPU, and a TPU chip belongs to one process: the runtime takes a lock on it at start-up and a second process fails before it allocates anything (\"The TPU is already in use by process with pid N\", TryAcquireTpuLock in tensorflow/core/tpu/tpu_initializer_helper.cc; jax-ml/jax#22070); give each tenant a chip of its own instead", dev.Label())
+	}
 	if !(rate > 0) {
 		rate = DefaultColocateRate
 	}

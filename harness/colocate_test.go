@@ -68,6 +68,14 @@ func TestColocate(t *testing.T) {
 	if _, err := Colocate([]Tenant{{Source: src, Spec: "jax"}, {Source: src, Spec: "planner"}}, dev, 0); err == nil || !strings.Contains(err.Error(), "offline") {
 		t.Errorf("planner as a tenant: %v", err)
 	}
+	// A TPU chip takes one process: a second is refused, not modelled.
+	tpu, _ := strategies.ParseDevice("tpu-v5e")
+	if _, err := Colocate([]Tenant{{Source: src, Spec: "jax"}, {Source: src, Spec: "jax:preallocate=false"}}, tpu, 0); err == nil || !strings.Contains(err.Error(), "one process") {
+		t.Errorf("two processes on one TPU chip: %v", err)
+	}
+	if _, err := ColocateCapacity([]Tenant{{Source: src, Spec: "jax"}, {Source: src, Spec: "jax"}}, tpu, 0); err == nil {
+		t.Errorf("colocated capacity on a TPU accepted")
+	}
 }
 
 // TestColocateCapacity: the group's smallest capacity holds both, one
