@@ -133,6 +133,10 @@ func TestShardFromEnv(t *testing.T) {
 		{map[string]string{"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "5"}, Shard{1, 5}, ""},
 		{map[string]string{}, Shard{}, "no shard in the environment"},
 		{map[string]string{"MEMBENCH_SHARD": "3/2"}, Shard{}, "bad shard"},
+		// Two schedulers: agreeing is one shard, disagreeing an error.
+		{map[string]string{"JOB_COMPLETION_INDEX": "0", "MEMBENCH_SHARDS": "2", "CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "2"}, Shard{1, 2}, ""},
+		{map[string]string{"JOB_COMPLETION_INDEX": "1", "MEMBENCH_SHARDS": "2", "CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "2"}, Shard{}, "two different shards"},
+		{map[string]string{"CIRCLE_NODE_INDEX": "0", "CIRCLE_NODE_TOTAL": "3", "BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "2"}, Shard{}, "two different shards"},
 	}
 	for _, tc := range cases {
 		got, _, err := ShardFromEnv(func(k string) string { return tc.env[k] })

@@ -415,9 +415,25 @@ func ShardFromEnv(getenv func(string) string) (sh Shard, from string, err error)
 		{"CIRCLE_NODE_INDEX", 0, []string{"CIRCLE_NODE_TOTAL"}},
 		{"BUILDKITE_PARALLEL_JOB", 0, []string{"BUILDKITE_PARALLEL_JOB_COUNT"}},
 	} {
-		if found, err := pair(p.index, p.base, p.totals...); found {
-			return sh, from, err
+		prev, prevFrom := sh, from
+		found, err := pair(p.index, p.base, p.totals...)
+		if !found {
+			continue
 		}
+		if err != nil {
+			return Shard{}, "", err
+		}
+		if prevFrom != "" && sh != prev {
+			// Two schedulers' variables name different shards: taking
+			// either would silently run the wrong part.
+			return Shard{}, "", fmt.Errorf("--shard auto: the environment names two different shards (%s, and %s): set MEMBENCH_SHARD=K/N to choose", prevFrom, from)
+		}
+		if prevFrom != "" {
+			from = prevFrom + "; " + from
+		}
+	}
+	if from != "" {
+		return sh, from, nil
 	}
 	return Shard{}, "", fmt.Errorf("--shard auto: no shard in the environment (set MEMBENCH_SHARD=K/N, or run as a Kubernetes Indexed Job with MEMBENCH_SHARDS, or as GitLab, CircleCI or Buildkite parallel jobs)")
 }
