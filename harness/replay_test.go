@@ -75,11 +75,24 @@ var checkedSpecs = []struct{ spec, dev string }{
 	{"jax:preallocate=false,mem_fraction=0.05,defrag=true", "a100-80g"},
 }
 
-// TestInvariantsOnCorpus replays every corpus trace under every torch
-// configuration with the allocator's invariant checker after every event,
+// longTests reports whether MEMBENCH_LONG is set (.ci/run sets it): the
+// test suite's campaigns then run at full size instead of a reduced one.
+func longTests() bool { return os.Getenv("MEMBENCH_LONG") != "" }
+
+// TestInvariantsOnCorpus replays every corpus trace under every
+// configuration of checkedSpecs with the allocator's invariant checker,
 // and checks the replay's own accounting: peak live is the trace's, the
 // allocator never holds less than is live, and the outcome is the same on
 // a second run.
+//
+// It is a campaign: the checkers walk the allocator's whole state, so
+// checking after every event of the long traces under all 17
+// configurations took 13 CPU-seconds, most of the package's time. By
+// default a trace of more than 5,000 events is checked after every 7th
+// event (a prime, so no phase of a periodic trace is skipped) and after
+// its last, which still checks each invariant thousands of times per
+// replay; the short traces, and with MEMBENCH_LONG=1 every trace, are
+// checked after every event.
 func TestInvariantsOnCorpus(t *testing.T) {
 	for _, name := range corpus.Names() {
 		evs := loadCorpus(t, name)
@@ -89,14 +102,10 @@ func TestInvariantsOnCorpus(t *testing.T) {
 				if testing.Short() && spec != "torch" {
 					t.Skip("short")
 				}
+				t.Parallel()
 				opts := DefaultOptions
 				opts.Check = true
-				if strings.HasPrefix(c.dev, "tpu") && len(evs) > 5000 {
-					// The TPU model's checker walks every buffer: after
-					// every event of a long trace it made this test a
-					// 30-second campaign. Every 7th event (a prime, so
-					// no phase of a periodic trace is skipped) still
-					// checks each invariant thousands of times.
+				if !longTests() && len(evs) > 5000 {
 					opts.CheckEvery = 7
 				}
 				res, err := Replay(name, &traces.SliceReader{Events: evs}, spec, device(t, c.dev), opts)
