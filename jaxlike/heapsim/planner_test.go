@@ -54,6 +54,7 @@ func replayPlanner(t *testing.T, name string, r traces.Reader, spec string, opts
 func TestPlannerAtLeastPeakLiveOnCorpus(t *testing.T) {
 	for _, name := range corpus.Names() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			for _, spec := range []string{"planner", "planner:alignment=1", "planner:order=temporal"} {
 				r, err := corpus.Open(name)
 				if err != nil {
@@ -71,6 +72,7 @@ func TestPlannerAtLeastPeakLiveOnCorpus(t *testing.T) {
 func TestPlannerAtLeastPeakLiveOnLifetimeTables(t *testing.T) {
 	for _, rel := range lifetimeTables {
 		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
 			path := sharedtraces.Path(t, rel)
 			for _, spec := range []string{"planner", "planner:alignment=1"} {
 				r, err := traces.Open(path, traces.DefaultOpenOptions)
