@@ -127,6 +127,11 @@ func TestReportDefault(t *testing.T) {
 		}
 	}
 	t.Logf("default report: %d bytes, %d charts", len(page), len(ids))
+	// The second report, seconds of capacity searches, runs beside
+	// TestReportBrowser's browser, the package's only other parallel
+	// part, which runs no command (run is called by one test at a time:
+	// its flags are package variables).
+	t.Parallel()
 	_, again := writeReport(t)
 	if !bytes.Equal(page, again) {
 		t.Error("two reports of the same inputs differ")
@@ -204,12 +209,6 @@ func TestReportBrowser(t *testing.T) {
 		t.Skip("no Chromium on this machine (Debian: apt-get install chromium): browser test skipped")
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "default.html"), defaultPage(t), 0o644)
-	res := filepath.Join(t.TempDir(), "capacity.txt")
-	os.WriteFile(res, []byte(capacityResults), 0o644)
-	_, page := writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--device", "a100-40g", "--device", "tpu-v5e", "--results", res)
-	os.WriteFile(filepath.Join(dir, "capacity.html"), page, 0o644)
-
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 
@@ -262,10 +261,21 @@ func TestReportBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listener))
 	defer cancel()
-	// The first Run starts the browser; it must not have a timeout.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+	// The first Run starts the browser; it must not have a timeout. The
+	// browser starts while the pages are written.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx, chromedp.Navigate("about:blank")) }()
+	os.WriteFile(filepath.Join(dir, "default.html"), defaultPage(t), 0o644)
+	res := filepath.Join(t.TempDir(), "capacity.txt")
+	os.WriteFile(res, []byte(capacityResults), 0o644)
+	_, page := writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--device", "a100-40g", "--device", "tpu-v5e", "--results", res)
+	os.WriteFile(filepath.Join(dir, "capacity.html"), page, 0o644)
+	if err := <-started; err != nil {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
+	// The pages are written: the rest runs no command, and runs beside
+	// TestReportDefault's second report.
+	t.Parallel()
 	shots := os.Getenv("MEMBENCH_SCREENSHOTS")
 	for _, name := range []string{"default", "capacity"} {
 		t.Run(name, func(t *testing.T) {
