@@ -79,20 +79,33 @@ var checkedSpecs = []struct{ spec, dev string }{
 // test suite's campaigns then run at full size instead of a reduced one.
 func longTests() bool { return os.Getenv("MEMBENCH_LONG") != "" }
 
+// checked is DefaultOptions with the invariant checker on, for a trace
+// of n events: after every event, or, for a trace of more than 5,000
+// events without MEMBENCH_LONG, after every 7th (a prime, so no phase of
+// a periodic trace is skipped) and after the last. The checkers walk the
+// allocator's whole state, so checking every event of the long corpus
+// traces is a campaign; every 7th still checks each invariant thousands
+// of times per replay.
+func checked(n int) Options {
+	opts := DefaultOptions
+	opts.Check = true
+	if !longTests() && n > 5000 {
+		opts.CheckEvery = 7
+	}
+	return opts
+}
+
 // TestInvariantsOnCorpus replays every corpus trace under every
 // configuration of checkedSpecs with the allocator's invariant checker,
 // and checks the replay's own accounting: peak live is the trace's, the
 // allocator never holds less than is live, and the outcome is the same on
 // a second run.
 //
-// It is a campaign: the checkers walk the allocator's whole state, so
-// checking after every event of the long traces under all 17
-// configurations took 13 CPU-seconds, most of the package's time. By
-// default a trace of more than 5,000 events is checked after every 7th
-// event (a prime, so no phase of a periodic trace is skipped) and after
-// its last, which still checks each invariant thousands of times per
-// replay; the short traces, and with MEMBENCH_LONG=1 every trace, are
-// checked after every event.
+// It is a campaign: checking after every event of the long traces under
+// all 17 configurations took 13 CPU-seconds, most of the package's time.
+// The checker runs as checked says: after every 7th event of a trace of
+// more than 5,000 events, unless MEMBENCH_LONG=1, and after every event
+// otherwise.
 func TestInvariantsOnCorpus(t *testing.T) {
 	for _, name := range corpus.Names() {
 		evs := loadCorpus(t, name)
@@ -103,11 +116,7 @@ func TestInvariantsOnCorpus(t *testing.T) {
 					t.Skip("short")
 				}
 				t.Parallel()
-				opts := DefaultOptions
-				opts.Check = true
-				if !longTests() && len(evs) > 5000 {
-					opts.CheckEvery = 7
-				}
+				opts := checked(len(evs))
 				res, err := Replay(name, &traces.SliceReader{Events: evs}, spec, device(t, c.dev), opts)
 				if err != nil {
 					t.Fatal(err)
