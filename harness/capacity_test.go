@@ -14,47 +14,55 @@ import (
 // granule below runs out of memory.
 func TestMinCapacityOnCorpus(t *testing.T) {
 	for _, name := range corpus.Names() {
-		src, err := ResolveTrace(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src.Cache(DefaultCacheEvents)
-		for _, devName := range []string{"a100-80g", "tpu-v4"} {
-			for _, spec := range []string{"jax", "tf", "torch", "torch:expandable_segments=true"} {
-				if testing.Short() && spec != "torch" {
-					continue
-				}
-				dev := device(t, devName)
-				if dev.Kind == strategies.TPU && strings.HasPrefix(spec, "torch") {
-					continue // not modelled: PyTorch on a TPU is PyTorch/XLA
-				}
-				c, err := MinCapacity(src, spec, dev)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			minCapacityOnTrace(t, name)
+		})
+	}
+}
+
+// minCapacityOnTrace is TestMinCapacityOnCorpus on one trace.
+func minCapacityOnTrace(t *testing.T, name string) {
+	src, err := ResolveTrace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Cache(DefaultCacheEvents)
+	for _, devName := range []string{"a100-80g", "tpu-v4"} {
+		for _, spec := range []string{"jax", "tf", "torch", "torch:expandable_segments=true"} {
+			if testing.Short() && spec != "torch" {
+				continue
+			}
+			dev := device(t, devName)
+			if dev.Kind == strategies.TPU && strings.HasPrefix(spec, "torch") {
+				continue // not modelled: PyTorch on a TPU is PyTorch/XLA
+			}
+			c, err := MinCapacity(src, spec, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Unreachable || c.MinCapacity < c.PeakLive || c.MinCapacity%c.Granularity != 0 {
+				t.Errorf("%s/%s/%s: min capacity %d, peak live %d, granularity %d", name, devName, spec, c.MinCapacity, c.PeakLive, c.Granularity)
+				continue
+			}
+			oom := func(capacity int64) int64 {
+				d := dev
+				d.Total, d.Capacity, d.Free = capacity+c.Overhead, capacity, capacity // the card holds the context or reserve too
+				r, _ := src.Open()
+				res, err := Replay(name, r, spec, d, Options{Samples: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.Unreachable || c.MinCapacity < c.PeakLive || c.MinCapacity%c.Granularity != 0 {
-					t.Errorf("%s/%s/%s: min capacity %d, peak live %d, granularity %d", name, devName, spec, c.MinCapacity, c.PeakLive, c.Granularity)
-					continue
-				}
-				oom := func(capacity int64) int64 {
-					d := dev
-					d.Total, d.Capacity, d.Free = capacity+c.Overhead, capacity, capacity // the card holds the context or reserve too
-					r, _ := src.Open()
-					res, err := Replay(name, r, spec, d, Options{Samples: 1})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return res.OOMCount
-				}
-				if c.MinCard() != c.MinCapacity+dev.Total-dev.Capacity || c.Overhead <= 0 {
-					t.Errorf("%s/%s/%s: card %d for capacity %d on a family with %d B overhead", name, devName, spec, c.MinCard(), c.MinCapacity, dev.Total-dev.Capacity)
-				}
-				if n := oom(c.MinCapacity); n != 0 {
-					t.Errorf("%s/%s/%s: %d OOMs at the minimum capacity %d", name, devName, spec, n, c.MinCapacity)
-				}
-				if n := oom(c.MinCapacity - c.Granularity); n == 0 {
-					t.Errorf("%s/%s/%s: fits one granule below the minimum capacity %d", name, devName, spec, c.MinCapacity)
-				}
+				return res.OOMCount
+			}
+			if c.MinCard() != c.MinCapacity+dev.Total-dev.Capacity || c.Overhead <= 0 {
+				t.Errorf("%s/%s/%s: card %d for capacity %d on a family with %d B overhead", name, devName, spec, c.MinCard(), c.MinCapacity, dev.Total-dev.Capacity)
+			}
+			if n := oom(c.MinCapacity); n != 0 {
+				t.Errorf("%s/%s/%s: %d OOMs at the minimum capacity %d", name, devName, spec, n, c.MinCapacity)
+			}
+			if n := oom(c.MinCapacity - c.Granularity); n == 0 {
+				t.Errorf("%s/%s/%s: fits one granule below the minimum capacity %d", name, devName, spec, c.MinCapacity)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"membench/strategies"
@@ -33,6 +34,60 @@ var exportCases = []exportCase{
 	{"tf:allow_growth=true", "a100-80g"},
 	{"jax:allocator=platform", "a100-80g"},
 	{"jax", "tpu-v4"},
+}
+
+// gptTrainExports caches each exportCase's export of gpt-train:
+// TestExportRoundTrip and TestExportPython check the same files (the
+// round trip still makes a second export of its own, to compare).
+var gptTrainExports struct {
+	sync.Mutex
+	m map[exportCase]*cachedExport
+}
+
+type cachedExport struct {
+	once sync.Once
+	ex   *Export
+	b    []byte
+	err  error
+}
+
+// gptTrainExport is c's export of gpt-train, made once per test binary.
+func gptTrainExport(t *testing.T, c exportCase) (*Export, []byte) {
+	t.Helper()
+	gptTrainExports.Lock()
+	if gptTrainExports.m == nil {
+		gptTrainExports.m = map[exportCase]*cachedExport{}
+	}
+	e := gptTrainExports.m[c]
+	if e == nil {
+		e = &cachedExport{}
+		gptTrainExports.m[c] = e
+	}
+	gptTrainExports.Unlock()
+	e.once.Do(func() {
+		dev, err := strategies.ParseDevice(c.device)
+		if err != nil {
+			e.err = err
+			return
+		}
+		r, err := corpus.Open("gpt-train")
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer r.Close()
+		if e.ex, e.err = ExportMemoryViz("gpt-train", r, c.spec, dev); e.err != nil {
+			e.err = fmt.Errorf("%s on %s: %w", c.spec, dev.Label(), e.err)
+			return
+		}
+		var buf bytes.Buffer
+		e.err = e.ex.WriteMemoryViz(&buf)
+		e.b = buf.Bytes()
+	})
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.ex, e.b
 }
 
 func exportTrace(t *testing.T, name string, r traces.Reader, spec, device string) (*Export, []byte) {
@@ -97,8 +152,8 @@ func TestExportRoundTrip(t *testing.T) {
 	want := requests(t, r0)
 	for _, c := range exportCases {
 		t.Run(c.spec+"@"+c.device, func(t *testing.T) {
-			r, _ := corpus.Open("gpt-train")
-			ex, b := exportTrace(t, "gpt-train", r, c.spec, c.device)
+			t.Parallel()
+			ex, b := gptTrainExport(t, c)
 			r2, _ := corpus.Open("gpt-train")
 			_, b2 := exportTrace(t, "gpt-train", r2, c.spec, c.device)
 			if !bytes.Equal(b, b2) {
@@ -323,25 +378,27 @@ func TestExportRefused(t *testing.T) {
 	}
 }
 
-// pythonCheck is what python3 reports of an export, loaded with its own
-// pickle module: the top-level keys, the counts, and whether every
-// segment's blocks tile it (the assertion _memory_viz.segsum makes).
+// pythonCheck is what python3 reports of each export named on its
+// command line, loaded with its own pickle module, one JSON line a file:
+// the top-level keys, the counts, and whether every segment's blocks tile
+// it (the assertion _memory_viz.segsum makes).
 const pythonCheck = `
 import collections, json, pickle, sys
-d = pickle.load(open(sys.argv[1], "rb"))
-tiled = True
-for s in d["segments"]:
-    at = s["address"]
-    for b in s["blocks"]:
-        tiled = tiled and b["address"] == at and b["requested_size"] <= b["size"] and b["frames"] == []
-        at += b["size"]
-    tiled = tiled and at == s["address"] + s["total_size"]
-    alloc = sum(b["size"] for b in s["blocks"] if b["state"] == "active_allocated")
-    tiled = tiled and alloc == s["allocated_size"]
-acts = collections.Counter(e["action"] for t in d["device_traces"] for e in t)
-print(json.dumps({"keys": sorted(d), "segments": len(d["segments"]),
-    "entries": sum(len(t) for t in d["device_traces"]), "actions": dict(sorted(acts.items())),
-    "tiled": tiled, "settings": sorted(d["allocator_settings"])}))
+for path in sys.argv[1:]:
+    d = pickle.load(open(path, "rb"))
+    tiled = True
+    for s in d["segments"]:
+        at = s["address"]
+        for b in s["blocks"]:
+            tiled = tiled and b["address"] == at and b["requested_size"] <= b["size"] and b["frames"] == []
+            at += b["size"]
+        tiled = tiled and at == s["address"] + s["total_size"]
+        alloc = sum(b["size"] for b in s["blocks"] if b["state"] == "active_allocated")
+        tiled = tiled and alloc == s["allocated_size"]
+    acts = collections.Counter(e["action"] for t in d["device_traces"] for e in t)
+    print(json.dumps({"keys": sorted(d), "segments": len(d["segments"]),
+        "entries": sum(len(t) for t in d["device_traces"]), "actions": dict(sorted(acts.items())),
+        "tiled": tiled, "settings": sorted(d["allocator_settings"])}))
 `
 
 // TestExportPython: Python's own pickle module loads an export of each
@@ -352,18 +409,29 @@ func TestExportPython(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not found: skipping the check that Python's own pickle module loads an export (membench's reader round trip is TestExportRoundTrip)")
 	}
+	// One python3 process reads every export (starting one per file
+	// was most of this test's time).
 	dir := t.TempDir()
-	for _, c := range exportCases {
-		r, _ := corpus.Open("gpt-train")
-		ex, b := exportTrace(t, "gpt-train", r, c.spec, c.device)
-		path := filepath.Join(dir, "export.pickle")
+	args := []string{"-c", pythonCheck}
+	exports := make([]*Export, len(exportCases))
+	for i, c := range exportCases {
+		ex, b := gptTrainExport(t, c)
+		path := filepath.Join(dir, fmt.Sprintf("export-%d.pickle", i))
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(py, "-c", pythonCheck, path).Output()
-		if err != nil {
-			t.Fatalf("%s@%s: python3: %v", c.spec, c.device, err)
-		}
+		exports[i], args = ex, append(args, path)
+	}
+	out, err := exec.Command(py, args...).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(exportCases) {
+		t.Fatalf("python3 printed %d lines for %d exports:\n%s", len(lines), len(exportCases), out)
+	}
+	for i, c := range exportCases {
+		ex := exports[i]
 		var got struct {
 			Keys     []string
 			Segments int
@@ -372,8 +440,8 @@ func TestExportPython(t *testing.T) {
 			Tiled    bool
 			Settings []string
 		}
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("python3 printed %q: %v", out, err)
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("python3 printed %q: %v", lines[i], err)
 		}
 		want := map[string]int{}
 		for _, e := range ex.Snapshot.DeviceTraces[0] {

@@ -17,41 +17,51 @@ import (
 // makes one device allocation per successful allocation.
 func TestFrameworkDefaults(t *testing.T) {
 	for _, name := range corpus.Names() {
-		evs := loadCorpus(t, name)
-		for _, devName := range []string{"a100-40g", "a100-80g", "h100-80g", "h200-141g"} {
-			dev := device(t, devName)
-			replay := func(spec string) *Result {
-				t.Helper()
-				opts := DefaultOptions
-				opts.Check = devName == "a100-80g"
-				res, err := Replay(name, &traces.SliceReader{Events: evs}, spec, dev, opts)
-				if err != nil {
-					t.Fatalf("%s %s %s: %v", name, devName, spec, err)
-				}
-				if res.OOMCount != 0 {
-					t.Fatalf("%s %s %s: %d OOMs", name, devName, spec, res.OOMCount)
-				}
-				return res
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			frameworkDefaultsOnTrace(t, name)
+		})
+	}
+}
+
+// frameworkDefaultsOnTrace is TestFrameworkDefaults on one trace.
+func frameworkDefaultsOnTrace(t *testing.T, name string) {
+	evs := loadCorpus(t, name)
+	for _, devName := range []string{"a100-40g", "a100-80g", "h100-80g", "h200-141g"} {
+		dev := device(t, devName)
+		replay := func(spec string) *Result {
+			t.Helper()
+			opts := DefaultOptions
+			if devName == "a100-80g" {
+				opts = checked(len(evs))
 			}
-			jax := replay("jax")
-			if want := bfc.RoundedBytes(int64(0.75*float64(dev.Total))) &^ 255; jax.PeakReserved != want || jax.DeviceMallocs != 1 || jax.DeviceFrees != 0 {
-				t.Errorf("%s/%s jax: reserved %d (want %d), %d mallocs %d frees", name, devName, jax.PeakReserved, want, jax.DeviceMallocs, jax.DeviceFrees)
+			res, err := Replay(name, &traces.SliceReader{Events: evs}, spec, dev, opts)
+			if err != nil {
+				t.Fatalf("%s %s %s: %v", name, devName, spec, err)
 			}
-			tf := replay("tf")
-			limit := tflike.Config{}.MemoryLimit(&dev)
-			if tf.PeakReserved != limit&^255 || tf.DeviceMallocs != 1 {
-				t.Errorf("%s/%s tf: reserved %d (want %d), %d mallocs", name, devName, tf.PeakReserved, limit, tf.DeviceMallocs)
+			if res.OOMCount != 0 {
+				t.Fatalf("%s %s %s: %d OOMs", name, devName, spec, res.OOMCount)
 			}
-			for _, spec := range []string{"tf:allow_growth=true", "jax:preallocate=false"} {
-				g := replay(spec)
-				if !(g.PeakReserved > g.PeakLive && g.PeakReserved < jax.PeakReserved) {
-					t.Errorf("%s/%s %s: reserved %d, live %d", name, devName, spec, g.PeakReserved, g.PeakLive)
-				}
+			return res
+		}
+		jax := replay("jax")
+		if want := bfc.RoundedBytes(int64(0.75*float64(dev.Total))) &^ 255; jax.PeakReserved != want || jax.DeviceMallocs != 1 || jax.DeviceFrees != 0 {
+			t.Errorf("%s/%s jax: reserved %d (want %d), %d mallocs %d frees", name, devName, jax.PeakReserved, want, jax.DeviceMallocs, jax.DeviceFrees)
+		}
+		tf := replay("tf")
+		limit := tflike.Config{}.MemoryLimit(&dev)
+		if tf.PeakReserved != limit&^255 || tf.DeviceMallocs != 1 {
+			t.Errorf("%s/%s tf: reserved %d (want %d), %d mallocs", name, devName, tf.PeakReserved, limit, tf.DeviceMallocs)
+		}
+		for _, spec := range []string{"tf:allow_growth=true", "jax:preallocate=false"} {
+			g := replay(spec)
+			if !(g.PeakReserved > g.PeakLive && g.PeakReserved < jax.PeakReserved) {
+				t.Errorf("%s/%s %s: reserved %d, live %d", name, devName, spec, g.PeakReserved, g.PeakLive)
 			}
-			plat := replay("jax:allocator=platform")
-			if plat.DeviceMallocs != plat.Allocs || plat.DeviceFrees != plat.Frees {
-				t.Errorf("%s/%s jax platform: %d mallocs for %d allocations, %d frees for %d", name, devName, plat.DeviceMallocs, plat.Allocs, plat.DeviceFrees, plat.Frees)
-			}
+		}
+		plat := replay("jax:allocator=platform")
+		if plat.DeviceMallocs != plat.Allocs || plat.DeviceFrees != plat.Frees {
+			t.Errorf("%s/%s jax platform: %d mallocs for %d allocations, %d frees for %d", name, devName, plat.DeviceMallocs, plat.Allocs, plat.DeviceFrees, plat.Frees)
 		}
 	}
 }

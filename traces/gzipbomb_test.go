@@ -18,14 +18,24 @@ import (
 func TestGzipBomb(t *testing.T) {
 	line := "m " + strings.Repeat("x", 64<<10) + "\n"         // compresses ~1000x
 	plain := "membench-trace 1\n" + strings.Repeat(line, 128) // 8 MiB: under the slack
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	zw.Write([]byte("membench-trace 1\n"))
-	for range 16 << 10 { // 1 GiB of content, a megabyte or so of gzip
-		zw.Write([]byte(line))
+	// 1 GiB of content, a megabyte or so of gzip: 32 gzip members of
+	// 32 MiB each (a gzip file is a series of members; Go's reader, like
+	// gunzip, reads them all as one content). The reader must stop in the
+	// first member, past the 16 MiB slack; the other 31 stand for the
+	// rest of the gigabyte, which a reader that did not stop would read
+	// (and exceed the bounds). Compressing the gigabyte as one member
+	// took three seconds; one member repeated is the same content.
+	member := func(head string) []byte {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		zw.Write([]byte(head))
+		for range 512 {
+			zw.Write([]byte(line))
+		}
+		zw.Close()
+		return b.Bytes()
 	}
-	zw.Close()
-	bomb := b.Bytes()
+	bomb := append(member("membench-trace 1\n"), bytes.Repeat(member(""), 31)...)
 	fuzzbound.Within(2*time.Second, 256<<20).Check(t, func() {
 		r, err := OpenReader("bomb.gz", bytes.NewReader(bomb), DefaultOpenOptions)
 		if err == nil {

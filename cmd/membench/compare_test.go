@@ -87,7 +87,7 @@ func TestCompareRunOutput(t *testing.T) {
 		if err != nil || errOut != "" {
 			t.Fatalf("compare %v: %v\n%s", args, err, errOut)
 		}
-		cmd := exec.Command("go", append([]string{"tool", "benchstat"}, args...)...)
+		cmd := benchstatCommand(t, args...)
 		var so, se bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &so, &se
 		if err := cmd.Run(); err != nil || se.Len() > 0 {

@@ -40,6 +40,39 @@ func writeReport(t *testing.T, args ...string) (string, []byte) {
 	return out, b
 }
 
+// defaultReport is the page `membench report` writes with no arguments,
+// made once per test binary: TestReportDefault checks it and TestReportBrowser
+// opens it (each report of the whole corpus runs its capacity searches,
+// seconds of replays).
+var defaultReport = struct {
+	once sync.Once
+	page []byte
+	err  error
+}{}
+
+func defaultPage(t *testing.T) []byte {
+	t.Helper()
+	defaultReport.once.Do(func() {
+		dir, err := os.MkdirTemp("", "membench-report")
+		if err != nil {
+			defaultReport.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "report.html")
+		var so, se bytes.Buffer
+		if err := run(&so, &se, []string{"membench", "report", "--out", out}); err != nil {
+			defaultReport.err = fmt.Errorf("membench report: %v\n%s", err, se.String())
+			return
+		}
+		defaultReport.page, defaultReport.err = os.ReadFile(out)
+	})
+	if defaultReport.err != nil {
+		t.Fatal(defaultReport.err)
+	}
+	return defaultReport.page
+}
+
 // checkStatic checks what can be checked without a browser: size, no
 // remote reference, parseable options.
 func checkStatic(t *testing.T, page []byte) map[string]bool {
@@ -79,7 +112,7 @@ func checkStatic(t *testing.T, page []byte) map[string]bool {
 // 5 MB, fetches nothing, has every part, and a second run writes the
 // same bytes.
 func TestReportDefault(t *testing.T) {
-	_, page := writeReport(t)
+	page := defaultPage(t)
 	ids := checkStatic(t, page)
 	for _, want := range []string{"chart-timeline-0", "chart-state-0", "chart-peaks", "chart-frag"} {
 		if !ids[want] {
@@ -94,6 +127,11 @@ func TestReportDefault(t *testing.T) {
 		}
 	}
 	t.Logf("default report: %d bytes, %d charts", len(page), len(ids))
+	// The second report, seconds of capacity searches, runs beside
+	// TestReportBrowser's browser, the package's only other parallel
+	// part, which runs no command (run is called by one test at a time:
+	// its flags are package variables).
+	t.Parallel()
 	_, again := writeReport(t)
 	if !bytes.Equal(page, again) {
 		t.Error("two reports of the same inputs differ")
@@ -160,22 +198,17 @@ func chromium() string {
 
 // TestReportBrowser opens reports in headless Chromium, served from a
 // loopback server, and requires every chart to draw with data, no console
-// error, and no request off the server. It saves a screenshot of each
-// page (in a temporary directory, or MEMBENCH_SCREENSHOTS when set) and
-// logs its path.
+// error, and no request off the server. With MEMBENCH_SCREENSHOTS set to
+// a directory (.ci/run sets it) it saves there a full-page screenshot of
+// each page and logs its path; without, it takes none (a full-page
+// screenshot of the default report took five seconds, and the file was
+// removed with the test's temporary directory unseen).
 func TestReportBrowser(t *testing.T) {
 	exe := chromium()
 	if exe == "" {
 		t.Skip("no Chromium on this machine (Debian: apt-get install chromium): browser test skipped")
 	}
 	dir := t.TempDir()
-	_, page := writeReport(t)
-	os.WriteFile(filepath.Join(dir, "default.html"), page, 0o644)
-	res := filepath.Join(t.TempDir(), "capacity.txt")
-	os.WriteFile(res, []byte(capacityResults), 0o644)
-	_, page = writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--device", "a100-40g", "--device", "tpu-v5e", "--results", res)
-	os.WriteFile(filepath.Join(dir, "capacity.html"), page, 0o644)
-
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 
@@ -228,14 +261,22 @@ func TestReportBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(listener))
 	defer cancel()
-	// The first Run starts the browser; it must not have a timeout.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+	// The first Run starts the browser; it must not have a timeout. The
+	// browser starts while the pages are written.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx, chromedp.Navigate("about:blank")) }()
+	os.WriteFile(filepath.Join(dir, "default.html"), defaultPage(t), 0o644)
+	res := filepath.Join(t.TempDir(), "capacity.txt")
+	os.WriteFile(res, []byte(capacityResults), 0o644)
+	_, page := writeReport(t, "--trace", "gpt-train", "--strategy", "jax", "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--device", "a100-40g", "--device", "tpu-v5e", "--results", res)
+	os.WriteFile(filepath.Join(dir, "capacity.html"), page, 0o644)
+	if err := <-started; err != nil {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
+	// The pages are written: the rest runs no command, and runs beside
+	// TestReportDefault's second report.
+	t.Parallel()
 	shots := os.Getenv("MEMBENCH_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
 	for _, name := range []string{"default", "capacity"} {
 		t.Run(name, func(t *testing.T) {
 			tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
@@ -278,15 +319,17 @@ func TestReportBrowser(t *testing.T) {
 				}
 			}
 			t.Logf("%d charts drawn: %+v", len(got), got)
-			png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-			if err != nil {
-				t.Fatal(err)
+			if shots != "" {
+				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(shots, "report-"+name+".png")
+				if err := os.WriteFile(p, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("screenshot: %s", p)
 			}
-			p := filepath.Join(shots, "report-"+name+".png")
-			if err := os.WriteFile(p, png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("screenshot: %s", p)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, p := range problems {

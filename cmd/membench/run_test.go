@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
@@ -62,6 +64,35 @@ func TestRunDefault(t *testing.T) {
 	}
 }
 
+// benchstat is the binary `go tool benchstat` runs (the version go.mod
+// pins), found once: `go tool -n benchstat` builds it into the build cache
+// if need be and prints its path, so the tests start the go command once.
+var benchstat struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// benchstatCommand is benchstat with args, as `go tool benchstat` runs it.
+func benchstatCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	benchstat.once.Do(func() {
+		var se bytes.Buffer
+		cmd := exec.Command("go", "tool", "-n", "benchstat")
+		cmd.Stderr = &se
+		out, err := cmd.Output()
+		if err != nil {
+			benchstat.err = fmt.Errorf("go tool -n benchstat: %v\n%s", err, se.String())
+			return
+		}
+		benchstat.path = strings.TrimSpace(string(out))
+	})
+	if benchstat.err != nil {
+		t.Fatal(benchstat.err)
+	}
+	return exec.Command(benchstat.path, args...)
+}
+
 // TestBenchstatReadsOutput feeds our output to the real benchstat pinned
 // in go.mod and requires it to read it without a warning.
 func TestBenchstatReadsOutput(t *testing.T) {
@@ -76,7 +107,7 @@ func TestBenchstatReadsOutput(t *testing.T) {
 	if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "tool", "benchstat", "-col", "/strategy", f)
+	cmd := benchstatCommand(t, "-col", "/strategy", f)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
@@ -264,14 +265,43 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	}
 }
 
+// benchstat is the binary `go tool benchstat` runs (the version go.mod
+// pins), found once: `go tool -n benchstat` builds it into the build cache
+// if need be and prints its path. Starting the go command for each of
+// the two dozen runs took most of TestCompareMatchesBenchstat's time.
+var benchstat struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func benchstatPath(t *testing.T) string {
+	t.Helper()
+	benchstat.once.Do(func() {
+		var se bytes.Buffer
+		cmd := exec.Command("go", "tool", "-n", "benchstat")
+		cmd.Stderr = &se
+		out, err := cmd.Output()
+		if err != nil {
+			benchstat.err = fmt.Errorf("go tool -n benchstat: %v\n%s", err, se.String())
+			return
+		}
+		benchstat.path = strings.TrimSpace(string(out))
+	})
+	if benchstat.err != nil {
+		t.Fatal(benchstat.err)
+	}
+	return benchstat.path
+}
+
 func runBenchstat(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"tool", "benchstat"}, args...)...)
+	cmd := exec.Command(benchstatPath(t), args...)
 	cmd.Dir = compareDir
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go tool benchstat %s: %v\n%s", strings.Join(args, " "), err, se.String())
+		t.Fatalf("benchstat %s: %v\n%s", strings.Join(args, " "), err, se.String())
 	}
 	return so.String(), se.String()
 }
