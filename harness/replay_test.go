@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"membench/strategies"
 	"membench/traces"
@@ -259,7 +260,13 @@ func BenchmarkReplay(b *testing.B) {
 					decode = append(decode, decodeNsPerEvent(b, bin, len(evs)))
 				}
 				var res *Result
+				var cpu0 time.Duration
+				runs := 0
 				for b.Loop() {
+					if runs == 0 {
+						cpu0 = cpuTime()
+					}
+					runs++
 					var err error
 					if res, err = Replay(name, &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
 						b.Fatal(err)
@@ -269,6 +276,7 @@ func BenchmarkReplay(b *testing.B) {
 				// which would wipe metrics reported earlier.
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
 				b.ReportMetric(ns, "ns/event")
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(runs)/float64(len(evs)), "cpu-ns/event")
 				b.ReportMetric(ns/medianOf(slices.Clone(decode)), "x-decode")
 				for _, m := range Metrics {
 					b.ReportMetric(m.Value(res), m.Unit)
