@@ -173,11 +173,16 @@ func (s *Set) LowerBound(k Key) (Key, bool) {
 	return s.leaves[lf].keys[pos], true
 }
 
-// After is the first key greater than k.
+// After is the first key greater than k. When k is the key the finger
+// points at (expandable segments' best fit steps from the key a search
+// just found), no search is needed.
 func (s *Set) After(k Key) (Key, bool) {
-	lf, pos, ok := s.descend(k, false)
-	if !ok {
-		return Key{}, false
+	lf, pos := s.fLeaf, int(s.fPos)
+	if !s.fOK || pos >= int(s.leaves[lf].n) || s.leaves[lf].keys[pos] != k {
+		var ok bool
+		if lf, pos, ok = s.descend(k, false); !ok {
+			return Key{}, false
+		}
 	}
 	lp := &s.leaves[lf]
 	if lp.keys[pos] == k {
@@ -403,6 +408,61 @@ func (s *Set) Remove(k Key) {
 	}
 	// The finger stays: it points at k's successor, where a key just
 	// below k (a split block's remainder) goes.
+}
+
+// Replace puts new in the place of old, which must be in the set (new
+// must not be): a split block's remainder in place of the block, a merged
+// block in place of the neighbour it absorbed. When new belongs in old's
+// leaf, the keys between the two places shift by one and nothing else
+// moves, where a Remove and an Insert would each shift the leaf's tail;
+// usually the two places are adjacent or the same, as sizes change little
+// relative to the blocks around them. Otherwise it is Remove then Insert.
+func (s *Set) Replace(old, new Key) {
+	lf, pos := s.fLeaf, int(s.fPos)
+	if !s.fOK || pos >= int(s.leaves[lf].n) || s.leaves[lf].keys[pos] != old {
+		var ok bool
+		lf, pos, ok = s.descend(old, false)
+		if !ok || s.leaves[lf].keys[pos] != old {
+			panic("freeset: replacing a block that is not in its set")
+		}
+	}
+	lp := &s.leaves[lf]
+	n := int(lp.n)
+	if !s.Less(old, new) {
+		// new sorts at or before old: it goes to q <= pos, unless q is
+		// 0 and new belongs in an earlier leaf.
+		q := s.lowerIn(lp.keys[:pos], new)
+		if q == 0 && lp.prev != nilNode {
+			pl := &s.leaves[lp.prev]
+			if !s.Less(pl.keys[pl.n-1], new) {
+				s.Remove(old)
+				s.Insert(new)
+				return
+			}
+		}
+		copy(lp.keys[q+1:pos+1], lp.keys[q:pos])
+		lp.keys[q] = new
+		if pos == n-1 {
+			// The leaf's largest key fell.
+			s.setMax(lp.keys[n-1])
+		}
+		s.fPos = int32(q)
+		return
+	}
+	// new sorts after old: it goes to q-1 >= pos once the keys between
+	// shift down, unless q is n and new belongs in a later leaf.
+	q := pos + 1 + s.lowerIn(lp.keys[pos+1:n], new)
+	if q == n {
+		if lp.next != nilNode && !s.Less(new, s.leaves[lp.next].keys[0]) {
+			s.Remove(old)
+			s.Insert(new)
+			return
+		}
+		s.setMax(new)
+	}
+	copy(lp.keys[pos:q-1], lp.keys[pos+1:q])
+	lp.keys[q-1] = new
+	s.fPos = int32(q - 1)
 }
 
 func (s *Set) unlinkLeaf(lf int32) {
