@@ -200,12 +200,16 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 	if !ok {
 		return -1, false
 	}
-	a.free.Remove(k)
 	h := k.B
 	c := &a.chunks[h]
 	if Splits(c.size, r, a.maxFrag) {
-		a.split(h, r)
+		// The remainder takes the chunk's place in the free set: one
+		// step (freeset.Set.Replace) for RemoveFreeChunkFromBin and
+		// the remainder's InsertFreeChunkIntoBin.
+		a.free.Replace(k, a.key(a.split(h, r)))
 		c = &a.chunks[h]
+	} else {
+		a.free.Remove(k)
 	}
 	c.inUse = true
 	c.req = n
@@ -234,8 +238,9 @@ func (a *Allocator) Chunk(h strategies.Handle) (addr, size int64) {
 func Splits(size, r, maxFrag int64) bool { return size >= 2*r || size-r >= maxFrag }
 
 // split is SplitChunk: the low r bytes stay with h, the rest becomes a
-// free chunk (whose right neighbour cannot be free, §2.2).
-func (a *Allocator) split(h int32, r int64) {
+// free chunk (whose right neighbour cannot be free, §2.2), which it
+// returns for the caller to put in the free set.
+func (a *Allocator) split(h int32, r int64) int32 {
 	c := a.chunks[h]
 	nh := a.newChunk(chunk{ptr: c.ptr + r, size: c.size - r, prev: h, next: c.next, region: c.region})
 	if c.next != none {
@@ -243,7 +248,7 @@ func (a *Allocator) split(h int32, r int64) {
 	}
 	a.chunks[h].next = nh
 	a.chunks[h].size = r
-	a.free.Insert(a.key(nh))
+	return nh
 }
 
 // Free is DeallocateRaw with coalescing (§2.3): merge the next chunk in,
@@ -253,16 +258,28 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	c := &a.chunks[h]
 	c.inUse = false
 	a.stats.BytesInUse -= c.size
+	// The merged chunk takes the place of a free neighbour it absorbed
+	// in the free set (freeset.Set.Replace): one step where removing the
+	// neighbour and inserting the merged chunk take two.
+	var gone freeset.Key
+	merged := false
 	if nx := c.next; nx != none && !a.chunks[nx].inUse {
-		a.free.Remove(a.key(nx))
+		gone, merged = a.key(nx), true
 		a.merge(h, nx)
 	}
 	if pv := a.chunks[h].prev; pv != none && !a.chunks[pv].inUse {
-		a.free.Remove(a.key(pv))
+		if merged {
+			a.free.Remove(gone)
+		}
+		gone, merged = a.key(pv), true
 		a.merge(pv, h)
 		h = pv
 	}
-	a.free.Insert(a.key(h))
+	if merged {
+		a.free.Replace(gone, a.key(h))
+	} else {
+		a.free.Insert(a.key(h))
+	}
 }
 
 // merge absorbs chunk b into its lower neighbour a1.

@@ -183,6 +183,13 @@ type params struct {
 	size, allocSize, stream int64
 	pool                    *pool
 	block                   int32
+	// inSet says that block is still in its pool's free set, as found:
+	// get_free_block takes it out, but the model leaves that to
+	// allocFoundBlock, which puts a split remainder in its place
+	// (freeset.Set.Replace) instead of removing one key and inserting
+	// another.
+	inSet bool
+	found freeset.Key
 }
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
@@ -233,8 +240,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.pool.blocks.Remove(k)
-	p.block = k.B
+	p.block, p.inSet, p.found = k.B, true, k
 	return true
 }
 
@@ -349,7 +355,14 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		a.insertIntoBlocks(rem)
+		if p.inSet {
+			// The remainder takes the found block's place in the
+			// free set (insert_into_blocks after the erase).
+			r.gcBase = p.pool.getFreeBlocksCallCount
+			p.pool.blocks.Replace(p.found, key(r, rem))
+		} else {
+			a.insertIntoBlocks(rem)
+		}
 		if !expandable {
 			if alreadySplit {
 				a.stats.InactiveSplitBytes.decrease(small, size)
@@ -359,9 +372,14 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 			}
 		}
 		i = nb
-	} else if alreadySplit && !expandable {
-		a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
-		a.stats.InactiveSplit.decrease(small, 1)
+	} else {
+		if p.inSet {
+			p.pool.blocks.Remove(p.found)
+		}
+		if alreadySplit && !expandable {
+			a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
+			a.stats.InactiveSplit.decrease(small, 1)
+		}
 	}
 	b := &a.arena[i]
 	b.allocated = true
@@ -420,13 +438,46 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 	b.pending = false
 	orig, req, small := b.size, b.req, b.small
 	var dBlocks, dBytes int64
-	for _, c := range [2]int32{b.prev, b.next} {
-		if s := a.tryMerge(i, c); s > 0 {
-			dBlocks--
-			dBytes -= s
+	if !b.mapped {
+		// Not reached (only mapped blocks are ever allocated): the
+		// general merge, which handles unmapped neighbours.
+		for _, c := range [2]int32{b.prev, b.next} {
+			if s := a.tryMerge(i, c); s > 0 {
+				dBlocks--
+				dBytes -= s
+			}
+		}
+		a.insertIntoBlocks(i)
+	} else {
+		// Merge with the free neighbours, prev first, then next, as
+		// free_block does, and update the free set in as few steps as
+		// the merges allow: the merged block takes a neighbour's
+		// place (Replace) rather than both neighbours leaving and the
+		// merged block arriving.
+		var gone [2]freeset.Key
+		n := 0
+		for _, c := range [2]int32{b.prev, b.next} {
+			if a.mergeable(i, c) {
+				gone[n] = key(&a.arena[c], c)
+				n++
+				s := a.absorb(i, c)
+				dBlocks--
+				dBytes -= s
+			}
+		}
+		b = &a.arena[i]
+		pl := a.poolOf(b)
+		b.gcBase = pl.getFreeBlocksCallCount
+		switch n {
+		case 0:
+			pl.blocks.Insert(key(b, i))
+		case 1:
+			pl.blocks.Replace(gone[0], key(b, i))
+		case 2:
+			pl.blocks.Remove(gone[1])
+			pl.blocks.Replace(gone[0], key(b, i))
 		}
 	}
-	a.insertIntoBlocks(i)
 	b = &a.arena[i]
 	if b.isSplit() {
 		dBlocks++
@@ -441,16 +492,35 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 	a.stats.RequestedBytes.decrease(small, req)
 }
 
+// mergeable is try_merge_blocks' test: src, a neighbour of dst, merges
+// into it if it is free, has no outstanding events and is mapped alike.
+func (a *Allocator) mergeable(dst, src int32) bool {
+	if src == none {
+		return false
+	}
+	s, d := &a.arena[src], &a.arena[dst]
+	return !s.allocated && !s.pending && s.mapped == d.mapped
+}
+
 // tryMerge is try_merge_blocks: src merges into dst if it is free, has no
 // outstanding events and is mapped alike; it returns the bytes subsumed.
 func (a *Allocator) tryMerge(dst, src int32) int64 {
-	if src == none {
+	if !a.mergeable(dst, src) {
 		return 0
 	}
+	s := &a.arena[src]
+	if s.mapped {
+		a.poolOf(s).blocks.Remove(key(s, src))
+	} else {
+		a.poolOf(s).unmapped.Remove(key(s, src))
+	}
+	return a.absorb(dst, src)
+}
+
+// absorb merges src, a mergeable neighbour of dst that has left its set,
+// into dst and returns the bytes it brought.
+func (a *Allocator) absorb(dst, src int32) int64 {
 	s, d := &a.arena[src], &a.arena[dst]
-	if s.allocated || s.pending || s.mapped != d.mapped {
-		return 0
-	}
 	if d.prev == src {
 		d.addr = s.addr
 		d.prev = s.prev
@@ -465,11 +535,6 @@ func (a *Allocator) tryMerge(dst, src int32) int64 {
 	}
 	n := s.size
 	d.size += n
-	if s.mapped {
-		a.poolOf(s).blocks.Remove(key(s, src))
-	} else {
-		a.poolOf(s).unmapped.Remove(key(s, src))
-	}
 	a.deleteBlock(src)
 	return n
 }
