@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		name    string
 		corrupt func(a *Allocator)
 	}{
-		{"stat", func(a *Allocator) { a.stats.AllocatedBytes[Large].Current++ }},
+		{"stat", func(a *Allocator) { a.stats.AllocatedBytes.pool[1].cur++ }},
 		{"free-set", func(a *Allocator) {
 			k, _ := a.large.blocks.Min()
 			a.large.blocks.Remove(k)
