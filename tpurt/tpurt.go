@@ -239,19 +239,11 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	a.bufs.Release(int32(hh))
 }
 
-// release returns [start, start+size) to the free ranges, coalescing.
+// release returns [start, start+size) to the free ranges, coalescing
+// with the ranges that end at start and begin at its end.
 func (a *Allocator) release(start, size int64) {
-	end := start + size
 	a.freeBytes += size
-	if up, ok := a.free.Get(end); ok {
-		a.free.Remove(end)
-		end = up.End()
-	}
-	if lo, ok := a.free.Floor(start - 1); ok && lo.End() == start {
-		a.free.SetSize(lo.Start, end-lo.Start)
-		return
-	}
-	a.free.Insert(spanset.Span{Start: start, Size: end - start})
+	a.free.Join(start, size)
 }
 
 // reservable is the contiguous free memory directly above the programs:
