@@ -225,7 +225,16 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	a.inUse += r
 	a.stats.NumAllocs++
 	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.inUse)
-	a.noteFootprint()
+	if sp.Start == a.reserved {
+		// The carve shrank the reservable memory (to nothing when it
+		// took the whole range): the footprint may rise. Carving any
+		// other range leaves the reservable memory as it was, and
+		// nothing but a carve or a program load ever shrinks it, so
+		// the footprint needs no look at the free ranges then
+		// (noteFootprint's search on every allocation was a fifth of
+		// a replay's work).
+		a.highWater = max(a.highWater, a.limit-(sp.Size-r))
+	}
 	return strategies.Handle(h), true
 }
 
