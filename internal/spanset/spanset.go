@@ -152,19 +152,28 @@ func (s *Set) descend(x int64) (int32, int) {
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := int(in.n) - 1
-		for i > 0 && in.sep[i] > x {
-			i--
-		}
+		// The last child whose separator is not above x (child 0
+		// when none is), by binary search over separators 1..n-1.
+		i := upper(in.sep[1:in.n], x)
 		s.path[l], s.idx[l] = node, int32(i)
 		node = in.child[i]
 	}
 	lp := &s.leaves[node]
-	pos := 0
-	for pos < int(lp.n) && lp.start[pos] <= x {
-		pos++
+	return node, upper(lp.start[:lp.n], x)
+}
+
+// upper is the number of xs, which are sorted, not above x.
+func upper(xs []int64, x int64) int {
+	lo, hi := 0, len(xs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if xs[m] <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return node, pos
+	return lo
 }
 
 // Get returns the span that starts at start.
@@ -246,15 +255,30 @@ func (s *Set) fixMax(lf int32) {
 }
 
 // carryMax records m as the largest size under the child taken at level
-// l of the path, and carries the node's new largest size up.
+// l of the path, and carries the node's new largest size up as far as it
+// changes: a node's largest size is looked for among its children only
+// when the child that fell held it.
 func (s *Set) carryMax(l int, m int64) {
 	for ; l >= 0; l-- {
 		in := &s.inners[s.path[l]]
 		i := s.idx[l]
-		if in.max[i] == m {
+		old := in.max[i]
+		if old == m {
 			return
 		}
 		in.max[i] = m
+		if l == 0 {
+			return
+		}
+		// up is this node's largest size as the level above records it.
+		up := s.inners[s.path[l-1]].max[s.idx[l-1]]
+		if m > old {
+			s.raiseMax(l-1, m)
+			return
+		}
+		if old < up {
+			return // the node's largest size is under another child
+		}
 		m = maxOf(in.max[:in.n])
 	}
 }
