@@ -417,12 +417,17 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 }
 
 // Free implements strategies.Allocator: a free with no cross-stream uses,
-// so free_requested and free_completed happen together.
+// so free_requested and free_completed happen together (the block is
+// never left pending).
 func (a *Allocator) Free(h strategies.Handle) {
-	if !a.cfg.NoCaching {
-		a.freeRequested(h)
+	if a.cfg.NoCaching {
+		a.freeNoCache(h)
+		return
 	}
-	a.FreeCompleted(h)
+	b := &a.arena[h]
+	b.allocated = false
+	a.allocatedDrop(b)
+	a.freeBlock(int32(h))
 }
 
 // FreeRequested is the program's free (allocator-spec §1.8): allocated
@@ -440,6 +445,11 @@ func (a *Allocator) freeRequested(h strategies.Handle) {
 	b := &a.arena[h]
 	b.allocated = false
 	b.pending = true
+	a.allocatedDrop(b)
+}
+
+// allocatedDrop is free's update of the allocated statistics for b.
+func (a *Allocator) allocatedDrop(b *block) {
 	a.stats.Allocation.decrease(b.small, 1)
 	a.stats.AllocatedBytes.decrease(b.small, b.size)
 	if b.size >= a.cfg.MaxSplitSize {
@@ -454,9 +464,13 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 		a.freeNoCache(h)
 		return
 	}
-	i := int32(h)
+	a.arena[h].pending = false
+	a.freeBlock(int32(h))
+}
+
+// freeBlock is free_block for block i, no longer allocated nor pending.
+func (a *Allocator) freeBlock(i int32) {
 	b := &a.arena[i]
-	b.pending = false
 	orig, req, small := b.size, b.req, b.small
 	var dBlocks, dBytes int64
 	if !b.mapped {

@@ -59,12 +59,16 @@ func (s *stat) increase(small bool, n int64) {
 
 func (s *stat) decrease(small bool, n int64) { s.pool[poolIndex(small)].cur -= n }
 
+// add is increase for n > 0 and decrease for n < 0, without a branch on
+// n's sign (free_block's change of the inactive-split statistics has any
+// sign, unpredictably): a decrease leaves the peaks, which are never
+// below the currents, as they are.
 func (s *stat) add(small bool, n int64) {
-	if n > 0 {
-		s.increase(small, n)
-	} else if n < 0 {
-		s.decrease(small, -n)
-	}
+	g := &s.pool[poolIndex(small)]
+	g.cur += n
+	g.allocated += max(n, 0)
+	g.peak = max(g.peak, g.cur)
+	s.allPeak = max(s.allPeak, s.pool[0].cur+s.pool[1].cur)
 }
 
 // current is the Current of StatArray index i (All, Small or Large).

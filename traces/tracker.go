@@ -11,9 +11,9 @@ import "fmt"
 //
 // Memory and speed: the values of live ids sit in pages of 512 slots that
 // are recycled as soon as their last id is freed. A slot holds an id's
-// value and its flags (live, donated, ever allocated), so that an
-// allocation or a free touches one cache line of its page: with 10^6 live
-// ids, frees of old ids miss the cache, and each line is a miss. The live
+// value and its flags (live, donated), so that a free touches one cache
+// line of its page: with 10^6 live ids, frees of old ids miss the cache,
+// and each line is a miss. The live
 // count of a page sits beside the page's pointer, in a flat directory
 // indexed by page for ids below dirPages×512 (16 bytes per 512 ids up to
 // the largest id seen: 1.6 MB for 5×10^7 ids), found with no hashing (issue
@@ -21,8 +21,8 @@ import "fmt"
 // through a map. Every importer numbers allocations sequentially from 0,
 // and memory is the directory, the pages that still hold a live id, and
 // one bit per id ever allocated: "ever allocated" (which tells a double
-// free from a free of an id never allocated) is kept in the id's slot
-// while its page lives, and moved to a paged bitset whose pages (512 ids,
+// free from a free of an id never allocated) is kept in the id's page
+// while the page lives, and moved to a paged bitset whose pages (512 ids,
 // 64 bytes) are never freed when the page is recycled. Ids scattered so
 // thinly that pages would hold fewer than 8 live ids on average make the
 // tracker move its values to a plain map once and for all, bounding
@@ -56,7 +56,6 @@ const dirPages = 1 << 20
 const (
 	slotLive    = 1 << iota
 	slotDonated // donated (Donate), while live
-	slotSeen    // allocated since the page was taken (see Tracker)
 )
 
 type slot[V any] struct {
@@ -64,7 +63,13 @@ type slot[V any] struct {
 	flags uint8
 }
 
-type valPage[V any] [valPageSize]slot[V]
+type valPage[V any] struct {
+	// seen: the ids of the page allocated since the page was taken
+	// (see Tracker), as bits, which allocations of consecutive ids set
+	// in one hot line and a recycling moves eight words at a time.
+	seen  [valPageSize / 64]uint64
+	slots [valPageSize]slot[V]
+}
 
 // pageRef is a page and the number of its live ids.
 type pageRef[V any] struct {
@@ -136,23 +141,16 @@ func (t *Tracker[V]) recycle(key uint64, r *pageRef[V]) {
 	t.spare = append(t.spare, p)
 }
 
-// flushSeen moves the seen flags of p, the page of key, to the tracker's
+// flushSeen moves the seen bits of p, the page of key, to the tracker's
 // bitset.
 func (t *Tracker[V]) flushSeen(key uint64, p *valPage[V]) {
-	for w := range valPageSize / 64 {
-		var bits uint64
-		for b := range 64 {
-			s := &p[w*64+b]
-			if s.flags&slotSeen != 0 {
-				bits |= 1 << b
-				s.flags &^= slotSeen
-			}
-		}
+	for w, bits := range p.seen {
 		if bits != 0 {
 			sp, sw, _ := t.seen.loc(key*valPageSize+uint64(w)*64, true)
 			sp.seen[sw] |= bits
 		}
 	}
+	p.seen = [valPageSize / 64]uint64{}
 }
 
 // Alloc records id as live with value v.
@@ -169,12 +167,13 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 		sp.seen[sw] |= sbit
 	} else {
 		r := t.ref(id/valPageSize, true)
-		s := &r.p[id%valPageSize]
+		s := &r.p.slots[id%valPageSize]
 		if s.flags&slotLive != 0 {
 			return fmt.Errorf("%w: id %d", ErrLiveID, id)
 		}
 		s.v = v
-		s.flags = slotLive | slotSeen
+		s.flags = slotLive
+		r.p.seen[id%valPageSize/64] |= 1 << (id % 64)
 		r.n++
 	}
 	t.live++
@@ -195,18 +194,18 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 			return v, nil
 		}
 	} else if r := t.ref(id/valPageSize, false); r != nil && r.p != nil {
-		s := &r.p[id%valPageSize]
+		s := &r.p.slots[id%valPageSize]
 		if s.flags&slotLive != 0 {
 			v := s.v
 			s.v = zero
-			s.flags = slotSeen
+			s.flags = 0
 			t.live--
 			if r.n--; r.n == 0 {
 				t.recycle(id/valPageSize, r)
 			}
 			return v, nil
 		}
-		if s.flags&slotSeen != 0 {
+		if r.p.seen[id%valPageSize/64]&(1<<(id%64)) != 0 {
 			return zero, fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, id)
 		}
 	}
@@ -234,7 +233,7 @@ func (t *Tracker[V]) Donate(donor uint64) (V, error) {
 			return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
 		}
 	} else if r := t.ref(donor/valPageSize, false); r != nil && r.p != nil {
-		s := &r.p[donor%valPageSize]
+		s := &r.p.slots[donor%valPageSize]
 		if s.flags&slotLive != 0 {
 			if s.flags&slotDonated != 0 {
 				return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
@@ -255,8 +254,8 @@ func (t *Tracker[V]) Set(id uint64, v V) {
 		}
 		return
 	}
-	if r := t.ref(id/valPageSize, false); r != nil && r.p != nil && r.p[id%valPageSize].flags&slotLive != 0 {
-		r.p[id%valPageSize].v = v
+	if r := t.ref(id/valPageSize, false); r != nil && r.p != nil && r.p.slots[id%valPageSize].flags&slotLive != 0 {
+		r.p.slots[id%valPageSize].v = v
 	}
 }
 
@@ -280,7 +279,7 @@ func (t *Tracker[V]) toSparse() {
 func (t *Tracker[V]) sparsePage(key uint64, p *valPage[V]) {
 	t.flushSeen(key, p)
 	for i := range uint64(valPageSize) {
-		if s := &p[i]; s.flags&slotLive != 0 {
+		if s := &p.slots[i]; s.flags&slotLive != 0 {
 			t.sparse[key*valPageSize+i] = s.v
 			if s.flags&slotDonated != 0 {
 				if t.sparseDonated == nil {
