@@ -491,14 +491,17 @@ func (a *Allocator) freeBlock(i int32) {
 		// merged block arriving.
 		var gone [2]freeset.Key
 		n := 0
-		for _, c := range [2]int32{b.prev, b.next} {
-			if a.mergeable(i, c) {
-				gone[n] = key(&a.arena[c], c)
-				n++
-				s := a.absorb(i, c)
-				dBlocks--
-				dBytes -= s
-			}
+		if c := b.prev; a.mergeable(i, c) {
+			gone[n] = key(&a.arena[c], c)
+			n++
+			dBlocks--
+			dBytes -= a.absorb(i, c)
+		}
+		if c := a.arena[i].next; a.mergeable(i, c) {
+			gone[n] = key(&a.arena[c], c)
+			n++
+			dBlocks--
+			dBytes -= a.absorb(i, c)
 		}
 		b = &a.arena[i]
 		pl := a.poolOf(b)
