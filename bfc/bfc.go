@@ -263,6 +263,14 @@ func (a *Allocator) split(h int32, r int64) int32 {
 	return nh
 }
 
+// Touch implements strategies.Toucher: it reads the chunk of h.
+func (a *Allocator) Touch(h strategies.Handle) uint8 {
+	if int(h) < len(a.chunks) {
+		return uint8(a.chunks[h].size)
+	}
+	return 0
+}
+
 // Free is DeallocateRaw with coalescing (§2.3): merge the next chunk in,
 // then merge into the previous one.
 func (a *Allocator) Free(hh strategies.Handle) {
@@ -595,4 +603,5 @@ var (
 	_ strategies.Layouter     = (*Allocator)(nil)
 	_ strategies.Defragmenter = (*Allocator)(nil)
 	_ strategies.Noter        = (*Allocator)(nil)
+	_ strategies.Toucher      = (*Allocator)(nil)
 )

@@ -116,6 +116,7 @@ type liveTrace struct {
 	chunk         []liveStep
 	at            int
 	pause, resume func()
+	timing        bool // NextBatch has resumed the timer
 }
 
 // liveStep is a steady event: a free of id when size is 0.
@@ -171,6 +172,49 @@ func (t *liveTrace) Next() (traces.Event, error) {
 		return traces.Event{Op: traces.OpFree, ID: st.id, Time: traces.NoTime}, nil
 	}
 	return traces.Event{Op: traces.OpAlloc, ID: st.id, Size: st.size, Time: traces.NoTime}, nil
+}
+
+// NextBatch makes liveTrace a traces.BatchReader, as the readers of real
+// traces are, so that the replay reads it as it reads them (and can look
+// ahead in a batch). A batch holds warm-up events only, or steady events
+// of one generated chunk only: the timer runs from the first steady batch
+// on, paused while a chunk is generated.
+func (t *liveTrace) NextBatch(buf []traces.Event) ([]traces.Event, error) {
+	n := 0
+	for n < len(buf) && t.warm > 0 {
+		t.warm--
+		id := t.next
+		t.next++
+		t.live = append(t.live, id)
+		buf[n] = traces.Event{Op: traces.OpAlloc, ID: id, Size: t.size(), Time: traces.NoTime}
+		n++
+	}
+	if n > 0 {
+		return buf[:n], nil
+	}
+	if t.n == 0 {
+		return nil, io.EOF
+	}
+	if t.at == len(t.chunk) {
+		if t.timing {
+			t.pause()
+		}
+		t.refill()
+		t.resume()
+		t.timing = true
+	}
+	for n < len(buf) && t.at < len(t.chunk) {
+		st := t.chunk[t.at]
+		t.at++
+		if st.size == 0 {
+			buf[n] = traces.Event{Op: traces.OpFree, ID: st.id, Time: traces.NoTime}
+		} else {
+			buf[n] = traces.Event{Op: traces.OpAlloc, ID: st.id, Size: st.size, Time: traces.NoTime}
+		}
+		n++
+	}
+	t.n -= n
+	return buf[:n], nil
 }
 
 func (t *liveTrace) Meta() traces.Meta { return nil }

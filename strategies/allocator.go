@@ -46,6 +46,17 @@ type Layouter interface {
 	Layout(fn func(Segment))
 }
 
+// Toucher is a model that can be read ahead: Touch reads the record of the
+// live allocation h that Free(h) reads first, and changes nothing. With a
+// large live set (10^6 blocks) that record is a cache miss; the harness
+// touches the allocation a free will release a few events before the
+// free, so that the miss overlaps the events in between. The result is
+// the caller's to combine into something it keeps, so that the read is
+// not optimized away; its value means nothing.
+type Toucher interface {
+	Touch(h Handle) uint8
+}
+
 // Defragmenter is a model that can relocate live buffers to make room (the
 // TPU runtime model, or a GPU what-if). DefragStats returns how many
 // relocation events it ran and the bytes they moved, which the harness

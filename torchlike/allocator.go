@@ -416,6 +416,14 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 	return i
 }
 
+// Touch implements strategies.Toucher: it reads the block of h.
+func (a *Allocator) Touch(h strategies.Handle) uint8 {
+	if int(h) < len(a.arena) {
+		return uint8(a.arena[h].size)
+	}
+	return 0
+}
+
 // Free implements strategies.Allocator: a free with no cross-stream uses,
 // so free_requested and free_completed happen together (the block is
 // never left pending).

@@ -238,6 +238,14 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	return strategies.Handle(h), true
 }
 
+// Touch implements strategies.Toucher: it reads the buffer of h.
+func (a *Allocator) Touch(h strategies.Handle) uint8 {
+	if int(h) < a.bufs.Len() {
+		return uint8(a.bufs.At(int32(h)).size)
+	}
+	return 0
+}
+
 // Free implements strategies.Allocator: the buffer's range joins the free
 // ranges next to it.
 func (a *Allocator) Free(hh strategies.Handle) {
@@ -548,4 +556,5 @@ var (
 	_ strategies.Footprinter   = (*Allocator)(nil)
 	_ strategies.Noter         = (*Allocator)(nil)
 	_ strategies.ProgramLoader = (*Allocator)(nil)
+	_ strategies.Toucher       = (*Allocator)(nil)
 )

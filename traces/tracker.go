@@ -199,6 +199,34 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 	return nil
 }
 
+// Touch reads the slot of id, if its page is in the directory, and
+// returns its flags: a replay touches the slot of a free a few events
+// before it, so that with a large live set the slot's cache miss overlaps
+// the events in between instead of stalling the free.
+func (t *Tracker[V]) Touch(id uint64) uint8 {
+	if key := id / valPageSize; key < uint64(len(t.dir)) {
+		if p := t.dir[key].p; p != nil {
+			return p.slots[id%valPageSize].flags
+		}
+	}
+	return 0
+}
+
+// Peek returns the value of the live id whose page is in the directory,
+// and whether there is one, changing nothing: a replay reads the handle of
+// a free a few events ahead, to touch the allocator's record of it.
+func (t *Tracker[V]) Peek(id uint64) (V, bool) {
+	if key := id / valPageSize; key < uint64(len(t.dir)) {
+		if p := t.dir[key].p; p != nil {
+			if s := &p.slots[id%valPageSize]; s.flags&slotLive != 0 {
+				return s.v, true
+			}
+		}
+	}
+	var zero V
+	return zero, false
+}
+
 // Free ends id's life and returns its value.
 func (t *Tracker[V]) Free(id uint64) (V, error) {
 	var zero V
