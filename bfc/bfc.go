@@ -3,8 +3,10 @@ package bfc
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"membench/internal/freeset"
+	"membench/internal/prefetch"
 	"membench/strategies"
 )
 
@@ -263,12 +265,11 @@ func (a *Allocator) split(h int32, r int64) int32 {
 	return nh
 }
 
-// Touch implements strategies.Toucher: it reads the chunk of h.
-func (a *Allocator) Touch(h strategies.Handle) uint8 {
+// Touch implements strategies.Toucher: it prefetches the chunk of h.
+func (a *Allocator) Touch(h strategies.Handle) {
 	if int(h) < len(a.chunks) {
-		return uint8(a.chunks[h].size)
+		prefetch.Line(unsafe.Pointer(&a.chunks[h]))
 	}
-	return 0
 }
 
 // Free is DeallocateRaw with coalescing (§2.3): merge the next chunk in,

@@ -412,7 +412,6 @@ type replayer struct {
 	programs  map[programKey]strategies.Program
 	temps     int // temps of the launch open
 	liveBytes int64
-	touched   uint8 // what ReplayWith's touches read, kept so that they are not dropped
 	toucher   strategies.Toucher
 }
 
@@ -422,11 +421,11 @@ type replayer struct {
 // touch before brought in (strategies.Toucher).
 func (rp *replayer) touchAhead(batch []traces.Event, k int) {
 	if k+ahead < len(batch) && batch[k+ahead].Op == traces.OpFree {
-		rp.touched += rp.ids.Touch(batch[k+ahead].ID)
+		rp.ids.Touch(batch[k+ahead].ID)
 	}
 	if rp.toucher != nil && k+ahead/2 < len(batch) && batch[k+ahead/2].Op == traces.OpFree {
 		if e, ok := rp.ids.Peek(batch[k+ahead/2].ID); ok && e.h >= 0 {
-			rp.touched += rp.toucher.Touch(e.h)
+			rp.toucher.Touch(e.h)
 		}
 	}
 }

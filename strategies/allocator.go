@@ -46,15 +46,14 @@ type Layouter interface {
 	Layout(fn func(Segment))
 }
 
-// Toucher is a model that can be read ahead: Touch reads the record of the
-// live allocation h that Free(h) reads first, and changes nothing. With a
-// large live set (10^6 blocks) that record is a cache miss; the harness
-// touches the allocation a free will release a few events before the
-// free, so that the miss overlaps the events in between. The result is
-// the caller's to combine into something it keeps, so that the read is
-// not optimized away; its value means nothing.
+// Toucher is a model that can be read ahead: Touch asks for the record of
+// the live allocation h that Free(h) reads first to be brought into the
+// cache, without waiting for it (internal/prefetch), and changes nothing.
+// With a large live set (10^6 blocks) that record is a cache miss; the
+// harness touches the allocation a free will release a few events before
+// the free, so that the miss overlaps the events in between.
 type Toucher interface {
-	Touch(h Handle) uint8
+	Touch(h Handle)
 }
 
 // Defragmenter is a model that can relocate live buffers to make room (the

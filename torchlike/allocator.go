@@ -1,10 +1,11 @@
 package torchlike
 
 import (
-	"membench/internal/freeset"
-
 	"fmt"
+	"unsafe"
 
+	"membench/internal/freeset"
+	"membench/internal/prefetch"
 	"membench/strategies"
 )
 
@@ -416,12 +417,11 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 	return i
 }
 
-// Touch implements strategies.Toucher: it reads the block of h.
-func (a *Allocator) Touch(h strategies.Handle) uint8 {
+// Touch implements strategies.Toucher: it prefetches the block of h.
+func (a *Allocator) Touch(h strategies.Handle) {
 	if int(h) < len(a.arena) {
-		return uint8(a.arena[h].size)
+		prefetch.Line(unsafe.Pointer(&a.arena[h]))
 	}
-	return 0
 }
 
 // Free implements strategies.Allocator: a free with no cross-stream uses,

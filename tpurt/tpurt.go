@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
+	"membench/internal/prefetch"
 	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/strategies"
@@ -238,12 +240,11 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	return strategies.Handle(h), true
 }
 
-// Touch implements strategies.Toucher: it reads the buffer of h.
-func (a *Allocator) Touch(h strategies.Handle) uint8 {
+// Touch implements strategies.Toucher: it prefetches the buffer of h.
+func (a *Allocator) Touch(h strategies.Handle) {
 	if int(h) < a.bufs.Len() {
-		return uint8(a.bufs.At(int32(h)).size)
+		prefetch.Line(unsafe.Pointer(a.bufs.At(int32(h))))
 	}
-	return 0
 }
 
 // Free implements strategies.Allocator: the buffer's range joins the free

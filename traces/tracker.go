@@ -1,6 +1,11 @@
 package traces
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"membench/internal/prefetch"
+)
 
 // Tracker follows which ids of a trace are live and keeps a value for
 // each: the replay's allocation handle, or nothing at all for Check. It is
@@ -199,17 +204,17 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 	return nil
 }
 
-// Touch reads the slot of id, if its page is in the directory, and
-// returns its flags: a replay touches the slot of a free a few events
-// before it, so that with a large live set the slot's cache miss overlaps
-// the events in between instead of stalling the free.
-func (t *Tracker[V]) Touch(id uint64) uint8 {
+// Touch asks for the slot of id to be brought into the cache, if its page
+// is in the directory, without waiting for it: a replay touches the slot
+// of a free a few events before it, so that with a large live set the
+// slot's cache miss overlaps the events in between instead of stalling
+// the free.
+func (t *Tracker[V]) Touch(id uint64) {
 	if key := id / valPageSize; key < uint64(len(t.dir)) {
 		if p := t.dir[key].p; p != nil {
-			return p.slots[id%valPageSize].flags
+			prefetch.Line(unsafe.Pointer(&p.slots[id%valPageSize]))
 		}
 	}
-	return 0
 }
 
 // Peek returns the value of the live id whose page is in the directory,
