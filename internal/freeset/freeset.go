@@ -195,11 +195,24 @@ func (s *Set) LowerBound(k Key) (Key, bool) {
 }
 
 // After is the first key greater than k. When k is the key the finger
-// points at (expandable segments' best fit steps from the key a search
-// just found), no search is needed.
+// points at, or the one after it, no search is needed: expandable
+// segments' best fit steps from the key a search found to the keys after
+// it. The finger is left on k, where the Remove or Replace of the block
+// chosen (k, or the key returned, which the next After finds one place
+// on) looks for it.
 func (s *Set) After(k Key) (Key, bool) {
 	lf, pos := s.fLeaf, int(s.fPos)
-	if !s.fOK || pos >= int(s.leaves[lf].n) || s.leaves[lf].keys[pos] != k {
+	switch {
+	case !s.fOK || pos >= int(s.leaves[lf].n):
+		var ok bool
+		if lf, pos, ok = s.descend(k, false); !ok {
+			return Key{}, false
+		}
+	case s.leaves[lf].keys[pos] == k:
+	case pos+1 < int(s.leaves[lf].n) && s.leaves[lf].keys[pos+1] == k:
+		pos++
+		s.fPos = int32(pos)
+	default:
 		var ok bool
 		if lf, pos, ok = s.descend(k, false); !ok {
 			return Key{}, false
@@ -210,10 +223,8 @@ func (s *Set) After(k Key) (Key, bool) {
 		pos++
 	}
 	if pos < int(lp.n) {
-		s.fPos = int32(pos)
 		return lp.keys[pos], true
 	}
-	s.fOK = false
 	if lp.next != nilNode {
 		return s.leaves[lp.next].keys[0], true
 	}

@@ -142,6 +142,16 @@ func TestSetAgainstModel(t *testing.T) {
 			if ok != (p < len(model)) || (ok && got != model[p]) {
 				t.Fatalf("step %d: lowerBound(%v) = %v %v, model %d of %d", step, probe, got, ok, p, len(model))
 			}
+			// Walk on from the key found, as expandable segments'
+			// best fit does (After from the finger, and from the key
+			// after it).
+			for q := p; ok && q+1 < len(model)+1 && rng.IntN(4) > 0; q++ {
+				next, more := s.After(got)
+				if more != (q+1 < len(model)) || (more && next != model[q+1]) {
+					t.Fatalf("step %d: After(%v) = %v %v, want index %d of %d", step, got, next, more, q+1, len(model))
+				}
+				got, ok = next, more
+			}
 			got, ok = s.Before(probe)
 			if ok != (p > 0) || (ok && got != model[p-1]) {
 				t.Fatalf("step %d: before wrong", step)
