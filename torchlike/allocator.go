@@ -408,8 +408,10 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 	b.req = orig
 	a.stats.Allocation.increase(small, 1)
 	a.stats.AllocatedBytes.increase(small, b.size)
-	a.stats.Active.increase(small, 1)
-	a.stats.ActiveBytes.increase(small, b.size)
+	if a.stats.activeApart {
+		a.stats.Active.increase(small, 1)
+		a.stats.ActiveBytes.increase(small, b.size)
+	}
 	a.stats.RequestedBytes.increase(small, orig)
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.increase(1)
@@ -445,6 +447,7 @@ func (a *Allocator) FreeRequested(h strategies.Handle) {
 	if a.cfg.NoCaching {
 		return
 	}
+	a.stats.splitActive()
 	a.freeRequested(h)
 	a.pendingQ = append(a.pendingQ, int32(h))
 }
@@ -533,8 +536,10 @@ func (a *Allocator) freeBlock(i int32) {
 		a.stats.InactiveSplit.add(small, dBlocks)
 		a.stats.InactiveSplitBytes.add(small, dBytes)
 	}
-	a.stats.Active.decrease(small, 1)
-	a.stats.ActiveBytes.decrease(small, orig)
+	if a.stats.activeApart {
+		a.stats.Active.decrease(small, 1)
+		a.stats.ActiveBytes.decrease(small, orig)
+	}
 	a.stats.RequestedBytes.decrease(small, req)
 }
 

@@ -150,6 +150,7 @@ func (a *Allocator) Check() error {
 			return fmt.Errorf("memory at %#x overlaps a segment's ending at %#x", a.extents[i][0], a.extents[i-1][1])
 		}
 	}
+	_, activeBytes := a.stats.active()
 	for _, pi := range []int{Small, Large} {
 		for _, c := range []struct {
 			name      string
@@ -157,7 +158,7 @@ func (a *Allocator) Check() error {
 		}{
 			{"reserved_bytes", a.stats.ReservedBytes.current(pi), reserved[pi]},
 			{"allocated_bytes", a.stats.AllocatedBytes.current(pi), allocated[pi]},
-			{"active_bytes", a.stats.ActiveBytes.current(pi), active[pi]},
+			{"active_bytes", activeBytes.current(pi), active[pi]},
 			{"requested_bytes", a.stats.RequestedBytes.current(pi), requested[pi]},
 		} {
 			if c.got != c.want {

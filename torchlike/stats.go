@@ -96,6 +96,13 @@ func (s *stat) resetPeak() {
 }
 
 // counters are DeviceStats as the allocator keeps them (see stat).
+//
+// Active and ActiveBytes differ from Allocation and AllocatedBytes only
+// while a block is freed but awaits its stream events (FreeRequested, or a
+// warm start's pending blocks): until the first such block they are equal,
+// field for field, and only the latter are kept (activeApart false), so
+// that an allocation and a free update two statistics fewer. splitActive
+// copies them apart for good when the first block is left pending.
 type counters struct {
 	Allocation, Segment, Active, InactiveSplit                     stat
 	AllocatedBytes, ReservedBytes, ActiveBytes, InactiveSplitBytes stat
@@ -104,14 +111,32 @@ type counters struct {
 	NumDeviceAlloc, NumDeviceFree                                  int64
 	MaxSplitSize                                                   int64
 	OversizeAllocations, OversizeSegments                          gauge
+	activeApart                                                    bool
+}
+
+// splitActive starts keeping Active and ActiveBytes apart (see counters).
+func (c *counters) splitActive() {
+	if !c.activeApart {
+		c.Active, c.ActiveBytes = c.Allocation, c.AllocatedBytes
+		c.activeApart = true
+	}
+}
+
+// active returns Active and ActiveBytes as they are now.
+func (c *counters) active() (*stat, *stat) {
+	if c.activeApart {
+		return &c.Active, &c.ActiveBytes
+	}
+	return &c.Allocation, &c.AllocatedBytes
 }
 
 // stats returns the counters as DeviceStats.
 func (c *counters) stats() Stats {
+	active, activeBytes := c.active()
 	return Stats{
-		Allocation: c.Allocation.array(), Segment: c.Segment.array(), Active: c.Active.array(),
+		Allocation: c.Allocation.array(), Segment: c.Segment.array(), Active: active.array(),
 		InactiveSplit: c.InactiveSplit.array(), AllocatedBytes: c.AllocatedBytes.array(),
-		ReservedBytes: c.ReservedBytes.array(), ActiveBytes: c.ActiveBytes.array(),
+		ReservedBytes: c.ReservedBytes.array(), ActiveBytes: activeBytes.array(),
 		InactiveSplitBytes: c.InactiveSplitBytes.array(), RequestedBytes: c.RequestedBytes.array(),
 		NumAllocRetries: c.NumAllocRetries, NumOOMs: c.NumOOMs, NumSyncAllStreams: c.NumSyncAllStreams,
 		NumDeviceAlloc: c.NumDeviceAlloc, NumDeviceFree: c.NumDeviceFree, MaxSplitSize: c.MaxSplitSize,
@@ -119,7 +144,8 @@ func (c *counters) stats() Stats {
 	}
 }
 
-// resetPeak is torch.cuda.reset_peak_memory_stats().
+// resetPeak is torch.cuda.reset_peak_memory_stats(). Active's peaks are
+// reset too when they are kept apart; otherwise Allocation's are theirs.
 func (c *counters) resetPeak() {
 	for _, s := range []*stat{&c.Allocation, &c.Segment, &c.Active, &c.InactiveSplit,
 		&c.AllocatedBytes, &c.ReservedBytes, &c.ActiveBytes, &c.InactiveSplitBytes, &c.RequestedBytes} {
