@@ -213,7 +213,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	// the compiler builds apart and copies in pieces that stall (see
 	// allocFoundBlock).
 	var p params
-	p.size, p.allocSize, p.stream, p.pool, p.block = size, a.cfg.allocSize(size), stream, &a.large, none
+	p.size, p.stream, p.pool, p.block = size, stream, &a.large, none
 	if size <= SmallSize {
 		p.pool = &a.small
 	}
@@ -221,6 +221,8 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	if ok {
 		a.mem.Hit()
 	} else {
+		// The segment size is needed from here on only.
+		p.allocSize = a.cfg.allocSize(size)
 		if a.gcEnabled() {
 			a.garbageCollectCachedBlocks()
 		}
