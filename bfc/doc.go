@@ -35,8 +35,8 @@
 // which does defragment, has its own model (package tpurt).
 //
 // Beyond the Allocator contract the allocator declares
-// strategies.Layouter, Defragmenter, Footprinter, Noter, Placer and
-// Tracer (regions taken and given back, chunks a defragmentation moves:
-// the only places that look for a tracer). The package
-// imports strategies and internal/freeset only.
+// strategies.Layouter, Defragmenter, Footprinter, Noter, Placer, Tracer
+// (regions taken and given back, chunks a defragmentation moves: the only
+// places that look for a tracer) and Toucher. The package imports
+// strategies, internal/freeset and internal/prefetch only.
 package bfc

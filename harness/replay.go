@@ -216,34 +216,25 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
 	}
-	layouter, _ := a.(strategies.Layouter)
+	rp := &replayer{name: name, r: r, a: a, mem: mem, res: res, opts: opts}
+	rp.layouter, _ = a.(strategies.Layouter)
+	rp.toucher, _ = a.(strategies.Toucher)
 	footprinter, _ := a.(strategies.Footprinter)
-	var peakFootprint int64 // so far, for PeakFootprintEvent
 	tl := newTimeline(opts.Samples)
-	// ids: the trace's live allocations and their handles; an allocation
-	// that failed stays live with handle -1 so that its free is accepted
-	// and ignored. The Tracker also reports the trace's id errors.
-	var ids traces.Tracker[liveEntry]
-	// fail places err at event i, on the reader's file and line (name when
-	// the reader has none).
-	fail := func(i int64, err error) error {
-		p := r.Pos()
-		if p.File == "" {
-			p.File = name
-		}
-		return &traces.PosError{File: p.File, Line: p.Line, Event: int(i), Err: err}
-	}
-	x := executionOf(label)
-	compiled := x.Compiled()
-	loader, _ := a.(strategies.ProgramLoader)
-	tpu := mem.Dev.Kind == strategies.TPU
-	// onTPU: launches' temps are program reservations (jit.TempIsProgram).
-	onTPU := compiled && tpu && loader != nil
-	var programs map[programKey]strategies.Program
-	var temps int // temps of the launch open
-	var launches traces.Launches
-	var liveBytes int64
-	var i int64
+	rp.x = executionOf(label)
+	rp.compiled = rp.x.Compiled()
+	rp.loader, _ = a.(strategies.ProgramLoader)
+	rp.tpu = mem.Dev.Kind == strategies.TPU
+	rp.onTPU = rp.compiled && rp.tpu && rp.loader != nil
+	// The loop's own state is in locals, which the compiler can keep in
+	// registers: the peaks, and whether an event needs more than the
+	// plain path (checking or layouts on every event).
+	var (
+		i             int64
+		peakFootprint int64 // so far, for PeakFootprintEvent
+		peakReserved  int64
+	)
+	perEvent := opts.Check || (opts.KeepLayout && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
 	// one call per batch, and an event is read where it lies instead of
 	// copied. Other readers fill a batch of one.
@@ -254,6 +245,10 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	} else {
 		buf = make([]traces.Event, 1)
 	}
+	// stop is the error that ends the replay early; the result keeps
+	// the peak reserved as it stood when the error arose.
+	var stop error
+events:
 	for {
 		var batch []traces.Event
 		var rerr error
@@ -265,148 +260,85 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 				batch = buf
 			}
 		}
+		// With a large live set, the slot of a free's id is a cache
+		// miss: it is touched a few events ahead (Tracker.Touch), so
+		// that the miss overlaps the events in between. A small live
+		// set is in the cache, and the touches would be wasted work.
+		touch := rp.ids.Live() >= touchLive
 		for k := range batch {
 			ev := &batch[k]
-			// Launches checks only launches and allocations of a kind
-			// (format version 2): nothing else can break its rules.
-			if ev.Kind != traces.KindNone || ev.Op > traces.OpMark {
-				if err := launches.Event(ev, i); err != nil {
-					return res, fail(i, err)
-				}
+			if touch {
+				rp.touchAhead(batch, k)
 			}
-			switch ev.Op {
-			case traces.OpAlloc:
-				if ev.Size <= 0 || ev.Size > traces.MaxSize {
-					return res, fail(i, ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+			// The plain events, allocations and frees of no kind in
+			// particular (every trace of format version 1), take the
+			// path below; anything else, and any error, goes through
+			// event, out of line, so that this loop stays small enough
+			// for its state to stay in registers.
+			if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
+				e, err := rp.ids.Free(ev.ID)
+				switch {
+				case err != nil:
+					stop = rp.fail(i, err)
+					break events
+				case e.h >= 0:
+					res.Frees++
+					a.Free(e.h)
+					rp.liveBytes -= e.size
+				default:
+					rp.freeSpecial(e)
 				}
-				var donor liveEntry
-				if ev.Donated {
-					var err error
-					if donor, err = ids.Donate(ev.Donor); err != nil {
-						return res, fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
-					}
-				}
-				if jit.TempIsProgram(ev, onTPU) {
-					if temps++; temps > 1 {
-						exe, _ := launches.Open()
-						return res, fail(i, fmt.Errorf("a second temp in one launch of %q on a TPU: an executable's temps are one program reservation (XLA combines them into one allocation, allocator-spec §3.1), and several are not modelled", exe))
-					}
-					if programs == nil {
-						programs = map[programKey]strategies.Program{}
-					}
-					h, err := loadProgram(loader, programs, &launches, ev, res)
-					if err != nil {
-						res.OOMCount++
-						if len(res.OOMs) < 1000 {
-							res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: strategies.OOM{Requested: ev.Size, Rounded: ev.Size, Reserved: mem.Reserved(), Allocated: a.Allocated(), Message: err.Error()}})
+			} else {
+				if ev.Kind == traces.KindNone && ev.Op == traces.OpAlloc && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
+					res.Allocs++
+					h, ok := a.Malloc(ev.Size, ev.Stream)
+					if !ok {
+						if stop = rp.oom(ev, i); stop != nil {
+							break events
 						}
-					}
-					if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-						return res, fail(i, err)
-					}
-					if h == program {
-						liveBytes += ev.Size
-						if liveBytes > res.PeakLive {
-							res.PeakLive, res.PeakLiveEvent = liveBytes, i
+					} else {
+						if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+							a.Free(h)
+							stop = rp.fail(i, err)
+							break events
 						}
-					}
-					break
-				}
-				if compiled {
-					if done, err := allocCompiled(&ids, ev, donor, res); done || err != nil {
-						if err != nil {
-							return res, fail(i, err)
+						rp.liveBytes += ev.Size
+						if rp.liveBytes > res.PeakLive {
+							res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
 						}
-						break
+						res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
 					}
+				} else if stop = rp.event(ev, i); stop != nil {
+					break events
 				}
-				res.Allocs++
-				h, ok := a.Malloc(ev.Size, ev.Stream)
-				if !ok {
-					res.OOMCount++
-					if len(res.OOMs) < 1000 {
-						res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: a.LastOOM()})
+				if ev.Op == traces.OpAlloc {
+					// Only an allocation, fitting or not, can raise
+					// the footprint (placement, or a device
+					// allocation): it is read on those events only.
+					fp := mem.Peak()
+					if footprinter != nil {
+						fp = footprinter.PeakFootprint()
 					}
-					if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
-						return res, fail(i, err)
+					if fp > peakFootprint {
+						peakFootprint, res.PeakFootprintEvent = fp, i
 					}
-					break
-				}
-				if err := ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-					a.Free(h)
-					return res, fail(i, err)
-				}
-				liveBytes += ev.Size
-				if liveBytes > res.PeakLive {
-					res.PeakLive, res.PeakLiveEvent = liveBytes, i
-				}
-				res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
-			case traces.OpFree:
-				e, err := ids.Free(ev.ID)
-				if err != nil {
-					return res, fail(i, err)
-				}
-				if e.h == none {
-					res.Elided++ // nothing was allocated: nothing to free
-					break
-				}
-				if e.h == program {
-					liveBytes -= e.size // the program stays loaded
-					break
-				}
-				if e.h == noProgram {
-					break
-				}
-				res.Frees++
-				if e.h == failed {
-					break // the allocation failed: its free is ignored
-				}
-				a.Free(e.h)
-				liveBytes -= e.size
-			case traces.OpMark:
-				if len(res.Marks) < opts.MaxMarks {
-					res.Marks = append(res.Marks, Mark{i, ev.Label})
-				}
-			case traces.OpLaunch:
-				temps = 0
-				if launches.Count == 1 {
-					if err := x.CheckDevice(tpu, loader != nil, mem.Dev.Label()); err != nil {
-						return res, fail(i, err)
-					}
-				}
-			case traces.OpLaunchEnd:
-			default:
-				return res, fail(i, fmt.Errorf("unknown op %v", ev.Op))
-			}
-			if ev.Op == traces.OpAlloc {
-				// Only an allocation, fitting or not, can raise the
-				// footprint (placement, or a device allocation): it is
-				// read on those events only.
-				fp := mem.Peak()
-				if footprinter != nil {
-					fp = footprinter.PeakFootprint()
-				}
-				if fp > peakFootprint {
-					peakFootprint, res.PeakFootprintEvent = fp, i
 				}
 			}
 			reserved := mem.Reserved()
-			if opts.KeepLayout && layouter != nil && reserved > res.PeakReserved {
-				res.PeakLayout = res.PeakLayout[:0]
-				layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+			if perEvent {
+				if stop = rp.everyEvent(ev, i, reserved, peakReserved); stop != nil {
+					// The check comes after this event's peak.
+					peakReserved = max(peakReserved, mem.Peak())
+					break events
+				}
 			}
-			res.PeakReserved = max(res.PeakReserved, mem.Peak())
+			peakReserved = max(peakReserved, mem.Peak())
 			if i < tl.end { // tl.add, inlined by hand (over the inliner's budget)
 				s := &tl.samples[len(tl.samples)-1]
-				s.Live = max(s.Live, liveBytes)
+				s.Live = max(s.Live, rp.liveBytes)
 				s.Reserved = max(s.Reserved, reserved)
 			} else {
-				tl.open(i, ev.Time, liveBytes, reserved)
-			}
-			if opts.Check && (opts.CheckEvery <= 1 || i%opts.CheckEvery == 0) {
-				if err := a.Check(); err != nil {
-					return res, fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
-				}
+				tl.open(i, ev.Time, rp.liveBytes, reserved)
 			}
 			i++
 		}
@@ -414,25 +346,30 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 			break
 		}
 		if rerr != nil {
-			return res, rerr
+			stop = rerr
+			break
 		}
+	}
+	res.PeakReserved = peakReserved
+	if stop != nil {
+		return res, stop
 	}
 	res.Events = i
 	if opts.Check && opts.CheckEvery > 1 {
 		if err := a.Check(); err != nil {
-			return res, fail(i-1, fmt.Errorf("invariant broken at the end: %w", err))
+			return res, rp.fail(i-1, fmt.Errorf("invariant broken at the end: %w", err))
 		}
 	}
-	if err := launches.End(); err != nil {
-		return res, fail(i, err)
+	if err := rp.launches.End(); err != nil {
+		return res, rp.fail(i, err)
 	}
-	res.Launches = launches.Count
-	if x != nil {
+	res.Launches = rp.launches.Count
+	if x := rp.x; x != nil {
 		note, err := x.Finish(res.Launches, res.Elided)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", name, err)
 		}
-		if onTPU && res.Launches > 0 {
+		if rp.onTPU && res.Launches > 0 {
 			note += "; " + jit.ProgramNote(res.ProgramLoads, res.ProgramReloads, res.ProgramReuses)
 		}
 		res.Execution = note
@@ -447,6 +384,214 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	res.PeakFootprint = peakFootprint
 	res.Timeline = tl.samples
 	return res, nil
+}
+
+// replayer is the state of a replay that ReplayWith's loop shares with
+// the methods that handle the rare events out of line.
+type replayer struct {
+	name     string
+	r        traces.Reader
+	a        strategies.Allocator
+	mem      *strategies.Memory
+	res      *Result
+	opts     Options
+	layouter strategies.Layouter
+	// ids: the trace's live allocations and their handles; an
+	// allocation that failed stays live with handle -1 so that its free
+	// is accepted and ignored. The Tracker also reports the trace's id
+	// errors.
+	ids      traces.Tracker[liveEntry]
+	launches traces.Launches
+	x        *jit.Execution
+	compiled bool
+	tpu      bool
+	// onTPU: launches' temps are program reservations
+	// (jit.TempIsProgram).
+	onTPU     bool
+	loader    strategies.ProgramLoader
+	programs  map[programKey]strategies.Program
+	temps     int // temps of the launch open
+	liveBytes int64
+	toucher   strategies.Toucher
+}
+
+// touchAhead touches what the frees a few events after event k of batch
+// will read first: the slot of the free ahead events on (Tracker.Touch),
+// and the allocator's record of the free half as far on, whose slot the
+// touch before brought in (strategies.Toucher).
+func (rp *replayer) touchAhead(batch []traces.Event, k int) {
+	if k+ahead < len(batch) && batch[k+ahead].Op == traces.OpFree {
+		rp.ids.Touch(batch[k+ahead].ID)
+	}
+	if rp.toucher != nil && k+ahead/2 < len(batch) && batch[k+ahead/2].Op == traces.OpFree {
+		if e, ok := rp.ids.Peek(batch[k+ahead/2].ID); ok && e.h >= 0 {
+			rp.toucher.Touch(e.h)
+		}
+	}
+}
+
+// ahead is how many events before a free the replay touches its id's
+// slot (Tracker.Touch), once the live set reaches touchLive ids (at 10^6
+// live blocks, touching 4 events ahead cut a torch replay's cost per
+// event by a fifth).
+const (
+	ahead     = 8
+	touchLive = 1 << 16
+)
+
+// fail places err at event i, on the reader's file and line (the
+// replay's name when the reader has none).
+func (rp *replayer) fail(i int64, err error) error {
+	p := rp.r.Pos()
+	if p.File == "" {
+		p.File = rp.name
+	}
+	return &traces.PosError{File: p.File, Line: p.Line, Event: int(i), Err: err}
+}
+
+// freeSpecial is the free of an allocation whose handle is not the
+// allocator's (liveEntry): nothing to free, or a program to keep.
+func (rp *replayer) freeSpecial(e liveEntry) {
+	switch e.h {
+	case none:
+		rp.res.Elided++ // nothing was allocated: nothing to free
+	case program:
+		rp.liveBytes -= e.size // the program stays loaded
+	case failed:
+		rp.res.Frees++ // the allocation failed: its free is ignored
+	}
+}
+
+// oom records the failed allocation ev at event i: the allocation stays
+// live with the handle failed, so that its free is accepted and ignored.
+func (rp *replayer) oom(ev *traces.Event, i int64) error {
+	res := rp.res
+	res.OOMCount++
+	if len(res.OOMs) < 1000 {
+		res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: rp.a.LastOOM()})
+	}
+	if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h: failed}); err != nil {
+		return rp.fail(i, err)
+	}
+	return nil
+}
+
+// everyEvent is what a replay does after each event only when asked:
+// keep the layout at each new peak of reserved memory (reserved now, above
+// peakReserved before the event), and check the allocator's invariants.
+func (rp *replayer) everyEvent(ev *traces.Event, i, reserved, peakReserved int64) error {
+	res := rp.res
+	if rp.opts.KeepLayout && rp.layouter != nil && reserved > peakReserved {
+		res.PeakLayout = res.PeakLayout[:0]
+		rp.layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+	}
+	if rp.opts.Check && (rp.opts.CheckEvery <= 1 || i%rp.opts.CheckEvery == 0) {
+		if err := rp.a.Check(); err != nil {
+			return rp.fail(i, fmt.Errorf("invariant broken after %v: %w", ev.Op, err))
+		}
+	}
+	return nil
+}
+
+// event replays event i, ev, in general: any op, any kind, with the
+// checks of launches and sizes, compiled allocations and programs.
+func (rp *replayer) event(ev *traces.Event, i int64) error {
+	res, a := rp.res, rp.a
+	// Launches checks only launches and allocations of a kind (format
+	// version 2): nothing else can break its rules.
+	if ev.Kind != traces.KindNone || ev.Op > traces.OpMark {
+		if err := rp.launches.Event(ev, i); err != nil {
+			return rp.fail(i, err)
+		}
+	}
+	switch ev.Op {
+	case traces.OpAlloc:
+		if ev.Size <= 0 || ev.Size > traces.MaxSize {
+			return rp.fail(i, rp.ids.Alloc(ev.ID, ev.Size, liveEntry{}))
+		}
+		var donor liveEntry
+		if ev.Donated {
+			var err error
+			if donor, err = rp.ids.Donate(ev.Donor); err != nil {
+				return rp.fail(i, fmt.Errorf("output %d: %w", ev.ID, err))
+			}
+		}
+		if jit.TempIsProgram(ev, rp.onTPU) {
+			if rp.temps++; rp.temps > 1 {
+				exe, _ := rp.launches.Open()
+				return rp.fail(i, fmt.Errorf("a second temp in one launch of %q on a TPU: an executable's temps are one program reservation (XLA combines them into one allocation, allocator-spec §3.1), and several are not modelled", exe))
+			}
+			if rp.programs == nil {
+				rp.programs = map[programKey]strategies.Program{}
+			}
+			h, err := loadProgram(rp.loader, rp.programs, &rp.launches, ev, res)
+			if err != nil {
+				res.OOMCount++
+				if len(res.OOMs) < 1000 {
+					res.OOMs = append(res.OOMs, OOMRecord{Event: i, OOM: strategies.OOM{Requested: ev.Size, Rounded: ev.Size, Reserved: rp.mem.Reserved(), Allocated: a.Allocated(), Message: err.Error()}})
+				}
+			}
+			if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+				return rp.fail(i, err)
+			}
+			if h == program {
+				rp.liveBytes += ev.Size
+				if rp.liveBytes > res.PeakLive {
+					res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
+				}
+			}
+			return nil
+		}
+		if rp.compiled {
+			if done, err := allocCompiled(&rp.ids, ev, donor, res); done || err != nil {
+				if err != nil {
+					return rp.fail(i, err)
+				}
+				return nil
+			}
+		}
+		res.Allocs++
+		h, ok := a.Malloc(ev.Size, ev.Stream)
+		if !ok {
+			return rp.oom(ev, i)
+		}
+		if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+			a.Free(h)
+			return rp.fail(i, err)
+		}
+		rp.liveBytes += ev.Size
+		if rp.liveBytes > res.PeakLive {
+			res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
+		}
+		res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+	case traces.OpFree:
+		e, err := rp.ids.Free(ev.ID)
+		if err != nil {
+			return rp.fail(i, err)
+		}
+		if e.h < 0 {
+			rp.freeSpecial(e)
+			return nil
+		}
+		res.Frees++
+		a.Free(e.h)
+		rp.liveBytes -= e.size
+	case traces.OpMark:
+		if len(res.Marks) < rp.opts.MaxMarks {
+			res.Marks = append(res.Marks, Mark{i, ev.Label})
+		}
+	case traces.OpLaunch:
+		rp.temps = 0
+		if rp.launches.Count == 1 {
+			if err := rp.x.CheckDevice(rp.tpu, rp.loader != nil, rp.mem.Dev.Label()); err != nil {
+				return rp.fail(i, err)
+			}
+		}
+	case traces.OpLaunchEnd:
+	default:
+		return rp.fail(i, fmt.Errorf("unknown op %v", ev.Op))
+	}
+	return nil
 }
 
 // allocCompiled applies XLA's rule for one alloc of a compiled replay

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"membench/strategies"
 	"membench/traces"
@@ -277,7 +279,13 @@ func BenchmarkReplay(b *testing.B) {
 					decode = append(decode, decodeNsPerEvent(b, bin, len(evs)))
 				}
 				var res *Result
+				var cpu0 time.Duration
+				runs := 0
 				for b.Loop() {
+					if runs == 0 {
+						cpu0 = cpuTime()
+					}
+					runs++
 					var err error
 					if res, err = Replay(name, &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
 						b.Fatal(err)
@@ -287,6 +295,7 @@ func BenchmarkReplay(b *testing.B) {
 				// which would wipe metrics reported earlier.
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
 				b.ReportMetric(ns, "ns/event")
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(runs)/float64(len(evs)), "cpu-ns/event")
 				b.ReportMetric(ns/medianOf(slices.Clone(decode)), "x-decode")
 				for _, m := range Metrics {
 					b.ReportMetric(m.Value(res), m.Unit)
@@ -314,4 +323,58 @@ func WriteUnits(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// oneByOne hides a reader's NextBatch: the replay reads it event by event,
+// without looking ahead.
+type oneByOne struct{ traces.Reader }
+
+// TestTouchAheadChangesNothing replays a trace whose live set passes
+// touchLive, so that the replay touches the slots and allocations of frees
+// ahead (touchAhead), and checks the outcome against a replay of the same
+// events read one by one, where it cannot look ahead, under every
+// allocator model that is a strategies.Toucher.
+func TestTouchAheadChangesNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	var evs []traces.Event
+	var live []uint64
+	next := uint64(0)
+	for len(live) < touchLive+5000 {
+		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: 256 + rng.Int64N(4096), Time: traces.NoTime})
+		live = append(live, next)
+		next++
+	}
+	for range 40000 {
+		v := rng.IntN(len(live))
+		evs = append(evs, traces.Event{Op: traces.OpFree, ID: live[v], Time: traces.NoTime})
+		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: 256 + rng.Int64N(4096), Time: traces.NoTime})
+		live[v] = next
+		next++
+	}
+	for _, sd := range speedSpecs {
+		dev := device(t, sd.dev)
+		a, _, err := NewAllocator(sd.spec, strategies.NewMemory(&dev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := a.(strategies.Toucher); !ok {
+			t.Errorf("%s is not a strategies.Toucher", sd.spec)
+		}
+		ahead, err := Replay("touch", &traces.SliceReader{Events: evs}, sd.spec, dev, DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := Replay("touch", oneByOne{&traces.SliceReader{Events: evs}}, sd.spec, dev, DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range Metrics {
+			if x, y := m.Value(ahead), m.Value(plain); x != y {
+				t.Errorf("%s: %s %v read in batches, %v one by one", sd.spec, m.Unit, x, y)
+			}
+		}
+		if !slices.Equal(ahead.Timeline, plain.Timeline) {
+			t.Errorf("%s: the timelines differ", sd.spec)
+		}
+	}
 }

@@ -1,10 +1,11 @@
 package torchlike
 
 import (
-	"membench/internal/freeset"
-
 	"fmt"
+	"unsafe"
 
+	"membench/internal/freeset"
+	"membench/internal/prefetch"
 	"membench/strategies"
 )
 
@@ -53,7 +54,7 @@ type Allocator struct {
 	noCacheBytes int64      // live bytes when caching is disabled
 
 	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
-	stats      Stats
+	stats      counters
 	lastOOM    strategies.OOM
 
 	// OnTrace, if set, receives every segment_alloc, segment_free,
@@ -120,22 +121,32 @@ func (a *Allocator) Allocated() int64 {
 	if a.cfg.NoCaching {
 		return a.noCacheBytes
 	}
-	return a.stats.AllocatedBytes[All].Current
+	return a.stats.AllocatedBytes.current(All)
 }
 
-// Stats returns the torch.cuda.memory_stats() counters.
-func (a *Allocator) Stats() *Stats { return &a.stats }
+// Stats returns the torch.cuda.memory_stats() counters as they are now.
+func (a *Allocator) Stats() *Stats {
+	s := a.stats.stats()
+	return &s
+}
 
-func (a *Allocator) newBlock(b block) int32 {
-	b.inUse = true
+// slot returns a free arena slot, a recycled one or a new one, zeroed.
+func (a *Allocator) slot() int32 {
 	if n := len(a.freeB); n > 0 {
 		i := a.freeB[n-1]
 		a.freeB = a.freeB[:n-1]
-		a.arena[i] = b
 		return i
 	}
-	a.arena = append(a.arena, b)
+	a.arena = append(a.arena, block{})
 	return int32(len(a.arena) - 1)
+}
+
+// newBlock puts b in a free arena slot and returns its index.
+func (a *Allocator) newBlock(b block) int32 {
+	i := a.slot()
+	b.inUse = true
+	a.arena[i] = b
+	return i
 }
 
 func (a *Allocator) deleteBlock(i int32) {
@@ -183,6 +194,13 @@ type params struct {
 	size, allocSize, stream int64
 	pool                    *pool
 	block                   int32
+	// inSet says that block is still in its pool's free set, as found:
+	// get_free_block takes it out, but the model leaves that to
+	// allocFoundBlock, which puts a split remainder in its place
+	// (freeset.Set.Replace) instead of removing one key and inserting
+	// another.
+	inSet bool
+	found freeset.Key
 }
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
@@ -191,7 +209,11 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		return a.mallocNoCache(orig, stream)
 	}
 	size := a.cfg.roundSize(orig)
-	p := params{size: size, allocSize: a.cfg.allocSize(size), stream: stream, pool: &a.large, block: none}
+	// Set field by field rather than from a composite literal, which
+	// the compiler builds apart and copies in pieces that stall (see
+	// allocFoundBlock).
+	var p params
+	p.size, p.stream, p.pool, p.block = size, stream, &a.large, none
 	if size <= SmallSize {
 		p.pool = &a.small
 	}
@@ -199,6 +221,8 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	if ok {
 		a.mem.Hit()
 	} else {
+		// The segment size is needed from here on only.
+		p.allocSize = a.cfg.allocSize(size)
 		if a.gcEnabled() {
 			a.garbageCollectCachedBlocks()
 		}
@@ -210,7 +234,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		free := a.mem.Available()
 		a.lastOOM = strategies.OOM{
 			Requested: orig, Rounded: p.allocSize, Reserved: a.mem.Reserved(),
-			Allocated: a.stats.AllocatedBytes[All].Current, DeviceFree: free,
+			Allocated: a.stats.AllocatedBytes.current(All), DeviceFree: free,
 			LargestFree: a.largestFree(),
 		}
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s. %s free; %s reserved in total by PyTorch, of which %s allocated",
@@ -233,8 +257,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.pool.blocks.Remove(k)
-	p.block = k.B
+	p.block, p.inSet, p.found = k.B, true, k
 	return true
 }
 
@@ -340,16 +363,30 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 	expandable := a.arena[i].es != none
 	if split {
 		rem := i
+		// The new block's fields are set one by one in its slot: built
+		// as a struct and copied (newBlock), its freshly written fields
+		// would be read back in 16-byte pieces that span two of their
+		// stores, which the processor cannot forward (a stall that was
+		// a quarter of this function's time).
+		nb := a.slot()
 		r := &a.arena[rem]
-		nb := a.newBlock(block{addr: r.addr, size: size, stream: p.stream, small: small, prev: r.prev, next: rem, es: r.es, mapped: true})
-		r = &a.arena[rem] // the arena may have moved
+		n := &a.arena[nb]
+		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, p.stream, r.prev, rem, r.es
+		n.small, n.mapped, n.inUse = small, true, true
 		if r.prev != none {
 			a.arena[r.prev].next = nb
 		}
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		a.insertIntoBlocks(rem)
+		if p.inSet {
+			// The remainder takes the found block's place in the
+			// free set (insert_into_blocks after the erase).
+			r.gcBase = p.pool.getFreeBlocksCallCount
+			p.pool.blocks.Replace(p.found, key(r, rem))
+		} else {
+			a.insertIntoBlocks(rem)
+		}
 		if !expandable {
 			if alreadySplit {
 				a.stats.InactiveSplitBytes.decrease(small, size)
@@ -359,17 +396,24 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 			}
 		}
 		i = nb
-	} else if alreadySplit && !expandable {
-		a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
-		a.stats.InactiveSplit.decrease(small, 1)
+	} else {
+		if p.inSet {
+			p.pool.blocks.Remove(p.found)
+		}
+		if alreadySplit && !expandable {
+			a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
+			a.stats.InactiveSplit.decrease(small, 1)
+		}
 	}
 	b := &a.arena[i]
 	b.allocated = true
 	b.req = orig
 	a.stats.Allocation.increase(small, 1)
 	a.stats.AllocatedBytes.increase(small, b.size)
-	a.stats.Active.increase(small, 1)
-	a.stats.ActiveBytes.increase(small, b.size)
+	if a.stats.activeApart {
+		a.stats.Active.increase(small, 1)
+		a.stats.ActiveBytes.increase(small, b.size)
+	}
 	a.stats.RequestedBytes.increase(small, orig)
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.increase(1)
@@ -377,13 +421,25 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 	return i
 }
 
-// Free implements strategies.Allocator: a free with no cross-stream uses,
-// so free_requested and free_completed happen together.
-func (a *Allocator) Free(h strategies.Handle) {
-	if !a.cfg.NoCaching {
-		a.freeRequested(h)
+// Touch implements strategies.Toucher: it prefetches the block of h.
+func (a *Allocator) Touch(h strategies.Handle) {
+	if int(h) < len(a.arena) {
+		prefetch.Line(unsafe.Pointer(&a.arena[h]))
 	}
-	a.FreeCompleted(h)
+}
+
+// Free implements strategies.Allocator: a free with no cross-stream uses,
+// so free_requested and free_completed happen together (the block is
+// never left pending).
+func (a *Allocator) Free(h strategies.Handle) {
+	if a.cfg.NoCaching {
+		a.freeNoCache(h)
+		return
+	}
+	b := &a.arena[h]
+	b.allocated = false
+	a.allocatedDrop(b)
+	a.freeBlock(int32(h))
 }
 
 // FreeRequested is the program's free (allocator-spec §1.8): allocated
@@ -393,6 +449,7 @@ func (a *Allocator) FreeRequested(h strategies.Handle) {
 	if a.cfg.NoCaching {
 		return
 	}
+	a.stats.splitActive()
 	a.freeRequested(h)
 	a.pendingQ = append(a.pendingQ, int32(h))
 }
@@ -401,6 +458,11 @@ func (a *Allocator) freeRequested(h strategies.Handle) {
 	b := &a.arena[h]
 	b.allocated = false
 	b.pending = true
+	a.allocatedDrop(b)
+}
+
+// allocatedDrop is free's update of the allocated statistics for b.
+func (a *Allocator) allocatedDrop(b *block) {
 	a.stats.Allocation.decrease(b.small, 1)
 	a.stats.AllocatedBytes.decrease(b.small, b.size)
 	if b.size >= a.cfg.MaxSplitSize {
@@ -415,18 +477,58 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 		a.freeNoCache(h)
 		return
 	}
-	i := int32(h)
+	a.arena[h].pending = false
+	a.freeBlock(int32(h))
+}
+
+// freeBlock is free_block for block i, no longer allocated nor pending.
+func (a *Allocator) freeBlock(i int32) {
 	b := &a.arena[i]
-	b.pending = false
 	orig, req, small := b.size, b.req, b.small
 	var dBlocks, dBytes int64
-	for _, c := range [2]int32{b.prev, b.next} {
-		if s := a.tryMerge(i, c); s > 0 {
+	if !b.mapped {
+		// Not reached (only mapped blocks are ever allocated): the
+		// general merge, which handles unmapped neighbours.
+		for _, c := range [2]int32{b.prev, b.next} {
+			if s := a.tryMerge(i, c); s > 0 {
+				dBlocks--
+				dBytes -= s
+			}
+		}
+		a.insertIntoBlocks(i)
+	} else {
+		// Merge with the free neighbours, prev first, then next, as
+		// free_block does, and update the free set in as few steps as
+		// the merges allow: the merged block takes a neighbour's
+		// place (Replace) rather than both neighbours leaving and the
+		// merged block arriving.
+		var gone [2]freeset.Key
+		n := 0
+		if c := b.prev; a.mergeable(i, c) {
+			gone[n] = key(&a.arena[c], c)
+			n++
 			dBlocks--
-			dBytes -= s
+			dBytes -= a.absorb(i, c)
+		}
+		if c := a.arena[i].next; a.mergeable(i, c) {
+			gone[n] = key(&a.arena[c], c)
+			n++
+			dBlocks--
+			dBytes -= a.absorb(i, c)
+		}
+		b = &a.arena[i]
+		pl := a.poolOf(b)
+		b.gcBase = pl.getFreeBlocksCallCount
+		switch n {
+		case 0:
+			pl.blocks.Insert(key(b, i))
+		case 1:
+			pl.blocks.Replace(gone[0], key(b, i))
+		case 2:
+			pl.blocks.Remove(gone[1])
+			pl.blocks.Replace(gone[0], key(b, i))
 		}
 	}
-	a.insertIntoBlocks(i)
 	b = &a.arena[i]
 	if b.isSplit() {
 		dBlocks++
@@ -436,21 +538,54 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 		a.stats.InactiveSplit.add(small, dBlocks)
 		a.stats.InactiveSplitBytes.add(small, dBytes)
 	}
-	a.stats.Active.decrease(small, 1)
-	a.stats.ActiveBytes.decrease(small, orig)
+	if a.stats.activeApart {
+		a.stats.Active.decrease(small, 1)
+		a.stats.ActiveBytes.decrease(small, orig)
+	}
 	a.stats.RequestedBytes.decrease(small, req)
+}
+
+// mergeable is try_merge_blocks' test: src, a neighbour of dst, merges
+// into it if it is free, has no outstanding events and is mapped alike.
+//
+// The three conditions are combined without branches: whether a
+// neighbour is free is as good as random, so one branch on the result
+// mispredicts where three would (the test was a twentieth of a replay).
+func (a *Allocator) mergeable(dst, src int32) bool {
+	if src == none {
+		return false
+	}
+	s, d := &a.arena[src], &a.arena[dst]
+	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^b2u(d.mapped)) == 0
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // tryMerge is try_merge_blocks: src merges into dst if it is free, has no
 // outstanding events and is mapped alike; it returns the bytes subsumed.
 func (a *Allocator) tryMerge(dst, src int32) int64 {
-	if src == none {
+	if !a.mergeable(dst, src) {
 		return 0
 	}
+	s := &a.arena[src]
+	if s.mapped {
+		a.poolOf(s).blocks.Remove(key(s, src))
+	} else {
+		a.poolOf(s).unmapped.Remove(key(s, src))
+	}
+	return a.absorb(dst, src)
+}
+
+// absorb merges src, a mergeable neighbour of dst that has left its set,
+// into dst and returns the bytes it brought.
+func (a *Allocator) absorb(dst, src int32) int64 {
 	s, d := &a.arena[src], &a.arena[dst]
-	if s.allocated || s.pending || s.mapped != d.mapped {
-		return 0
-	}
 	if d.prev == src {
 		d.addr = s.addr
 		d.prev = s.prev
@@ -465,11 +600,6 @@ func (a *Allocator) tryMerge(dst, src int32) int64 {
 	}
 	n := s.size
 	d.size += n
-	if s.mapped {
-		a.poolOf(s).blocks.Remove(key(s, src))
-	} else {
-		a.poolOf(s).unmapped.Remove(key(s, src))
-	}
 	a.deleteBlock(src)
 	return n
 }

@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		name    string
 		corrupt func(a *Allocator)
 	}{
-		{"stat", func(a *Allocator) { a.stats.AllocatedBytes[Large].Current++ }},
+		{"stat", func(a *Allocator) { a.stats.AllocatedBytes.pool[1].cur++ }},
 		{"free-set", func(a *Allocator) {
 			k, _ := a.large.blocks.Min()
 			a.large.blocks.Remove(k)
@@ -388,6 +388,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			for i := range a.arena {
 				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
 					a.arena[i].allocated = false
+					a.stats.splitActive()
 					a.stats.AllocatedBytes.decrease(false, a.arena[i].size)
 					a.stats.ActiveBytes.decrease(false, a.arena[i].size)
 					a.stats.RequestedBytes.decrease(false, a.arena[i].req)

@@ -41,11 +41,13 @@
 // Blocks live in an arena and are named by index, so that a Handle stays
 // valid while its allocation lives and a steady-state replay allocates
 // nothing: splitting and merging reuse arena slots. prev/next link a
-// segment's blocks by address. The free sets are internal/freeset's chunked
-// sorted sets, whose comparison is inlined; the expandable segments' unmapped
-// ranges sit in a second set per pool ordered by (stream, address), as
-// upstream's BlockComparatorAddress orders them. Statistics are
-// DeviceStats with torch.cuda.memory_stats() names (§1.11).
+// segment's blocks by address. The free sets are internal/freeset's
+// B+trees, whose comparison is inlined; a split's remainder and a merged
+// block take the place of the block they came from (freeset.Set.Replace).
+// The expandable segments' unmapped ranges sit in a second set per pool
+// ordered by (stream, address), as upstream's BlockComparatorAddress
+// orders them. Statistics are DeviceStats with torch.cuda.memory_stats()
+// names (§1.11), kept per pool and made whole when read (stats.go).
 //
 // # For the validator
 //
@@ -65,6 +67,7 @@
 // grammar, and the upstream constants and round_size, exported once for
 // the others), torchlike/snapshot (the memory snapshot format and the
 // reconstruction of a warm start) and torchlike/validate (the comparison
-// with real recordings). This package imports only strategies and
-// internal/freeset; the two below it import this one, never the reverse.
+// with real recordings). This package imports only strategies,
+// internal/freeset and internal/prefetch; the two below it import this
+// one, never the reverse.
 package torchlike

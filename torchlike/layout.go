@@ -150,22 +150,23 @@ func (a *Allocator) Check() error {
 			return fmt.Errorf("memory at %#x overlaps a segment's ending at %#x", a.extents[i][0], a.extents[i-1][1])
 		}
 	}
+	_, activeBytes := a.stats.active()
 	for _, pi := range []int{Small, Large} {
 		for _, c := range []struct {
 			name      string
 			got, want int64
 		}{
-			{"reserved_bytes", a.stats.ReservedBytes[pi].Current, reserved[pi]},
-			{"allocated_bytes", a.stats.AllocatedBytes[pi].Current, allocated[pi]},
-			{"active_bytes", a.stats.ActiveBytes[pi].Current, active[pi]},
-			{"requested_bytes", a.stats.RequestedBytes[pi].Current, requested[pi]},
+			{"reserved_bytes", a.stats.ReservedBytes.current(pi), reserved[pi]},
+			{"allocated_bytes", a.stats.AllocatedBytes.current(pi), allocated[pi]},
+			{"active_bytes", activeBytes.current(pi), active[pi]},
+			{"requested_bytes", a.stats.RequestedBytes.current(pi), requested[pi]},
 		} {
 			if c.got != c.want {
 				return fmt.Errorf("%s[%d] is %d, the blocks add up to %d", c.name, pi, c.got, c.want)
 			}
 		}
 	}
-	if r := a.stats.ReservedBytes[All].Current; r != a.mem.Reserved() {
+	if r := a.stats.ReservedBytes.current(All); r != a.mem.Reserved() {
 		return fmt.Errorf("reserved_bytes %d disagrees with the device's %d", r, a.mem.Reserved())
 	}
 	return nil

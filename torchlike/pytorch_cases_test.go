@@ -260,17 +260,7 @@ func applySettings(a *Allocator, conf string) error {
 }
 
 // resetPeakStats is torch.cuda.reset_peak_memory_stats().
-func resetPeakStats(a *Allocator) {
-	st := &a.stats
-	for _, arr := range []*StatArray{&st.Allocation, &st.Segment, &st.Active, &st.InactiveSplit,
-		&st.AllocatedBytes, &st.ReservedBytes, &st.ActiveBytes, &st.InactiveSplitBytes, &st.RequestedBytes} {
-		for i := range arr {
-			arr[i].Peak = arr[i].Current
-		}
-	}
-	st.OversizeAllocations.Peak = st.OversizeAllocations.Current
-	st.OversizeSegments.Peak = st.OversizeSegments.Current
-}
+func resetPeakStats(a *Allocator) { a.stats.resetPeak() }
 
 // checkStatConsistency is test_cuda_multigpu.py:_check_memory_stat_consistency:
 // the current statistics recounted from the snapshot (one entry per

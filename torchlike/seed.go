@@ -70,10 +70,15 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 	}
 	for _, i := range ids {
 		b := &a.arena[i]
+		if b.pending {
+			a.stats.splitActive()
+		}
 		switch {
 		case b.allocated || b.pending:
-			a.stats.Active.increase(small, 1)
-			a.stats.ActiveBytes.increase(small, b.size)
+			if a.stats.activeApart {
+				a.stats.Active.increase(small, 1)
+				a.stats.ActiveBytes.increase(small, b.size)
+			}
 			a.stats.RequestedBytes.increase(small, b.req)
 			if b.allocated {
 				a.stats.Allocation.increase(small, 1)

@@ -5,17 +5,6 @@ import "fmt"
 // Stat is c10's Stat: a gauge with its peak and running totals.
 type Stat struct{ Current, Peak, Allocated, Freed int64 }
 
-func (s *Stat) increase(n int64) {
-	s.Current += n
-	s.Peak = max(s.Peak, s.Current)
-	s.Allocated += n
-}
-
-func (s *Stat) decrease(n int64) {
-	s.Current -= n
-	s.Freed += n
-}
-
 // Stat array indexes, as c10's StatType.
 const (
 	All   = 0
@@ -26,30 +15,144 @@ const (
 // StatArray is one statistic for the aggregate and each pool.
 type StatArray [3]Stat
 
-func (s *StatArray) increase(small bool, n int64) {
-	s[All].increase(n)
+// gauge is a Stat as the allocator keeps it: Freed is Allocated less
+// Current (a Stat starts at zero and only increase and decrease change it),
+// so a decrease is one subtraction.
+type gauge struct{ cur, peak, allocated int64 }
+
+func (g *gauge) increase(n int64) {
+	g.cur += n
+	g.peak = max(g.peak, g.cur)
+	g.allocated += n
+}
+
+func (g *gauge) decrease(n int64) { g.cur -= n }
+
+func (g *gauge) stat() Stat {
+	return Stat{Current: g.cur, Peak: g.peak, Allocated: g.allocated, Freed: g.allocated - g.cur}
+}
+
+// stat is a StatArray as the allocator keeps it: the pools' gauges (0
+// small, 1 large) and the aggregate's peak. The aggregate's current,
+// allocated and freed are the pools' sums, read when the statistics are
+// (Allocator.Stats), so that an allocation or a free updates one pool
+// instead of the pool and the aggregate: the statistics were a twentieth
+// of a torch replay.
+type stat struct {
+	pool    [2]gauge
+	allPeak int64
+}
+
+// poolIndex is the index of a pool in stat.pool.
+func poolIndex(small bool) int {
 	if small {
-		s[Small].increase(n)
-	} else {
-		s[Large].increase(n)
+		return 0
+	}
+	return 1
+}
+
+func (s *stat) increase(small bool, n int64) {
+	g := &s.pool[poolIndex(small)]
+	g.increase(n)
+	s.allPeak = max(s.allPeak, s.pool[0].cur+s.pool[1].cur)
+}
+
+func (s *stat) decrease(small bool, n int64) { s.pool[poolIndex(small)].cur -= n }
+
+// add is increase for n > 0 and decrease for n < 0, without a branch on
+// n's sign (free_block's change of the inactive-split statistics has any
+// sign, unpredictably): a decrease leaves the peaks, which are never
+// below the currents, as they are.
+func (s *stat) add(small bool, n int64) {
+	g := &s.pool[poolIndex(small)]
+	g.cur += n
+	g.allocated += max(n, 0)
+	g.peak = max(g.peak, g.cur)
+	s.allPeak = max(s.allPeak, s.pool[0].cur+s.pool[1].cur)
+}
+
+// current is the Current of StatArray index i (All, Small or Large).
+func (s *stat) current(i int) int64 {
+	if i == All {
+		return s.pool[0].cur + s.pool[1].cur
+	}
+	return s.pool[i-1].cur
+}
+
+func (s *stat) array() StatArray {
+	small, large := s.pool[0].stat(), s.pool[1].stat()
+	all := Stat{Current: small.Current + large.Current, Peak: s.allPeak,
+		Allocated: small.Allocated + large.Allocated, Freed: small.Freed + large.Freed}
+	return StatArray{All: all, Small: small, Large: large}
+}
+
+// resetPeak sets every peak to its current value
+// (DeviceCachingAllocator::resetPeakStats).
+func (s *stat) resetPeak() {
+	for i := range s.pool {
+		s.pool[i].peak = s.pool[i].cur
+	}
+	s.allPeak = s.current(All)
+}
+
+// counters are DeviceStats as the allocator keeps them (see stat).
+//
+// Active and ActiveBytes differ from Allocation and AllocatedBytes only
+// while a block is freed but awaits its stream events (FreeRequested, or a
+// warm start's pending blocks): until the first such block they are equal,
+// field for field, and only the latter are kept (activeApart false), so
+// that an allocation and a free update two statistics fewer. splitActive
+// copies them apart for good when the first block is left pending.
+type counters struct {
+	Allocation, Segment, Active, InactiveSplit                     stat
+	AllocatedBytes, ReservedBytes, ActiveBytes, InactiveSplitBytes stat
+	RequestedBytes                                                 stat
+	NumAllocRetries, NumOOMs, NumSyncAllStreams                    int64
+	NumDeviceAlloc, NumDeviceFree                                  int64
+	MaxSplitSize                                                   int64
+	OversizeAllocations, OversizeSegments                          gauge
+	activeApart                                                    bool
+}
+
+// splitActive starts keeping Active and ActiveBytes apart (see counters).
+func (c *counters) splitActive() {
+	if !c.activeApart {
+		c.Active, c.ActiveBytes = c.Allocation, c.AllocatedBytes
+		c.activeApart = true
 	}
 }
 
-func (s *StatArray) decrease(small bool, n int64) {
-	s[All].decrease(n)
-	if small {
-		s[Small].decrease(n)
-	} else {
-		s[Large].decrease(n)
+// active returns Active and ActiveBytes as they are now.
+func (c *counters) active() (*stat, *stat) {
+	if c.activeApart {
+		return &c.Active, &c.ActiveBytes
+	}
+	return &c.Allocation, &c.AllocatedBytes
+}
+
+// stats returns the counters as DeviceStats.
+func (c *counters) stats() Stats {
+	active, activeBytes := c.active()
+	return Stats{
+		Allocation: c.Allocation.array(), Segment: c.Segment.array(), Active: active.array(),
+		InactiveSplit: c.InactiveSplit.array(), AllocatedBytes: c.AllocatedBytes.array(),
+		ReservedBytes: c.ReservedBytes.array(), ActiveBytes: activeBytes.array(),
+		InactiveSplitBytes: c.InactiveSplitBytes.array(), RequestedBytes: c.RequestedBytes.array(),
+		NumAllocRetries: c.NumAllocRetries, NumOOMs: c.NumOOMs, NumSyncAllStreams: c.NumSyncAllStreams,
+		NumDeviceAlloc: c.NumDeviceAlloc, NumDeviceFree: c.NumDeviceFree, MaxSplitSize: c.MaxSplitSize,
+		OversizeAllocations: c.OversizeAllocations.stat(), OversizeSegments: c.OversizeSegments.stat(),
 	}
 }
 
-func (s *StatArray) add(small bool, n int64) {
-	if n > 0 {
-		s.increase(small, n)
-	} else if n < 0 {
-		s.decrease(small, -n)
+// resetPeak is torch.cuda.reset_peak_memory_stats(). Active's peaks are
+// reset too when they are kept apart; otherwise Allocation's are theirs.
+func (c *counters) resetPeak() {
+	for _, s := range []*stat{&c.Allocation, &c.Segment, &c.Active, &c.InactiveSplit,
+		&c.AllocatedBytes, &c.ReservedBytes, &c.ActiveBytes, &c.InactiveSplitBytes, &c.RequestedBytes} {
+		s.resetPeak()
 	}
+	c.OversizeAllocations.peak = c.OversizeAllocations.cur
+	c.OversizeSegments.peak = c.OversizeSegments.cur
 }
 
 // Stats is DeviceStats (allocator-spec §1.11), the source of

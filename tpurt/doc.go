@@ -46,7 +46,8 @@
 // a given size costs (no launch reloads that one once evicted).
 //
 // Beyond the Allocator contract the model declares strategies.Layouter,
-// Defragmenter, Footprinter, Noter, ProgramLoader, Placer and Tracer (the
-// heap taken, programs loaded and unloaded, buffers relocated). The
-// package imports strategies, internal/spanset and internal/slab only.
+// Defragmenter, Footprinter, Noter, ProgramLoader, Placer, Tracer (the
+// heap taken, programs loaded and unloaded, buffers relocated) and
+// Toucher. The package imports strategies, internal/spanset,
+// internal/slab and internal/prefetch only.
 package tpurt

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
+	"membench/internal/prefetch"
 	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/strategies"
@@ -225,8 +227,24 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	a.inUse += r
 	a.stats.NumAllocs++
 	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.inUse)
-	a.noteFootprint()
+	if sp.Start == a.reserved {
+		// The carve shrank the reservable memory (to nothing when it
+		// took the whole range): the footprint may rise. Carving any
+		// other range leaves the reservable memory as it was, and
+		// nothing but a carve or a program load ever shrinks it, so
+		// the footprint needs no look at the free ranges then
+		// (noteFootprint's search on every allocation was a fifth of
+		// a replay's work).
+		a.highWater = max(a.highWater, a.limit-(sp.Size-r))
+	}
 	return strategies.Handle(h), true
+}
+
+// Touch implements strategies.Toucher: it prefetches the buffer of h.
+func (a *Allocator) Touch(h strategies.Handle) {
+	if int(h) < a.bufs.Len() {
+		prefetch.Line(unsafe.Pointer(a.bufs.At(int32(h))))
+	}
 }
 
 // Free implements strategies.Allocator: the buffer's range joins the free
@@ -239,19 +257,11 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	a.bufs.Release(int32(hh))
 }
 
-// release returns [start, start+size) to the free ranges, coalescing.
+// release returns [start, start+size) to the free ranges, coalescing
+// with the ranges that end at start and begin at its end.
 func (a *Allocator) release(start, size int64) {
-	end := start + size
 	a.freeBytes += size
-	if up, ok := a.free.Get(end); ok {
-		a.free.Remove(end)
-		end = up.End()
-	}
-	if lo, ok := a.free.Floor(start - 1); ok && lo.End() == start {
-		a.free.SetSize(lo.Start, end-lo.Start)
-		return
-	}
-	a.free.Insert(spanset.Span{Start: start, Size: end - start})
+	a.free.Join(start, size)
 }
 
 // reservable is the contiguous free memory directly above the programs:
@@ -547,4 +557,5 @@ var (
 	_ strategies.Footprinter   = (*Allocator)(nil)
 	_ strategies.Noter         = (*Allocator)(nil)
 	_ strategies.ProgramLoader = (*Allocator)(nil)
+	_ strategies.Toucher       = (*Allocator)(nil)
 )

@@ -467,10 +467,11 @@
 // twice (ErrBadDonor), launches out of order (ErrLaunch), each a *PosError with the
 // event index and the file and line of the wrapped reader's Pos (no line
 // for a format without lines); the checker's own Pos is the wrapped
-// reader's, so Check of Check still names lines. To tell a double free from an unknown id cheaply it keeps two bits
-// for every id ever allocated, "allocated once" and "live", in a paged
-// bitset: pages of 512 ids (128 bytes), allocated when an id of their range
-// first appears, so the sequential ids importers produce cost two bits per
+// reader's, so Check of Check still names lines. It keeps its ids in a
+// Tracker, as a replay does: live ids in pages of 512 that are recycled
+// when their last id is freed, and, to tell a double free from an unknown
+// id, one bit for every id ever allocated in a paged bitset (pages of 512
+// ids, 64 bytes), so the sequential ids importers produce cost a bit per
 // allocation and the checks cost no heap allocation per event.
 //
 // # Detection

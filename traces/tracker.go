@@ -1,6 +1,11 @@
 package traces
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"membench/internal/prefetch"
+)
 
 // Tracker follows which ids of a trace are live and keeps a value for
 // each: the replay's allocation handle, or nothing at all for Check. It is
@@ -9,32 +14,38 @@ import "fmt"
 // alloc of a live id (ErrLiveID), a free of an id never allocated
 // (ErrUnknownID) or already freed (ErrDoubleFree).
 //
-// Memory and speed: "ever allocated" is one bit per id in a paged bitset
-// whose pages (512 ids, 64 bytes) are never freed; the values of live ids
-// sit in pages of 512 slots that are recycled as soon as their last id is
-// freed, with the last page used cached so that consecutive ids need no map
-// look-up. Pages of ids below dirPages×512 are found in a flat directory
-// indexed by page, which costs 8 bytes per 512 ids up to the largest id
-// seen (800 KB for 5×10^7 ids) and no hashing: a free of an old id is one
-// indexed load (issue 15 measured the map at 7% of a replay). Higher ids'
-// pages sit in a map. Every importer numbers allocations sequentially from
-// 0, and memory is the bits, the directory and the pages that still hold
-// a live id. Ids scattered so thinly
-// that pages would hold fewer than 8 live ids on average make the tracker
-// move its values to a plain map once and for all, bounding memory by the
-// live set whatever the ids.
+// Memory and speed: the values of live ids sit in pages of 512 slots that
+// are recycled as soon as their last id is freed. A slot holds an id's
+// value and its flags (live, donated), so that a free touches one cache
+// line of its page: with 10^6 live ids, frees of old ids miss the cache,
+// and each line is a miss. The live
+// count of a page sits beside the page's pointer, in a flat directory
+// indexed by page for ids below dirPages×512 (16 bytes per 512 ids up to
+// the largest id seen: 1.6 MB for 5×10^7 ids), found with no hashing (issue
+// 15 measured the map at 7% of a replay); higher ids' pages are found
+// through a map. Every importer numbers allocations sequentially from 0,
+// and memory is the directory, the pages that still hold a live id, and
+// one bit per id ever allocated: "ever allocated" (which tells a double
+// free from a free of an id never allocated) is kept in the id's page
+// while the page lives, and moved to a paged bitset whose pages (512 ids,
+// 64 bytes) are never freed when the page is recycled. Ids scattered so
+// thinly that pages would hold fewer than 8 live ids on average make the
+// tracker move its values to a plain map once and for all, bounding
+// memory by the live set whatever the ids.
 //
 // A live id may be donated once (Donate, format version 2): an output
 // aliased to it takes its memory under jit. The id stays live until its
 // own free, which a compiled replay then ignores; a second donation of it
 // is an error (ErrBadDonor), as donating a buffer twice is in JAX.
 type Tracker[V any] struct {
-	seen          idBitset
-	dir           []*valPage[V] // pages of keys below dirPages
-	pages         map[uint64]*valPage[V]
+	seen idBitset
+	dir  []pageRef[V] // pages of keys below dirPages
+	// pages finds the pages of higher keys in refs; unusedRefs are
+	// recycled entries of refs.
+	pages         map[uint64]int32
+	refs          []pageRef[V]
+	unusedRefs    []int32
 	npages        int
-	lastKey       uint64
-	last          *valPage[V]
 	spare         []*valPage[V]
 	sparse        map[uint64]V
 	sparseDonated map[uint64]bool
@@ -43,66 +54,116 @@ type Tracker[V any] struct {
 
 const valPageSize = 512
 
-// dirPages bounds the flat page directory: 2^20 pages, 2^29 ids, 8 MB.
+// dirPages bounds the flat page directory: 2^20 pages, 2^29 ids, 16 MB.
 const dirPages = 1 << 20
 
+// Slot flags.
+const (
+	slotLive    = 1 << iota
+	slotDonated // donated (Donate), while live
+)
+
+type slot[V any] struct {
+	v     V
+	flags uint8
+}
+
 type valPage[V any] struct {
-	live    [valPageSize / 64]uint64
-	donated [valPageSize / 64]uint64
-	n       int
-	vals    [valPageSize]V
+	// seen: the ids of the page allocated since the page was taken
+	// (see Tracker), as bits, which allocations of consecutive ids set
+	// in one hot line and a recycling moves eight words at a time.
+	seen  [valPageSize / 64]uint64
+	slots [valPageSize]slot[V]
+}
+
+// pageRef is a page and the number of its live ids.
+type pageRef[V any] struct {
+	p *valPage[V]
+	n int32
 }
 
 // Live is the number of live ids.
 func (t *Tracker[V]) Live() int { return t.live }
 
-func (t *Tracker[V]) page(id uint64, create bool) *valPage[V] {
-	key := id / valPageSize
-	if t.last != nil && t.lastKey == key {
-		return t.last
-	}
-	var p *valPage[V]
-	if key < uint64(len(t.dir)) {
-		p = t.dir[key]
-	} else if key >= dirPages {
-		p = t.pages[key]
-	}
-	if p == nil {
+// ref is the reference to the page of key, nil when a key above the
+// directory has none; with create, a page is taken (a spare one, or a new
+// one) when there is none.
+func (t *Tracker[V]) ref(key uint64, create bool) *pageRef[V] {
+	var r *pageRef[V]
+	switch {
+	case key < uint64(len(t.dir)):
+		r = &t.dir[key]
+	case key < dirPages:
 		if !create {
 			return nil
 		}
+		t.dir = append(t.dir, make([]pageRef[V], int(key)+1-len(t.dir))...)
+		t.dir = t.dir[:cap(t.dir)]
+		r = &t.dir[key]
+	default:
+		i, ok := t.pages[key]
+		if !ok {
+			if !create {
+				return nil
+			}
+			if n := len(t.unusedRefs); n > 0 {
+				i = t.unusedRefs[n-1]
+				t.unusedRefs = t.unusedRefs[:n-1]
+			} else {
+				t.refs = append(t.refs, pageRef[V]{})
+				i = int32(len(t.refs) - 1)
+			}
+			if t.pages == nil {
+				t.pages = make(map[uint64]int32)
+			}
+			t.pages[key] = i
+		}
+		r = &t.refs[i]
+	}
+	if r.p == nil && create {
 		if n := len(t.spare); n > 0 {
-			p = t.spare[n-1]
+			r.p = t.spare[n-1]
 			t.spare = t.spare[:n-1]
 		} else {
-			p = new(valPage[V])
+			r.p = new(valPage[V])
 		}
-		t.setPage(key, p)
 		t.npages++
 	}
-	t.last, t.lastKey = p, key
-	return p
+	return r
 }
 
-// setPage files p (nil to remove) under key.
-func (t *Tracker[V]) setPage(key uint64, p *valPage[V]) {
-	switch {
-	case key < uint64(len(t.dir)):
-		t.dir[key] = p
-	case key < dirPages:
-		if p != nil {
-			t.dir = append(t.dir, make([]*valPage[V], int(key)+1-len(t.dir))...)
-			t.dir = t.dir[:cap(t.dir)]
-			t.dir[key] = p
-		}
-	case p != nil:
-		if t.pages == nil {
-			t.pages = make(map[uint64]*valPage[V])
-		}
-		t.pages[key] = p
-	default:
+// lookup is ref without create, a page of the directory found inline.
+func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
+	if key < uint64(len(t.dir)) {
+		return &t.dir[key]
+	}
+	return t.ref(key, false)
+}
+
+// recycle gives up the page of key, whose last live id r's count just
+// lost: its seen flags go to the bitset, the page to the spares.
+func (t *Tracker[V]) recycle(key uint64, r *pageRef[V]) {
+	p := r.p
+	t.flushSeen(key, p)
+	r.p = nil
+	if key >= dirPages {
+		t.unusedRefs = append(t.unusedRefs, t.pages[key])
 		delete(t.pages, key)
 	}
+	t.npages--
+	t.spare = append(t.spare, p)
+}
+
+// flushSeen moves the seen bits of p, the page of key, to the tracker's
+// bitset.
+func (t *Tracker[V]) flushSeen(key uint64, p *valPage[V]) {
+	for w, bits := range p.seen {
+		if bits != 0 {
+			sp, sw, _ := t.seen.loc(key*valPageSize+uint64(w)*64, true)
+			sp.seen[sw] |= bits
+		}
+	}
+	p.seen = [valPageSize / 64]uint64{}
 }
 
 // Alloc records id as live with value v.
@@ -115,23 +176,60 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 			return fmt.Errorf("%w: id %d", ErrLiveID, id)
 		}
 		t.sparse[id] = v
+		sp, sw, sbit := t.seen.loc(id, true)
+		sp.seen[sw] |= sbit
 	} else {
-		p := t.page(id, true)
-		w, bit := id%valPageSize/64, uint64(1)<<(id%64)
-		if p.live[w]&bit != 0 {
+		// A page of the directory is found here, anything else by
+		// ref: a call saved on nearly every allocation and free.
+		key := id / valPageSize
+		var r *pageRef[V]
+		if key < uint64(len(t.dir)) && t.dir[key].p != nil {
+			r = &t.dir[key]
+		} else {
+			r = t.ref(key, true)
+		}
+		s := &r.p.slots[id%valPageSize]
+		if s.flags&slotLive != 0 {
 			return fmt.Errorf("%w: id %d", ErrLiveID, id)
 		}
-		p.live[w] |= bit
-		p.n++
-		p.vals[id%valPageSize] = v
+		s.v = v
+		s.flags = slotLive
+		r.p.seen[id%valPageSize/64] |= 1 << (id % 64)
+		r.n++
 	}
-	sp, sw, sbit := t.seen.loc(id, true)
-	sp.seen[sw] |= sbit
 	t.live++
 	if t.sparse == nil && t.npages > 1024 && t.npages*8 > t.live {
 		t.toSparse()
 	}
 	return nil
+}
+
+// Touch asks for the slot of id to be brought into the cache, if its page
+// is in the directory, without waiting for it: a replay touches the slot
+// of a free a few events before it, so that with a large live set the
+// slot's cache miss overlaps the events in between instead of stalling
+// the free.
+func (t *Tracker[V]) Touch(id uint64) {
+	if key := id / valPageSize; key < uint64(len(t.dir)) {
+		if p := t.dir[key].p; p != nil {
+			prefetch.Line(unsafe.Pointer(&p.slots[id%valPageSize]))
+		}
+	}
+}
+
+// Peek returns the value of the live id whose page is in the directory,
+// and whether there is one, changing nothing: a replay reads the handle of
+// a free a few events ahead, to touch the allocator's record of it.
+func (t *Tracker[V]) Peek(id uint64) (V, bool) {
+	if key := id / valPageSize; key < uint64(len(t.dir)) {
+		if p := t.dir[key].p; p != nil {
+			if s := &p.slots[id%valPageSize]; s.flags&slotLive != 0 {
+				return s.v, true
+			}
+		}
+	}
+	var zero V
+	return zero, false
 }
 
 // Free ends id's life and returns its value.
@@ -144,24 +242,20 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 			t.live--
 			return v, nil
 		}
-	} else if p := t.page(id, false); p != nil {
-		w, bit := id%valPageSize/64, uint64(1)<<(id%64)
-		if p.live[w]&bit != 0 {
-			p.live[w] &^= bit
-			p.donated[w] &^= bit
-			p.n--
-			v := p.vals[id%valPageSize]
-			p.vals[id%valPageSize] = zero
+	} else if r := t.lookup(id / valPageSize); r != nil && r.p != nil {
+		s := &r.p.slots[id%valPageSize]
+		if s.flags&slotLive != 0 {
+			v := s.v
+			s.v = zero
+			s.flags = 0
 			t.live--
-			if p.n == 0 {
-				t.setPage(id/valPageSize, nil)
-				t.npages--
-				if t.last == p {
-					t.last = nil
-				}
-				t.spare = append(t.spare, p)
+			if r.n--; r.n == 0 {
+				t.recycle(id/valPageSize, r)
 			}
 			return v, nil
+		}
+		if r.p.seen[id%valPageSize/64]&(1<<(id%64)) != 0 {
+			return zero, fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, id)
 		}
 	}
 	if sp, sw, sbit := t.seen.loc(id, false); sp != nil && sp.seen[sw]&sbit != 0 {
@@ -187,14 +281,14 @@ func (t *Tracker[V]) Donate(donor uint64) (V, error) {
 		if ok {
 			return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
 		}
-	} else if p := t.page(donor, false); p != nil {
-		w, bit := donor%valPageSize/64, uint64(1)<<(donor%64)
-		if p.live[w]&bit != 0 {
-			if p.donated[w]&bit != 0 {
+	} else if r := t.ref(donor/valPageSize, false); r != nil && r.p != nil {
+		s := &r.p.slots[donor%valPageSize]
+		if s.flags&slotLive != 0 {
+			if s.flags&slotDonated != 0 {
 				return zero, fmt.Errorf("%w: id %d was donated already", ErrBadDonor, donor)
 			}
-			p.donated[w] |= bit
-			return p.vals[donor%valPageSize], nil
+			s.flags |= slotDonated
+			return s.v, nil
 		}
 	}
 	return zero, fmt.Errorf("%w: id %d is not live", ErrBadDonor, donor)
@@ -209,8 +303,8 @@ func (t *Tracker[V]) Set(id uint64, v V) {
 		}
 		return
 	}
-	if p := t.page(id, false); p != nil && p.live[id%valPageSize/64]&(1<<(id%64)) != 0 {
-		p.vals[id%valPageSize] = v
+	if r := t.ref(id/valPageSize, false); r != nil && r.p != nil && r.p.slots[id%valPageSize].flags&slotLive != 0 {
+		r.p.slots[id%valPageSize].v = v
 	}
 }
 
@@ -218,23 +312,25 @@ func (t *Tracker[V]) Set(id uint64, v V) {
 // pages to pay.
 func (t *Tracker[V]) toSparse() {
 	t.sparse = make(map[uint64]V, t.live)
-	for key, p := range t.dir {
-		if p != nil {
-			t.sparsePage(uint64(key), p)
+	for key, r := range t.dir {
+		if r.p != nil {
+			t.sparsePage(uint64(key), r.p)
 		}
 	}
-	for key, p := range t.pages {
-		t.sparsePage(key, p)
+	for key, i := range t.pages {
+		t.sparsePage(key, t.refs[i].p)
 	}
-	t.dir, t.pages, t.last, t.spare, t.npages = nil, nil, nil, nil, 0
+	t.dir, t.pages, t.refs, t.unusedRefs, t.spare, t.npages = nil, nil, nil, nil, nil, 0
 }
 
-// sparsePage moves the live values of the page of key to the map.
+// sparsePage moves the live values of the page of key to the map, and
+// its seen flags to the bitset.
 func (t *Tracker[V]) sparsePage(key uint64, p *valPage[V]) {
+	t.flushSeen(key, p)
 	for i := range uint64(valPageSize) {
-		if p.live[i/64]&(1<<(i%64)) != 0 {
-			t.sparse[key*valPageSize+i] = p.vals[i]
-			if p.donated[i/64]&(1<<(i%64)) != 0 {
+		if s := &p.slots[i]; s.flags&slotLive != 0 {
+			t.sparse[key*valPageSize+i] = s.v
+			if s.flags&slotDonated != 0 {
 				if t.sparseDonated == nil {
 					t.sparseDonated = make(map[uint64]bool)
 				}

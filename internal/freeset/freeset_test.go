@@ -106,11 +106,28 @@ func TestSetAgainstModel(t *testing.T) {
 			return i
 		}
 		for step := 0; step < 20000; step++ {
-			if len(model) > 0 && rng.IntN(100) < 45 {
+			if r := rng.IntN(100); len(model) > 0 && r < 45 {
 				k := model[rng.IntN(len(model))]
 				s.Remove(k)
 				p := pos(k)
 				model = append(model[:p], model[p+1:]...)
+			} else if len(model) > 0 && r < 60 {
+				// Replace, sometimes at the old address (a block
+				// resized in place), sometimes right after a search
+				// found the old key (the finger's case).
+				k := model[rng.IntN(len(model))]
+				if rng.IntN(2) == 0 {
+					k, _ = s.LowerBound(k)
+				}
+				nk := Key{Stream: k.Stream, Size: 512 * (1 + rng.Int64N(64)), Addr: k.Addr, B: int32(step)}
+				if rng.IntN(2) == 0 {
+					nk.Stream, nk.Addr = int64(rng.IntN(3)), int64(step)<<12|1
+				}
+				s.Replace(k, nk)
+				p := pos(k)
+				model = append(model[:p], model[p+1:]...)
+				p = pos(nk)
+				model = slices.Insert(model, p, nk)
 			} else {
 				k := Key{Stream: int64(rng.IntN(3)), Size: 512 * (1 + rng.Int64N(64)), Addr: int64(step) << 12, B: int32(step)}
 				s.Insert(k)
@@ -124,6 +141,16 @@ func TestSetAgainstModel(t *testing.T) {
 			got, ok := s.LowerBound(probe)
 			if ok != (p < len(model)) || (ok && got != model[p]) {
 				t.Fatalf("step %d: lowerBound(%v) = %v %v, model %d of %d", step, probe, got, ok, p, len(model))
+			}
+			// Walk on from the key found, as expandable segments'
+			// best fit does (After from the finger, and from the key
+			// after it).
+			for q := p; ok && q+1 < len(model)+1 && rng.IntN(4) > 0; q++ {
+				next, more := s.After(got)
+				if more != (q+1 < len(model)) || (more && next != model[q+1]) {
+					t.Fatalf("step %d: After(%v) = %v %v, want index %d of %d", step, got, next, more, q+1, len(model))
+				}
+				got, ok = next, more
 			}
 			got, ok = s.Before(probe)
 			if ok != (p > 0) || (ok && got != model[p-1]) {
@@ -264,11 +291,30 @@ func TestTreeGrowsAndDrains(t *testing.T) {
 				if !ok {
 					continue
 				}
-				del(k)
 				if k.Size > probe.Size && (grow || rng.IntN(2) == 0) {
 					addr++
-					ins(Key{Stream: k.Stream, Size: k.Size - probe.Size, Addr: k.Addr + 1, B: int32(addr)})
+					rem := Key{Stream: k.Stream, Size: k.Size - probe.Size, Addr: k.Addr + 1, B: int32(addr)}
+					if rng.IntN(2) == 0 {
+						del(k)
+						ins(rem)
+					} else {
+						s.Replace(k, rem)
+						model = slices.Delete(model, p, p+1)
+						model = slices.Insert(model, find(rem), rem)
+					}
+				} else {
+					del(k)
 				}
+			case r < 4 && len(model) > 0:
+				// Merge: a key grows (a freed neighbour's bytes join
+				// it), found by a search or not.
+				k := model[rng.IntN(len(model))]
+				nk := k
+				nk.Size += 512 * (1 + rng.Int64N(1024))
+				s.Replace(k, nk)
+				p := find(k)
+				model = slices.Delete(model, p, p+1)
+				model = slices.Insert(model, find(nk), nk)
 			case grow:
 				addr += 4
 				ins(Key{Stream: int64(rng.IntN(2)), Size: 512 * (1 + rng.Int64N(4096)), Addr: addr << 8, B: int32(addr)})

@@ -7,7 +7,7 @@
 // address-ordered list or a (size, address)-ordered set such as
 // internal/freeset cannot.
 //
-// It is an AVL tree in one slice of nodes, linked by index, with removed
+// It is a B+tree whose nodes sit in slices, linked by index, with removed
 // nodes recycled: a steady-state replay allocates nothing. It imports
 // nothing of ours; tpurt imports it.
 package spanset

@@ -10,112 +10,312 @@ type Span struct {
 // End is the first address after the span.
 func (s Span) End() int64 { return s.Start + s.Size }
 
-// none is the null link.
-const none int32 = -1
+// Set holds disjoint spans by start address. Spans are not merged by
+// Insert: the caller coalesces neighbours (Floor and Get find them, Join
+// does it all) before inserting.
+//
+// It is a B+tree whose nodes sit in two arenas (leaves and inner nodes,
+// named by index and recycled, so a steady-state replay allocates
+// nothing). A leaf holds up to nodeMax spans sorted by start, in two
+// arrays (starts, sizes) so that a search reads only starts; leaves are
+// linked in order. An inner node holds, for each child, a separator (no
+// start under the child is below it, every start under the children
+// before it is) and the largest size under it, so that HighestFit walks
+// down the rightmost child whose largest size suffices. Every operation is
+// O(log n) with at most one node's entries moved per level. It replaced an
+// AVL tree, whose 25 levels at 10^6 spans made each search two dozen
+// cache misses (issue 15: a TPU replay with 10^6 live buffers cost 4.8×
+// one with 10^3).
+//
+// A node is removed only when it empties, never merged with a neighbour:
+// the height is that of the largest the set has been, and nodes split in
+// halves, so a tree of height h has held at least (nodeMax/2)^h spans.
+//
+// The finger: every descent remembers the path it took, and HighestFit
+// the leaf and position it ended at, until the next descent or change of
+// shape. Remove and SetSize of the span HighestFit just returned use it
+// instead of searching again: the placement's sequence, find the highest
+// fit and carve from it.
+type Set struct {
+	n      int
+	height int   // inner levels above the leaves; 0: the root is a leaf
+	root   int32 // a leaf when height is 0, else an inner node
+	head   int32 // first leaf, tail the last
+	tail   int32
+	leaves []leaf
+	inners []inner
+	freeL  []int32 // recycled leaves
+	freeI  []int32 // recycled inner nodes
 
-type node struct {
-	span        Span
-	max         int64 // the largest Size in this node's subtree
-	left, right int32
-	height      int32
+	// path[l] is the inner node at level l (0 is the root) on the way to
+	// the leaf of the last descent, idx[l] the child taken there.
+	path [maxHeight]int32
+	idx  [maxHeight]int32
+	// The finger: the leaf and position of the span HighestFit last
+	// returned, valid while fOK.
+	fLeaf int32
+	fPos  int32
+	fOK   bool
 }
 
-// Set holds disjoint spans by start address. Spans are not merged: the
-// caller coalesces neighbours (Floor and Get find them) before inserting.
-type Set struct {
-	nodes []node
-	spare []int32
-	root  int32
-	n     int
+const (
+	nodeMax = 32
+	// maxHeight bounds the inner levels: nodes split in halves, so a
+	// tree of height h has held at least 16^h spans.
+	maxHeight = 16
+	nilNode   = -1
+)
+
+type leaf struct {
+	n          int32
+	prev, next int32
+	start      [nodeMax]int64
+	size       [nodeMax]int64
+}
+
+type inner struct {
+	n int32
+	// sep[i], for i > 0: no start under child i is below it, and every
+	// start under children 0..i-1 is. sep[0] is not used: child 0 takes
+	// everything below sep[1]. A separator may be below the smallest
+	// start under its child (a removal leaves it), never above.
+	sep   [nodeMax]int64
+	max   [nodeMax]int64 // the largest size under each child
+	child [nodeMax]int32
 }
 
 // New returns an empty set.
-func New() *Set { return &Set{root: none} }
+func New() *Set {
+	s := &Set{}
+	s.root = s.newLeaf()
+	s.head, s.tail = s.root, s.root
+	return s
+}
 
 // Len is the number of spans.
 func (s *Set) Len() int { return s.n }
 
 // Reset empties the set, keeping its storage.
 func (s *Set) Reset() {
-	s.nodes, s.spare, s.root, s.n = s.nodes[:0], s.spare[:0], none, 0
+	s.leaves, s.inners, s.freeL, s.freeI = s.leaves[:0], s.inners[:0], s.freeL[:0], s.freeI[:0]
+	s.n, s.height, s.fOK = 0, 0, false
+	s.root = s.newLeaf()
+	s.head, s.tail = s.root, s.root
+}
+
+func (s *Set) newLeaf() int32 {
+	if n := len(s.freeL); n > 0 {
+		i := s.freeL[n-1]
+		s.freeL = s.freeL[:n-1]
+		s.leaves[i].n, s.leaves[i].prev, s.leaves[i].next = 0, nilNode, nilNode
+		return i
+	}
+	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
+	return int32(len(s.leaves) - 1)
+}
+
+func (s *Set) newInner() int32 {
+	if n := len(s.freeI); n > 0 {
+		i := s.freeI[n-1]
+		s.freeI = s.freeI[:n-1]
+		s.inners[i].n = 0
+		return i
+	}
+	s.inners = append(s.inners, inner{})
+	return int32(len(s.inners) - 1)
+}
+
+// maxOf is the largest of xs, 0 for none.
+func maxOf(xs []int64) int64 {
+	var m int64
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
 }
 
 // Largest is the size of the largest span, 0 when the set is empty.
 func (s *Set) Largest() int64 {
-	if s.root == none {
-		return 0
+	if s.height == 0 {
+		lp := &s.leaves[s.root]
+		return maxOf(lp.size[:lp.n])
 	}
-	return s.nodes[s.root].max
+	in := &s.inners[s.root]
+	return maxOf(in.max[:in.n])
 }
 
-func (s *Set) height(x int32) int32 {
-	if x == none {
-		return 0
+// descend walks from the root to the leaf whose range holds x, recording
+// the path, and returns the leaf and the number of its spans whose start
+// is not above x.
+func (s *Set) descend(x int64) (int32, int) {
+	s.fOK = false
+	node := s.root
+	for l := 0; l < s.height; l++ {
+		in := &s.inners[node]
+		// The last child whose separator is not above x (child 0
+		// when none is), by binary search over separators 1..n-1.
+		i := upper(in.sep[1:in.n], x)
+		s.path[l], s.idx[l] = node, int32(i)
+		node = in.child[i]
 	}
-	return s.nodes[x].height
+	lp := &s.leaves[node]
+	return node, upper(lp.start[:lp.n], x)
 }
 
-func (s *Set) maxOf(x int32) int64 {
-	if x == none {
-		return 0
-	}
-	return s.nodes[x].max
-}
-
-// fix recomputes x's height and subtree maximum from its children.
-func (s *Set) fix(x int32) {
-	nd := &s.nodes[x]
-	nd.height = 1 + max(s.height(nd.left), s.height(nd.right))
-	nd.max = max(nd.span.Size, s.maxOf(nd.left), s.maxOf(nd.right))
-}
-
-func (s *Set) rotateRight(x int32) int32 {
-	l := s.nodes[x].left
-	s.nodes[x].left = s.nodes[l].right
-	s.nodes[l].right = x
-	s.fix(x)
-	s.fix(l)
-	return l
-}
-
-func (s *Set) rotateLeft(x int32) int32 {
-	r := s.nodes[x].right
-	s.nodes[x].right = s.nodes[r].left
-	s.nodes[r].left = x
-	s.fix(x)
-	s.fix(r)
-	return r
-}
-
-// balance restores the AVL condition at x, whose subtrees are balanced.
-func (s *Set) balance(x int32) int32 {
-	s.fix(x)
-	nd := s.nodes[x]
-	switch d := s.height(nd.left) - s.height(nd.right); {
-	case d > 1:
-		if l := nd.left; s.height(s.nodes[l].left) < s.height(s.nodes[l].right) {
-			s.nodes[x].left = s.rotateLeft(l)
+// upper is the number of xs, which are sorted, not above x.
+func upper(xs []int64, x int64) int {
+	lo, hi := 0, len(xs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if xs[m] <= x {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return s.rotateRight(x)
-	case d < -1:
-		if r := nd.right; s.height(s.nodes[r].right) < s.height(s.nodes[r].left) {
-			s.nodes[x].right = s.rotateRight(r)
-		}
-		return s.rotateLeft(x)
 	}
-	return x
+	return lo
 }
 
-func (s *Set) newNode(sp Span) int32 {
-	nd := node{span: sp, max: sp.Size, left: none, right: none, height: 1}
-	if k := len(s.spare); k > 0 {
-		x := s.spare[k-1]
-		s.spare = s.spare[:k-1]
-		s.nodes[x] = nd
-		return x
+// Get returns the span that starts at start.
+func (s *Set) Get(start int64) (Span, bool) {
+	lf, pos := s.descend(start)
+	lp := &s.leaves[lf]
+	if pos > 0 && lp.start[pos-1] == start {
+		return Span{start, lp.size[pos-1]}, true
 	}
-	s.nodes = append(s.nodes, nd)
-	return int32(len(s.nodes) - 1)
+	return Span{}, false
+}
+
+// Floor returns the span with the largest start not above addr: the span
+// that holds addr, or the nearest one below it.
+func (s *Set) Floor(addr int64) (Span, bool) {
+	lf, pos := s.descend(addr)
+	lp := &s.leaves[lf]
+	if pos > 0 {
+		return Span{lp.start[pos-1], lp.size[pos-1]}, true
+	}
+	// Every start in this leaf is above addr (its separator was left
+	// below them by a removal): the floor ends the leaf before, if any
+	// (only the root leaf is ever empty).
+	if lp.prev != nilNode {
+		q := &s.leaves[lp.prev]
+		return Span{q.start[q.n-1], q.size[q.n-1]}, true
+	}
+	return Span{}, false
+}
+
+// HighestFit returns the span with the highest start among those of at
+// least size bytes, and leaves the finger on it.
+func (s *Set) HighestFit(size int64) (Span, bool) {
+	s.fOK = false
+	node := s.root
+	for l := 0; l < s.height; l++ {
+		in := &s.inners[node]
+		i := int(in.n) - 1
+		for i >= 0 && in.max[i] < size {
+			i--
+		}
+		if i < 0 {
+			return Span{}, false // only at the root: deeper maxima promise a fit
+		}
+		s.path[l], s.idx[l] = node, int32(i)
+		node = in.child[i]
+	}
+	lp := &s.leaves[node]
+	j := int(lp.n) - 1
+	for j >= 0 && lp.size[j] < size {
+		j--
+	}
+	if j < 0 {
+		return Span{}, false
+	}
+	s.fLeaf, s.fPos, s.fOK = node, int32(j), true
+	return Span{lp.start[j], lp.size[j]}, true
+}
+
+// find locates the span that starts at start, by the finger when it is
+// there, setting the path; it panics when there is none (a caller's bug).
+func (s *Set) find(start int64, what string) (int32, int) {
+	if s.fOK && s.fPos < s.leaves[s.fLeaf].n && s.leaves[s.fLeaf].start[s.fPos] == start {
+		return s.fLeaf, int(s.fPos)
+	}
+	lf, pos := s.descend(start)
+	if pos == 0 || s.leaves[lf].start[pos-1] != start {
+		panic("spanset: " + what + " a span that is not in the set")
+	}
+	return lf, pos - 1
+}
+
+// fixMax recomputes the largest size of the leaf at the end of the path
+// and carries it up the path as far as it changes anything.
+func (s *Set) fixMax(lf int32) {
+	lp := &s.leaves[lf]
+	m := maxOf(lp.size[:lp.n])
+	s.carryMax(s.height-1, m)
+}
+
+// carryMax records m as the largest size under the child taken at level
+// l of the path, and carries the node's new largest size up as far as it
+// changes: a node's largest size is looked for among its children only
+// when the child that fell held it.
+func (s *Set) carryMax(l int, m int64) {
+	for ; l >= 0; l-- {
+		in := &s.inners[s.path[l]]
+		i := s.idx[l]
+		old := in.max[i]
+		if old == m {
+			return
+		}
+		in.max[i] = m
+		if l == 0 {
+			return
+		}
+		// up is this node's largest size as the level above records it.
+		up := s.inners[s.path[l-1]].max[s.idx[l-1]]
+		if m > old {
+			s.raiseMax(l-1, m)
+			return
+		}
+		if old < up {
+			return // the node's largest size is under another child
+		}
+		m = maxOf(in.max[:in.n])
+	}
+}
+
+// raiseMax records that a span of size m joined the subtree at level l+1
+// of the path: no largest size at level l or above falls.
+func (s *Set) raiseMax(l int, m int64) {
+	for ; l >= 0; l-- {
+		in := &s.inners[s.path[l]]
+		i := s.idx[l]
+		if in.max[i] >= m {
+			return
+		}
+		in.max[i] = m
+	}
+}
+
+// SetSize changes the size of the span that starts at start (its place in
+// the order is unchanged): the TPU model shrinks a free range it carves a
+// buffer from. It panics when there is no such span or size is not
+// positive, a caller's bug.
+func (s *Set) SetSize(start, size int64) {
+	if size <= 0 {
+		panic("spanset: resizing a span to nothing")
+	}
+	lf, pos := s.find(start, "resizing")
+	lp := &s.leaves[lf]
+	old := lp.size[pos]
+	lp.size[pos] = size
+	switch {
+	case size > old:
+		s.raiseMax(s.height-1, size)
+	case s.height > 0 && old >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]]:
+		// The leaf's largest span shrank.
+		s.fixMax(lf)
+	}
+	s.fOK = false
 }
 
 // Insert adds sp, which must not overlap a span in the set and must have a
@@ -124,199 +324,336 @@ func (s *Set) Insert(sp Span) {
 	if sp.Size <= 0 {
 		panic("spanset: inserting an empty span")
 	}
-	s.root = s.insert(s.root, sp)
-	s.n++
-}
-
-func (s *Set) insert(x int32, sp Span) int32 {
-	if x == none {
-		return s.newNode(sp)
-	}
-	switch at := s.nodes[x].span.Start; {
-	case sp.Start < at:
-		l := s.insert(s.nodes[x].left, sp)
-		s.nodes[x].left = l
-	case sp.Start > at:
-		r := s.insert(s.nodes[x].right, sp)
-		s.nodes[x].right = r
-	default:
+	lf, pos := s.descend(sp.Start)
+	if pos > 0 && s.leaves[lf].start[pos-1] == sp.Start {
 		panic("spanset: inserting a span whose start is already in the set")
 	}
-	return s.balance(x)
+	s.insertAt(lf, pos, sp)
+}
+
+// insertAt puts sp at position pos of the leaf at the end of the path.
+func (s *Set) insertAt(lf int32, pos int, sp Span) {
+	s.fOK = false
+	s.n++
+	lp := &s.leaves[lf]
+	if lp.n < nodeMax {
+		n := int(lp.n)
+		copy(lp.start[pos+1:n+1], lp.start[pos:n])
+		copy(lp.size[pos+1:n+1], lp.size[pos:n])
+		lp.start[pos], lp.size[pos] = sp.Start, sp.Size
+		lp.n++
+		s.raiseMax(s.height-1, sp.Size)
+		return
+	}
+	// Split the full leaf in halves and insert into the half sp is in.
+	nl := s.newLeaf()
+	lp = &s.leaves[lf]
+	np := &s.leaves[nl]
+	const h = nodeMax / 2
+	copy(np.start[:], lp.start[h:])
+	copy(np.size[:], lp.size[h:])
+	np.n, lp.n = nodeMax-h, h
+	np.prev, np.next = lf, lp.next
+	if lp.next != nilNode {
+		s.leaves[lp.next].prev = nl
+	} else {
+		s.tail = nl
+	}
+	lp.next = nl
+	into, at := lp, pos
+	if pos > h {
+		into, at = np, pos-h
+	}
+	n := int(into.n)
+	copy(into.start[at+1:n+1], into.start[at:n])
+	copy(into.size[at+1:n+1], into.size[at:n])
+	into.start[at], into.size[at] = sp.Start, sp.Size
+	into.n++
+	l := s.addChild(s.height-1, maxOf(lp.size[:lp.n]), np.start[0], nl, maxOf(np.size[:np.n]))
+	// Above the node that took the new child without splitting, the
+	// largest sizes only need to admit sp's.
+	s.raiseMax(l-1, sp.Size)
+}
+
+// addChild records that the node on the path at level l+1 (a leaf when
+// l+1 is the height) has split: its largest size is now leftMax, and the
+// new node right, whose spans start at sep or above and whose largest size
+// is rightMax, follows it. A full inner node splits in turn; a split root
+// makes a new root. It returns the level of the node that took the new
+// child without splitting, -1 when the root split. The largest sizes of
+// the split nodes are exact; those above the returned level are not
+// updated.
+func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) int {
+	if l < 0 {
+		// The root split: a new root above the two halves.
+		r := s.newInner()
+		in := &s.inners[r]
+		in.n = 2
+		in.max[0], in.child[0] = leftMax, s.root
+		in.sep[1], in.max[1], in.child[1] = sep, rightMax, right
+		s.root = r
+		s.height++
+		if s.height > maxHeight {
+			panic("spanset: tree too high")
+		}
+		return -1
+	}
+	node, i := s.path[l], int(s.idx[l])
+	in := &s.inners[node]
+	in.max[i] = leftMax
+	if in.n < nodeMax {
+		insertChild(in, i+1, sep, rightMax, right)
+		return l
+	}
+	nn := s.newInner()
+	in = &s.inners[node]
+	np := &s.inners[nn]
+	const h = nodeMax / 2
+	copy(np.sep[:], in.sep[h:])
+	copy(np.max[:], in.max[h:])
+	copy(np.child[:], in.child[h:])
+	np.n, in.n = nodeMax-h, h
+	if i+1 <= h {
+		insertChild(in, i+1, sep, rightMax, right)
+	} else {
+		insertChild(np, i+1-h, sep, rightMax, right)
+	}
+	return s.addChild(l-1, maxOf(in.max[:in.n]), np.sep[0], nn, maxOf(np.max[:np.n]))
+}
+
+func insertChild(in *inner, i int, sep, m int64, c int32) {
+	n := int(in.n)
+	copy(in.sep[i+1:n+1], in.sep[i:n])
+	copy(in.max[i+1:n+1], in.max[i:n])
+	copy(in.child[i+1:n+1], in.child[i:n])
+	in.sep[i], in.max[i], in.child[i] = sep, m, c
+	in.n++
 }
 
 // Remove deletes the span that starts at start; it panics when there is
 // none, a caller's bug.
 func (s *Set) Remove(start int64) {
-	s.root = s.remove(s.root, start)
+	lf, pos := s.find(start, "removing")
+	s.removeAt(lf, pos)
+}
+
+// removeAt deletes the span at pos of the leaf at the end of the path.
+func (s *Set) removeAt(lf int32, pos int) {
+	s.fOK = false
 	s.n--
+	lp := &s.leaves[lf]
+	n := int(lp.n)
+	old := lp.size[pos]
+	copy(lp.start[pos:n-1], lp.start[pos+1:n])
+	copy(lp.size[pos:n-1], lp.size[pos+1:n])
+	lp.n--
+	if lp.n == 0 && s.height > 0 {
+		s.unlinkLeaf(lf)
+		s.removeChild(s.height - 1)
+		return
+	}
+	if s.height > 0 && old >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]] {
+		// The largest span under the leaf may have gone.
+		s.fixMax(lf)
+	}
 }
 
-func (s *Set) remove(x int32, start int64) int32 {
-	if x == none {
-		panic("spanset: removing a span that is not in the set")
+func (s *Set) unlinkLeaf(lf int32) {
+	lp := &s.leaves[lf]
+	if lp.prev != nilNode {
+		s.leaves[lp.prev].next = lp.next
+	} else {
+		s.head = lp.next
 	}
-	nd := s.nodes[x]
+	if lp.next != nilNode {
+		s.leaves[lp.next].prev = lp.prev
+	} else {
+		s.tail = lp.prev
+	}
+	s.freeL = append(s.freeL, lf)
+}
+
+// removeChild removes the child taken at level l of the path, which has
+// become empty, from its inner node; an inner node left empty goes too,
+// and a root left with one child gives way to it. The largest sizes above
+// are recomputed.
+func (s *Set) removeChild(l int) {
+	node, i := s.path[l], int(s.idx[l])
+	in := &s.inners[node]
+	n := int(in.n)
+	copy(in.sep[i:n-1], in.sep[i+1:n])
+	copy(in.max[i:n-1], in.max[i+1:n])
+	copy(in.child[i:n-1], in.child[i+1:n])
+	in.n--
+	if in.n == 0 {
+		// Only a non-root node can empty: a root keeps two children.
+		s.freeI = append(s.freeI, node)
+		s.removeChild(l - 1)
+		return
+	}
+	s.carryMax(l-1, maxOf(in.max[:in.n]))
+	for s.height > 0 && node == s.root && in.n == 1 {
+		s.freeI = append(s.freeI, node)
+		s.root = in.child[0]
+		s.height--
+		if s.height == 0 {
+			break
+		}
+		node = s.root
+		in = &s.inners[node]
+	}
+}
+
+// Join returns [start, start+size) to the set, merged with the span that
+// ends at start and the one that begins at its end, if there are, and
+// returns the span that holds it. It is Get, Remove, Floor and SetSize or
+// Insert in one descent when the neighbours share a leaf with the new
+// span's place (one search instead of three or four); the range must not
+// overlap a span in the set.
+func (s *Set) Join(start, size int64) Span {
+	end := start + size
+	lf, pos := s.descend(start)
+	lp := &s.leaves[lf]
+	n := int(lp.n)
+	joinPrev := pos > 0 && lp.start[pos-1]+lp.size[pos-1] == start
+	joinNext := pos < n && lp.start[pos] == end
+	if pos == 0 && lp.prev != nilNode || pos == n && lp.next != nilNode {
+		// A neighbour is in another leaf: the general way.
+		return s.joinApart(start, size)
+	}
 	switch {
-	case start < nd.span.Start:
-		s.nodes[x].left = s.remove(nd.left, start)
-	case start > nd.span.Start:
-		s.nodes[x].right = s.remove(nd.right, start)
-	default:
-		if nd.left == none || nd.right == none {
-			child := nd.left
-			if child == none {
-				child = nd.right
-			}
-			s.spare = append(s.spare, x)
-			return child
-		}
-		// Two children: take the successor's span, then delete the
-		// successor from the right subtree.
-		m := nd.right
-		for s.nodes[m].left != none {
-			m = s.nodes[m].left
-		}
-		succ := s.nodes[m].span
-		s.nodes[x].right = s.remove(nd.right, succ.Start)
-		s.nodes[x].span = succ
+	case joinPrev && joinNext:
+		lp.size[pos-1] += size + lp.size[pos]
+		sp := Span{lp.start[pos-1], lp.size[pos-1]}
+		s.removeAt(lf, pos) // fixes the maxima for a leaf of n-1 > 0 spans
+		s.raiseMax(s.height-1, sp.Size)
+		return sp
+	case joinPrev:
+		lp.size[pos-1] += size
+		s.raiseMax(s.height-1, lp.size[pos-1])
+		return Span{lp.start[pos-1], lp.size[pos-1]}
+	case joinNext:
+		// Its start comes down to start, still above the separators
+		// that led the descent here.
+		lp.start[pos] = start
+		lp.size[pos] += size
+		s.raiseMax(s.height-1, lp.size[pos])
+		return Span{start, lp.size[pos]}
 	}
-	return s.balance(x)
+	sp := Span{start, size}
+	s.insertAt(lf, pos, sp)
+	return sp
 }
 
-// SetSize changes the size of the span that starts at start (its place in
-// the order is unchanged, so no rebalancing is needed): the TPU model
-// shrinks a free range it carves a buffer from, and grows one a freed
-// buffer joins. It panics when there is no such span or size is not
-// positive, a caller's bug.
-func (s *Set) SetSize(start, size int64) {
-	if size <= 0 {
-		panic("spanset: resizing a span to nothing")
+// joinApart is Join with a neighbour in another leaf, one search at a
+// time.
+func (s *Set) joinApart(start, size int64) Span {
+	end := start + size
+	if up, ok := s.Get(end); ok {
+		s.Remove(end)
+		end = up.End()
 	}
-	s.setSize(s.root, start, size)
-}
-
-func (s *Set) setSize(x int32, start, size int64) {
-	if x == none {
-		panic("spanset: resizing a span that is not in the set")
+	if lo, ok := s.Floor(start - 1); ok && lo.End() == start {
+		s.SetSize(lo.Start, end-lo.Start)
+		return Span{lo.Start, end - lo.Start}
 	}
-	nd := &s.nodes[x]
-	switch {
-	case start < nd.span.Start:
-		s.setSize(nd.left, start, size)
-	case start > nd.span.Start:
-		s.setSize(nd.right, start, size)
-	default:
-		nd.span.Size = size
-	}
-	s.fix(x)
-}
-
-// Get returns the span that starts at start.
-func (s *Set) Get(start int64) (Span, bool) {
-	for x := s.root; x != none; {
-		nd := &s.nodes[x]
-		switch {
-		case start < nd.span.Start:
-			x = nd.left
-		case start > nd.span.Start:
-			x = nd.right
-		default:
-			return nd.span, true
-		}
-	}
-	return Span{}, false
-}
-
-// Floor returns the span with the largest start not above addr: the span
-// that holds addr, or the nearest one below it.
-func (s *Set) Floor(addr int64) (Span, bool) {
-	var best Span
-	ok := false
-	for x := s.root; x != none; {
-		nd := &s.nodes[x]
-		if nd.span.Start <= addr {
-			best, ok = nd.span, true
-			x = nd.right
-		} else {
-			x = nd.left
-		}
-	}
-	return best, ok
-}
-
-// HighestFit returns the span with the highest start among those of at
-// least size bytes.
-func (s *Set) HighestFit(size int64) (Span, bool) {
-	x := s.root
-	if x == none || s.nodes[x].max < size {
-		return Span{}, false
-	}
-	for {
-		nd := &s.nodes[x]
-		switch {
-		case s.maxOf(nd.right) >= size:
-			x = nd.right
-		case nd.span.Size >= size:
-			return nd.span, true
-		default:
-			// The subtree's maximum is in the left child.
-			x = nd.left
-		}
-	}
+	sp := Span{start, end - start}
+	s.Insert(sp)
+	return sp
 }
 
 // Ascend calls fn on each span in address order until fn returns false.
 // fn must not change the set.
 func (s *Set) Ascend(fn func(Span) bool) {
-	s.ascend(s.root, fn)
-}
-
-func (s *Set) ascend(x int32, fn func(Span) bool) bool {
-	if x == none {
-		return true
+	for lf := s.head; lf != nilNode; lf = s.leaves[lf].next {
+		lp := &s.leaves[lf]
+		for i := range int(lp.n) {
+			if !fn(Span{lp.start[i], lp.size[i]}) {
+				return
+			}
+		}
 	}
-	nd := s.nodes[x]
-	return s.ascend(nd.left, fn) && fn(nd.span) && s.ascend(nd.right, fn)
 }
 
-// Check verifies the tree: search order, heights, balance, subtree
-// maxima and the count. It is for tests and allocators' Check methods.
+// Check verifies the tree: spans in order, disjoint and not empty, the
+// leaves linked in order, separators that route every start to its leaf,
+// every largest size the largest under its child, no empty node but an
+// empty root leaf, and the count. It is for tests and allocators' Check
+// methods.
 func (s *Set) Check() error {
-	n, _, _, err := s.check(s.root, minInt, maxInt)
-	if err == nil && n != s.n {
-		err = errorf("the tree holds %d spans, the count says %d", n, s.n)
+	var spans []Span
+	var walk func(node int32, h int, lo, hi int64, loOK bool) (int64, error)
+	// walk returns the largest size under node, whose starts must lie
+	// in [lo, hi) (lo only when loOK).
+	walk = func(node int32, h int, lo, hi int64, loOK bool) (int64, error) {
+		if h == s.height {
+			lp := &s.leaves[node]
+			if lp.n == 0 && s.height > 0 {
+				return 0, errorf("empty leaf %d", node)
+			}
+			for i := range int(lp.n) {
+				st := lp.start[i]
+				if loOK && st < lo || st >= hi {
+					return 0, errorf("span at %d outside its leaf's range [%d, %d)", st, lo, hi)
+				}
+				spans = append(spans, Span{st, lp.size[i]})
+			}
+			return maxOf(lp.size[:lp.n]), nil
+		}
+		in := &s.inners[node]
+		if in.n == 0 || (node == s.root && in.n < 2) {
+			return 0, errorf("inner %d has %d children", node, in.n)
+		}
+		var m int64
+		for i := range int(in.n) {
+			clo, cloOK, chi := lo, loOK, hi
+			if i > 0 {
+				clo, cloOK = in.sep[i], true
+				if loOK && clo < lo {
+					return 0, errorf("inner %d: separator %d below its range's %d", node, clo, lo)
+				}
+			}
+			if i+1 < int(in.n) {
+				chi = in.sep[i+1]
+			}
+			cm, err := walk(in.child[i], h+1, clo, chi, cloOK)
+			if err != nil {
+				return 0, err
+			}
+			if cm != in.max[i] {
+				return 0, errorf("inner %d child %d: largest size %d recorded as %d", node, i, cm, in.max[i])
+			}
+			m = max(m, cm)
+		}
+		return m, nil
 	}
-	return err
+	if _, err := walk(s.root, 0, 0, maxInt, false); err != nil {
+		return err
+	}
+	for i, sp := range spans {
+		if sp.Size <= 0 {
+			return errorf("empty span %+v", sp)
+		}
+		if i > 0 && spans[i-1].End() > sp.Start {
+			return errorf("span %+v overlaps or precedes %+v", spans[i-1], sp)
+		}
+	}
+	if len(spans) != s.n {
+		return errorf("the tree holds %d spans, the count says %d", len(spans), s.n)
+	}
+	var linked []Span
+	s.Ascend(func(sp Span) bool { linked = append(linked, sp); return true })
+	if len(linked) != len(spans) {
+		return errorf("the leaf links reach %d spans of %d", len(linked), len(spans))
+	}
+	for i := range linked {
+		if linked[i] != spans[i] {
+			return errorf("the leaf links are out of order at %d", i)
+		}
+	}
+	return nil
 }
 
-const (
-	minInt = -1 << 63
-	maxInt = 1<<63 - 1
-)
-
-func (s *Set) check(x int32, lo, hi int64) (n int, h int32, m int64, err error) {
-	if x == none {
-		return 0, 0, 0, nil
-	}
-	nd := s.nodes[x]
-	if nd.span.Start < lo || nd.span.Start > hi || nd.span.Size <= 0 {
-		return 0, 0, 0, errorf("span %+v out of order or empty", nd.span)
-	}
-	ln, lh, lm, err := s.check(nd.left, lo, nd.span.Start-1)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	rn, rh, rm, err := s.check(nd.right, nd.span.Start+1, hi)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	h = 1 + max(lh, rh)
-	m = max(nd.span.Size, lm, rm)
-	if nd.height != h || nd.max != m || lh-rh > 1 || rh-lh > 1 {
-		return 0, 0, 0, errorf("node of span %+v: height %d max %d, want %d %d (children %d, %d)", nd.span, nd.height, nd.max, h, m, lh, rh)
-	}
-	return ln + rn + 1, h, m, nil
-}
+const maxInt = 1<<63 - 1
 
 func errorf(format string, args ...any) error { return fmt.Errorf("spanset: "+format, args...) }

@@ -160,3 +160,178 @@ func BenchmarkHighestFit(b *testing.B) {
 		}
 	}
 }
+
+// TestDeepAgainstModel grows the set to tens of thousands of spans (three
+// inner levels) and drains it again, through every operation the TPU
+// model uses — Insert, Remove, SetSize, Join, and HighestFit followed by
+// the finger's Remove or SetSize — and checks the tree and every query
+// against a sorted slice.
+func TestDeepAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	s := New()
+	var model []Span
+	at := func(x int64) int { // first span starting above x
+		i, _ := slices.BinarySearchFunc(model, x+1, func(sp Span, k int64) int { return cmp64(sp.Start, k) })
+		return i
+	}
+	// gap returns a random free range: after span i-1 and before span i.
+	const top = 1 << 40
+	gap := func() (lo, hi int64, i int) {
+		i = rng.IntN(len(model) + 1)
+		lo, hi = 0, int64(top)
+		if i > 0 {
+			lo = model[i-1].End()
+		}
+		if i < len(model) {
+			hi = model[i].Start
+		}
+		return lo, hi, i
+	}
+	step := 0
+	verify := func() {
+		if err := s.Check(); err != nil {
+			t.Fatalf("step %d (%d spans, height %d): %v", step, len(model), s.height, err)
+		}
+		if s.Len() != len(model) {
+			t.Fatalf("step %d: Len %d, want %d", step, s.Len(), len(model))
+		}
+	}
+	maxHeightSeen := 0
+	for _, target := range []int{40000, 100, 20000, 0} {
+		for len(model) != target {
+			step++
+			grow := len(model) < target
+			switch r := rng.IntN(100); {
+			case r < 30 && grow || r < 10:
+				// Insert, maybe touching a neighbour (no merge).
+				lo, hi, i := gap()
+				if hi-lo < 2 {
+					continue
+				}
+				a := lo + rng.Int64N((hi-lo)/2+1)
+				b := a + 1 + rng.Int64N(min(hi-a, 1<<20))
+				sp := Span{a, b - a}
+				s.Insert(sp)
+				model = slices.Insert(model, i, sp)
+			case r < 55 && grow || r < 30:
+				// Join a range inside a gap, often touching a side.
+				lo, hi, i := gap()
+				if hi-lo < 1 {
+					continue
+				}
+				a, b := lo, hi
+				if rng.IntN(3) > 0 && hi-lo > 1 {
+					a = lo + rng.Int64N(hi-lo)
+				}
+				if rng.IntN(3) > 0 && b-a > 1 {
+					b = a + 1 + rng.Int64N(b-a)
+				}
+				if b-a > 1<<30 {
+					b = a + 1<<30
+				}
+				got := s.Join(a, b-a)
+				want := Span{a, b - a}
+				del := 0
+				if i < len(model) && model[i].Start == b {
+					want.Size += model[i].Size
+					del++
+				}
+				if i > 0 && model[i-1].End() == a {
+					want = Span{model[i-1].Start, want.End() - model[i-1].Start}
+					i--
+					del++
+				}
+				model = slices.Replace(model, i, i+del, want)
+				if got != want {
+					t.Fatalf("step %d: Join(%d, %d) = %v, want %v", step, a, b-a, got, want)
+				}
+			case r < 70 && len(model) > 0:
+				// Place: the highest fit, then carve or take it.
+				size := 1 + rng.Int64N(1<<20)
+				if rng.IntN(4) == 0 {
+					size = model[rng.IntN(len(model))].Size
+				}
+				got, ok := s.HighestFit(size)
+				j := len(model) - 1
+				for j >= 0 && model[j].Size < size {
+					j--
+				}
+				if ok != (j >= 0) || ok && got != model[j] {
+					t.Fatalf("step %d: HighestFit(%d) = %v %v, want %d", step, size, got, ok, j)
+				}
+				if !ok {
+					continue
+				}
+				if got.Size == size || !grow && rng.IntN(2) == 0 {
+					s.Remove(got.Start)
+					model = slices.Delete(model, j, j+1)
+				} else {
+					s.SetSize(got.Start, got.Size-size)
+					model[j].Size -= size
+				}
+			case r < 80 && len(model) > 0:
+				i := rng.IntN(len(model))
+				lim := int64(top) - model[i].Start
+				if i+1 < len(model) {
+					lim = model[i+1].Start - model[i].Start
+				}
+				model[i].Size = 1 + rng.Int64N(min(lim, 1<<21))
+				s.SetSize(model[i].Start, model[i].Size)
+			case len(model) > 0:
+				i := rng.IntN(len(model))
+				s.Remove(model[i].Start)
+				model = slices.Delete(model, i, i+1)
+			}
+			maxHeightSeen = max(maxHeightSeen, s.height)
+			if step%4000 == 0 {
+				verify()
+			}
+			if step%97 == 0 && len(model) > 0 {
+				probe := model[rng.IntN(len(model))].Start + rng.Int64N(3) - 1
+				i := at(probe)
+				got, ok := s.Floor(probe)
+				if ok != (i > 0) || ok && got != model[i-1] {
+					t.Fatalf("step %d: Floor(%d) = %v %v", step, probe, got, ok)
+				}
+				got, ok = s.Get(probe)
+				if want := i > 0 && model[i-1].Start == probe; ok != want || ok && got != model[i-1] {
+					t.Fatalf("step %d: Get(%d) = %v %v", step, probe, got, ok)
+				}
+				var largest int64
+				for _, sp := range model {
+					largest = max(largest, sp.Size)
+				}
+				if s.Largest() != largest {
+					t.Fatalf("step %d: Largest %d, want %d", step, s.Largest(), largest)
+				}
+			}
+		}
+		verify()
+	}
+	if maxHeightSeen < 3 {
+		t.Errorf("the tree reached height %d: the test should reach three levels", maxHeightSeen)
+	}
+	if s.height != 0 {
+		t.Errorf("empty set of height %d", s.height)
+	}
+}
+
+// TestReset: a reset set of several levels is empty and takes spans again
+// without growing its storage.
+func TestReset(t *testing.T) {
+	s := New()
+	for i := int64(0); i < 5000; i++ {
+		s.Insert(Span{i << 12, 1 + i%4000})
+	}
+	leaves, inners := cap(s.leaves), cap(s.inners)
+	s.Reset()
+	if err := s.Check(); err != nil || s.Len() != 0 || s.Largest() != 0 {
+		t.Fatalf("after Reset: %v, %d spans, largest %d", err, s.Len(), s.Largest())
+	}
+	for i := int64(0); i < 5000; i++ {
+		s.Insert(Span{i << 12, 1 + i%4000})
+	}
+	if err := s.Check(); err != nil || cap(s.leaves) != leaves || cap(s.inners) != inners {
+		t.Fatalf("refilled: %v, storage %d/%d leaves, %d/%d inner nodes", err, cap(s.leaves), leaves, cap(s.inners), inners)
+	}
+}

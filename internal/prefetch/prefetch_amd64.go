@@ -1,0 +1,4 @@
+package prefetch
+
+//go:noescape
+func line(addr uintptr)
