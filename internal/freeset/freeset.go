@@ -314,7 +314,9 @@ func (s *Set) Insert(k Key) {
 	s.n++
 	lp := &s.leaves[lf]
 	if lp.n < leafMax {
-		copy(lp.keys[pos+1:lp.n+1], lp.keys[pos:lp.n])
+		if pos < int(lp.n) {
+			copy(lp.keys[pos+1:lp.n+1], lp.keys[pos:lp.n])
+		}
 		lp.keys[pos] = k
 		lp.n++
 		s.fPos = int32(pos)
@@ -423,7 +425,9 @@ func (s *Set) Remove(k Key) {
 	}
 	s.n--
 	lp := &s.leaves[lf]
-	copy(lp.keys[pos:lp.n-1], lp.keys[pos+1:lp.n])
+	if pos < int(lp.n)-1 {
+		copy(lp.keys[pos:lp.n-1], lp.keys[pos+1:lp.n])
+	}
 	lp.n--
 	lp.keys[lp.n] = Key{}
 	if lp.n == 0 {
@@ -476,7 +480,9 @@ func (s *Set) Replace(old, new Key) {
 				return
 			}
 		}
-		copy(lp.keys[q+1:pos+1], lp.keys[q:pos])
+		if q < pos { // (copy calls memmove even to move nothing)
+			copy(lp.keys[q+1:pos+1], lp.keys[q:pos])
+		}
 		lp.keys[q] = new
 		if pos == n-1 {
 			// The leaf's largest key fell.
@@ -499,7 +505,9 @@ func (s *Set) Replace(old, new Key) {
 		}
 		s.setMax(new)
 	}
-	copy(lp.keys[pos:q-1], lp.keys[pos+1:q])
+	if q-1 > pos {
+		copy(lp.keys[pos:q-1], lp.keys[pos+1:q])
+	}
 	lp.keys[q-1] = new
 	s.fPos = int32(q - 1)
 }

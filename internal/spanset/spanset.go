@@ -338,8 +338,10 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 	lp := &s.leaves[lf]
 	if lp.n < nodeMax {
 		n := int(lp.n)
-		copy(lp.start[pos+1:n+1], lp.start[pos:n])
-		copy(lp.size[pos+1:n+1], lp.size[pos:n])
+		if pos < n { // (copy calls memmove even to move nothing)
+			copy(lp.start[pos+1:n+1], lp.start[pos:n])
+			copy(lp.size[pos+1:n+1], lp.size[pos:n])
+		}
 		lp.start[pos], lp.size[pos] = sp.Start, sp.Size
 		lp.n++
 		s.raiseMax(s.height-1, sp.Size)
@@ -444,8 +446,10 @@ func (s *Set) removeAt(lf int32, pos int) {
 	lp := &s.leaves[lf]
 	n := int(lp.n)
 	old := lp.size[pos]
-	copy(lp.start[pos:n-1], lp.start[pos+1:n])
-	copy(lp.size[pos:n-1], lp.size[pos+1:n])
+	if pos < n-1 {
+		copy(lp.start[pos:n-1], lp.start[pos+1:n])
+		copy(lp.size[pos:n-1], lp.size[pos+1:n])
+	}
 	lp.n--
 	if lp.n == 0 && s.height > 0 {
 		s.unlinkLeaf(lf)
