@@ -2,17 +2,16 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
 
 	"membench/harness"
+	"membench/internal/gotool"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -67,30 +66,14 @@ func TestRunDefault(t *testing.T) {
 // benchstat is the binary `go tool benchstat` runs (the version go.mod
 // pins), found once: `go tool -n benchstat` builds it into the build cache
 // if need be and prints its path, so the tests start the go command once.
-var benchstat struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // benchstatCommand is benchstat with args, as `go tool benchstat` runs it.
 func benchstatCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	benchstat.once.Do(func() {
-		var se bytes.Buffer
-		cmd := exec.Command("go", "tool", "-n", "benchstat")
-		cmd.Stderr = &se
-		out, err := cmd.Output()
-		if err != nil {
-			benchstat.err = fmt.Errorf("go tool -n benchstat: %v\n%s", err, se.String())
-			return
-		}
-		benchstat.path = strings.TrimSpace(string(out))
-	})
-	if benchstat.err != nil {
-		t.Fatal(benchstat.err)
+	p, err := gotool.Path("benchstat")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return exec.Command(benchstat.path, args...)
+	return exec.Command(p, args...)
 }
 
 // TestBenchstatReadsOutput feeds our output to the real benchstat pinned

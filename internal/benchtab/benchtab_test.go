@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+	"membench/internal/gotool"
 )
 
 // The golden files under testdata/golden are rewritten by
@@ -265,33 +265,16 @@ func TestCompareMatchesBenchstat(t *testing.T) {
 	}
 }
 
-// benchstat is the binary `go tool benchstat` runs (the version go.mod
-// pins), found once: `go tool -n benchstat` builds it into the build cache
-// if need be and prints its path. Starting the go command for each of
+// benchstatPath is the binary `go tool benchstat` runs (the version go.mod
+// pins), found once by gotool.Path. Starting the go command for each of
 // the two dozen runs took most of TestCompareMatchesBenchstat's time.
-var benchstat struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 func benchstatPath(t *testing.T) string {
 	t.Helper()
-	benchstat.once.Do(func() {
-		var se bytes.Buffer
-		cmd := exec.Command("go", "tool", "-n", "benchstat")
-		cmd.Stderr = &se
-		out, err := cmd.Output()
-		if err != nil {
-			benchstat.err = fmt.Errorf("go tool -n benchstat: %v\n%s", err, se.String())
-			return
-		}
-		benchstat.path = strings.TrimSpace(string(out))
-	})
-	if benchstat.err != nil {
-		t.Fatal(benchstat.err)
+	p, err := gotool.Path("benchstat")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return benchstat.path
+	return p
 }
 
 func runBenchstat(t *testing.T, args ...string) (stdout, stderr string) {
