@@ -18,28 +18,34 @@ import (
 // are recycled as soon as their last id is freed. A slot holds an id's
 // value and its flags (live, donated), so that a free touches one cache
 // line of its page: with 10^6 live ids, frees of old ids miss the cache,
-// and each line is a miss. The live
-// count of a page sits beside the page's pointer, in a flat directory
-// indexed by page for ids below dirPages×512 (16 bytes per 512 ids up to
-// the largest id seen: 1.6 MB for 5×10^7 ids), found with no hashing (issue
-// 15 measured the map at 7% of a replay); higher ids' pages are found
-// through a map. Every importer numbers allocations sequentially from 0,
-// and memory is the directory, the pages that still hold a live id, and
-// one bit per id ever allocated: "ever allocated" (which tells a double
-// free from a free of an id never allocated) is kept in the id's page
-// while the page lives, and moved to a paged bitset whose pages (512 ids,
-// 64 bytes) are never freed when the page is recycled. Ids scattered so
-// thinly that pages would hold fewer than 8 live ids on average make the
-// tracker move its values to a plain map once and for all, bounding
-// memory by the live set whatever the ids.
+// and each line is a miss. The live count of a page sits beside the
+// page's pointer, in a flat directory indexed by page for ids below
+// dirPages×512 (16 bytes per 512 ids up to the largest id seen: 1.6 MB for
+// 5×10^7 ids), found with no hashing (issue 15 measured the map at 7% of a
+// replay); higher ids' pages are found through a map. Every importer
+// numbers allocations sequentially from 0, and memory is the directory,
+// the pages that still hold a live id, and one bit per id ever allocated,
+// which tells a double free from a free of an id never allocated: for the
+// directory's ids in a dense array beside it (64 bytes per 512 ids, set
+// by allocations of consecutive ids in one hot line), for others in a
+// paged bitset whose pages (512 ids, 64 bytes) are never freed. The bits
+// are not kept in the pages, whose size (12 KiB for a replay's slots) is
+// then a size class of its own: a page with a header in front of its
+// slots took a larger class, and the replay with 10^6 live blocks a fifth
+// more time. Ids scattered so thinly that pages would hold fewer than 8
+// live ids on average make the tracker move its values to a plain map
+// once and for all, bounding memory by the live set whatever the ids.
 //
 // A live id may be donated once (Donate, format version 2): an output
 // aliased to it takes its memory under jit. The id stays live until its
 // own free, which a compiled replay then ignores; a second donation of it
 // is an error (ErrBadDonor), as donating a buffer twice is in JAX.
 type Tracker[V any] struct {
-	seen idBitset
-	dir  []pageRef[V] // pages of keys below dirPages
+	// seen: the ids ever allocated, for ids above the directory and in
+	// sparse mode; dirSeen for the directory's ids (see Tracker).
+	seen    idBitset
+	dir     []pageRef[V] // pages of keys below dirPages
+	dirSeen [][valPageSize / 64]uint64
 	// pages finds the pages of higher keys in refs; unusedRefs are
 	// recycled entries of refs.
 	pages         map[uint64]int32
@@ -69,10 +75,6 @@ type slot[V any] struct {
 }
 
 type valPage[V any] struct {
-	// seen: the ids of the page allocated since the page was taken
-	// (see Tracker), as bits, which allocations of consecutive ids set
-	// in one hot line and a recycling moves eight words at a time.
-	seen  [valPageSize / 64]uint64
 	slots [valPageSize]slot[V]
 }
 
@@ -99,6 +101,7 @@ func (t *Tracker[V]) ref(key uint64, create bool) *pageRef[V] {
 		}
 		t.dir = append(t.dir, make([]pageRef[V], int(key)+1-len(t.dir))...)
 		t.dir = t.dir[:cap(t.dir)]
+		t.dirSeen = append(t.dirSeen, make([][valPageSize / 64]uint64, len(t.dir)-len(t.dirSeen))...)
 		r = &t.dir[key]
 	default:
 		i, ok := t.pages[key]
@@ -141,10 +144,9 @@ func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
 }
 
 // recycle gives up the page of key, whose last live id r's count just
-// lost: its seen flags go to the bitset, the page to the spares.
+// lost, to the spares.
 func (t *Tracker[V]) recycle(key uint64, r *pageRef[V]) {
 	p := r.p
-	t.flushSeen(key, p)
 	r.p = nil
 	if key >= dirPages {
 		t.unusedRefs = append(t.unusedRefs, t.pages[key])
@@ -154,16 +156,23 @@ func (t *Tracker[V]) recycle(key uint64, r *pageRef[V]) {
 	t.spare = append(t.spare, p)
 }
 
-// flushSeen moves the seen bits of p, the page of key, to the tracker's
-// bitset.
-func (t *Tracker[V]) flushSeen(key uint64, p *valPage[V]) {
-	for w, bits := range p.seen {
-		if bits != 0 {
-			sp, sw, _ := t.seen.loc(key*valPageSize+uint64(w)*64, true)
-			sp.seen[sw] |= bits
-		}
+// markSeen records that id, whose page r is, was allocated.
+func (t *Tracker[V]) markSeen(id uint64) {
+	if key := id / valPageSize; key < uint64(len(t.dirSeen)) {
+		t.dirSeen[key][id%valPageSize/64] |= 1 << (id % 64)
+		return
 	}
-	p.seen = [valPageSize / 64]uint64{}
+	sp, sw, sbit := t.seen.loc(id, true)
+	sp.seen[sw] |= sbit
+}
+
+// wasSeen reports whether id was ever allocated.
+func (t *Tracker[V]) wasSeen(id uint64) bool {
+	if key := id / valPageSize; key < uint64(len(t.dirSeen)) {
+		return t.dirSeen[key][id%valPageSize/64]&(1<<(id%64)) != 0
+	}
+	sp, sw, sbit := t.seen.loc(id, false)
+	return sp != nil && sp.seen[sw]&sbit != 0
 }
 
 // Alloc records id as live with value v.
@@ -176,8 +185,7 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 			return fmt.Errorf("%w: id %d", ErrLiveID, id)
 		}
 		t.sparse[id] = v
-		sp, sw, sbit := t.seen.loc(id, true)
-		sp.seen[sw] |= sbit
+		t.markSeen(id)
 	} else {
 		// A page of the directory is found here, anything else by
 		// ref: a call saved on nearly every allocation and free.
@@ -194,7 +202,11 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 		}
 		s.v = v
 		s.flags = slotLive
-		r.p.seen[id%valPageSize/64] |= 1 << (id % 64)
+		if key < uint64(len(t.dirSeen)) {
+			t.dirSeen[key][id%valPageSize/64] |= 1 << (id % 64)
+		} else {
+			t.markSeen(id)
+		}
 		r.n++
 	}
 	t.live++
@@ -254,11 +266,8 @@ func (t *Tracker[V]) Free(id uint64) (V, error) {
 			}
 			return v, nil
 		}
-		if r.p.seen[id%valPageSize/64]&(1<<(id%64)) != 0 {
-			return zero, fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, id)
-		}
 	}
-	if sp, sw, sbit := t.seen.loc(id, false); sp != nil && sp.seen[sw]&sbit != 0 {
+	if t.wasSeen(id) {
 		return zero, fmt.Errorf("%w: id %d was already freed", ErrDoubleFree, id)
 	}
 	return zero, fmt.Errorf("%w: id %d was never allocated", ErrUnknownID, id)
@@ -320,13 +329,21 @@ func (t *Tracker[V]) toSparse() {
 	for key, i := range t.pages {
 		t.sparsePage(key, t.refs[i].p)
 	}
-	t.dir, t.pages, t.refs, t.unusedRefs, t.spare, t.npages = nil, nil, nil, nil, nil, 0
+	// The directory's ever-allocated bits move to the bitset, which
+	// the sparse map uses for every id.
+	for key, words := range t.dirSeen {
+		for w, bits := range words {
+			if bits != 0 {
+				sp, sw, _ := t.seen.loc(uint64(key)*valPageSize+uint64(w)*64, true)
+				sp.seen[sw] |= bits
+			}
+		}
+	}
+	t.dir, t.dirSeen, t.pages, t.refs, t.unusedRefs, t.spare, t.npages = nil, nil, nil, nil, nil, nil, 0
 }
 
-// sparsePage moves the live values of the page of key to the map, and
-// its seen flags to the bitset.
+// sparsePage moves the live values of the page of key to the map.
 func (t *Tracker[V]) sparsePage(key uint64, p *valPage[V]) {
-	t.flushSeen(key, p)
 	for i := range uint64(valPageSize) {
 		if s := &p.slots[i]; s.flags&slotLive != 0 {
 			t.sparse[key*valPageSize+i] = s.v
