@@ -185,8 +185,19 @@ func (s *Set) descend(k Key, insert bool) (lf int32, pos int, ok bool) {
 
 func (s *Set) Len() int { return s.n }
 
-// LowerBound is the first key not less than k.
+// LowerBound is the first key not less than k. A set of one leaf, a
+// small pool, is scanned here without descend's call (every allocation
+// makes this search).
 func (s *Set) LowerBound(k Key) (Key, bool) {
+	if s.height == 0 {
+		lp := &s.leaves[s.root]
+		pos := s.scan(lp.keys[:lp.n], k)
+		s.fLeaf, s.fPos, s.fOK = s.root, int32(pos), true
+		if pos == int(lp.n) {
+			return Key{}, false
+		}
+		return lp.keys[pos], true
+	}
 	lf, pos, ok := s.descend(k, false)
 	if !ok {
 		return Key{}, false
