@@ -269,14 +269,7 @@ func TestOfflineBoundNotRanked(t *testing.T) {
 BenchmarkReplay/trace=t/device=a100-40g/strategy=jax 1 1 fit -1 first-oom-event 110000000 peak-footprint-B 5 placement-frag-% 100000000 peak-live-B 30000000000 peak-reserved-B 5 frag-%
 BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 1 fit -1 first-oom-event 101000000 peak-footprint-B 1 placement-frag-% 100000000 peak-live-B 101000000 peak-reserved-B 1 frag-%
 `
-	ms, err := ReadResults(strings.NewReader(results), "r.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := build(&Report{Measurements: ms})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, results)
 	v := p.Verdicts[0]
 	for _, row := range v.Rows {
 		if row.Least != (row.Strategy == "jax") || row.Bound != (row.Strategy == "planner") {
@@ -296,6 +289,15 @@ func TestPlannerNeverBaseline(t *testing.T) {
 	const results = `BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 1 fit -1 first-oom-event 101000000 peak-footprint-B 1 placement-frag-% 100000000 peak-live-B 101000000 peak-reserved-B 1 frag-%
 BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 1 fit -1 first-oom-event 120000000 peak-footprint-B 10 placement-frag-% 100000000 peak-live-B 120000000 peak-reserved-B 10 frag-%
 `
+	p := pageOf(t, results)
+	if s := p.Comparison[0].Strategies; len(s) != 2 || s[0] != "torch" || s[1] != "planner" {
+		t.Errorf("comparison columns %v, want torch (the baseline) then planner", s)
+	}
+}
+
+// pageOf is the report page built from benchfmt results.
+func pageOf(t *testing.T, results string) *page {
+	t.Helper()
 	ms, err := ReadResults(strings.NewReader(results), "r.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +306,5 @@ BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 1 fit -1 first-oom-even
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Comparison[0].Strategies; len(s) != 2 || s[0] != "torch" || s[1] != "planner" {
-		t.Errorf("comparison columns %v, want torch (the baseline) then planner", s)
-	}
+	return p
 }

@@ -310,13 +310,9 @@ func TestExportGolden(t *testing.T) {
 // the file still reads as consistent (a cold start whose final segments
 // the entries explain).
 func TestExportMoves(t *testing.T) {
-	dev, err := strategies.ParseDevice("tpu-v4")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A 4 KiB heap: buffers A, B, C top-down, B freed, then a 2 KiB
 	// request that only a slide of C to the top makes room for.
-	dev.Total, dev.Capacity, dev.Free = 4096, 4096, 4096
+	dev := tinyTPU(t)
 	evs := []traces.Event{
 		{Op: traces.OpAlloc, ID: 1, Size: 1024},
 		{Op: traces.OpAlloc, ID: 2, Size: 1024},
@@ -462,11 +458,7 @@ func TestExportPython(t *testing.T) {
 // its eviction for a buffer that needs the room is its free, before the
 // alloc of that buffer.
 func TestExportPrograms(t *testing.T) {
-	dev, err := strategies.ParseDevice("tpu-v4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev.Total, dev.Capacity, dev.Free = 4096, 4096, 4096
+	dev := tinyTPU(t)
 	evs := []traces.Event{
 		{Op: traces.OpAlloc, ID: 1, Size: 1024},
 		{Op: traces.OpAlloc, ID: 2, Size: 1024},
@@ -495,4 +487,16 @@ func TestExportPrograms(t *testing.T) {
 		t.Errorf("segments %+v: want the heap as one", snap.Segments)
 	}
 	checkTiling(t, snap)
+}
+
+// tinyTPU is a TPU v4 with a 4 KiB heap, small enough that a few buffers
+// force the runtime's defragmentation and program eviction.
+func tinyTPU(t *testing.T) strategies.Device {
+	t.Helper()
+	dev, err := strategies.ParseDevice("tpu-v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev.Total, dev.Capacity, dev.Free = 4096, 4096, 4096
+	return dev
 }
