@@ -31,6 +31,13 @@
 // with the allocator's account of the moment and the replay goes on
 // without the allocation, ignoring its later free.
 //
+// A replay makes next to no garbage. Its id tracker and batch buffer come
+// from the replays before it (replayers), and a model it built hands its
+// record arrays on when it is over (strategies.Releaser): a sweep runs
+// thousands of short replays per worker, and when each allocated its own
+// (60 KB a replay), the collector's marking competed with the second
+// worker for the machine's cores (issue 15).
+//
 // Around Replay sit the jobs of the commands — trace × device × strategy
 // lists planned before anything runs, leaving out a strategy on a device
 // it has no model of (Plan), run in parallel in a fixed output order

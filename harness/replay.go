@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"membench/jaxlike/jit"
 	"membench/strategies"
@@ -184,7 +185,11 @@ func Replay(name string, r traces.Reader, spec string, dev strategies.Device, op
 	if err != nil {
 		return nil, err
 	}
-	return ReplayWith(name, r, a, sp.String(), opts)
+	res, err := ReplayWith(name, r, a, sp.String(), opts)
+	if rel, ok := a.(strategies.Releaser); ok {
+		rel.Release()
+	}
+	return res, err
 }
 
 // ReplayWith replays through an allocator the caller built from the
@@ -216,7 +221,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
 	}
-	rp := &replayer{name: name, r: r, a: a, mem: mem, res: res, opts: opts}
+	rp := replayers.Get().(*replayer)
+	defer rp.release()
+	*rp = replayer{name: name, r: r, a: a, mem: mem, res: res, opts: opts, ids: rp.ids, buf: rp.buf}
 	rp.layouter, _ = a.(strategies.Layouter)
 	rp.toucher, _ = a.(strategies.Toucher)
 	footprinter, _ := a.(strategies.Footprinter)
@@ -239,11 +246,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	// one call per batch, and an event is read where it lies instead of
 	// copied. Other readers fill a batch of one.
 	br, batched := r.(traces.BatchReader)
-	var buf []traces.Event
-	if batched {
-		buf = make([]traces.Event, replayBatch)
-	} else {
-		buf = make([]traces.Event, 1)
+	buf := rp.buf
+	if !batched {
+		buf = buf[:1]
 	}
 	// stop is the error that ends the replay early; the result keeps
 	// the peak reserved as it stood when the error arose.
@@ -404,6 +409,7 @@ type replayer struct {
 	// is accepted and ignored. The Tracker also reports the trace's id
 	// errors.
 	ids      traces.Tracker[liveEntry]
+	buf      []traces.Event // a batch of events read
 	launches traces.Launches
 	x        *jit.Execution
 	compiled bool
@@ -416,6 +422,24 @@ type replayer struct {
 	temps     int // temps of the launch open
 	liveBytes int64
 	toucher   strategies.Toucher
+}
+
+// replayers keep the memory of finished replays' replayers (their id
+// trackers' pages and their batch buffers) for the next replay: a sweep
+// runs thousands of short replays, and this memory was most of what each
+// allocated (60 KB a replay, issue 15), garbage that made the collector
+// compete with the sweep's workers.
+var replayers = sync.Pool{New: func() any {
+	return &replayer{buf: make([]traces.Event, replayBatch)}
+}}
+
+// release empties rp and gives it back to replayers. Nothing of rp
+// outlives its replay: the result holds none of its memory.
+func (rp *replayer) release() {
+	rp.ids.Reset()
+	clear(rp.buf)
+	*rp = replayer{ids: rp.ids, buf: rp.buf}
+	replayers.Put(rp)
 }
 
 // touchAhead touches what the frees a few events after event k of batch

@@ -305,6 +305,7 @@ func itoa(n int) string {
 // roundup_power2_divisions) over two corpus traces held in memory, as
 // `membench sweep` does, with 1 and 2 workers, and reports replays/s.
 func BenchmarkSweep(b *testing.B) {
+	b.ReportAllocs()
 	var srcs []*Source
 	for _, name := range []string{"gpt-train", "encoder-infer-varlen"} {
 		src, err := ResolveTrace(name)

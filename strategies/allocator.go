@@ -56,6 +56,17 @@ type Toucher interface {
 	Touch(h Handle)
 }
 
+// Releaser is a model whose memory can serve the next model built: a
+// sweep builds thousands of models one after another on each worker, and
+// their record arrays were most of the garbage it made, which made the
+// collector compete with the sweep's workers (issue 15). Release hands
+// that memory on; the model must not be used afterwards. The harness
+// calls it when a replay it built the model for is over; a model without
+// it leaves its memory to the collector.
+type Releaser interface {
+	Release()
+}
+
 // Defragmenter is a model that can relocate live buffers to make room (the
 // TPU runtime model, or a GPU what-if). DefragStats returns how many
 // relocation events it ran and the bytes they moved, which the harness

@@ -2,6 +2,7 @@ package torchlike
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"membench/internal/freeset"
@@ -46,6 +47,7 @@ type Allocator struct {
 	mem   *strategies.Memory
 	arena []block
 	freeB []int32 // recycled arena slots
+	bufs  *buffers
 
 	small, large pool
 	exp          []expSeg
@@ -97,6 +99,8 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 		cfg.MaxSplitSize = unlimited
 	}
 	a := &Allocator{cfg: cfg, mem: mem}
+	a.bufs = released.Get().(*buffers)
+	a.arena, a.freeB = a.bufs.arena, a.bufs.freeB
 	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
 	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
 	if cfg.FractionSet {
@@ -104,6 +108,29 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 	}
 	a.stats.MaxSplitSize = cfg.MaxSplitSize
 	return a
+}
+
+// buffers are the block arena and its list of free slots, which an
+// allocator released (Release) leaves to the next one built, empty: the
+// arena is nearly all a short replay allocates.
+type buffers struct {
+	arena []block
+	freeB []int32
+}
+
+var released = sync.Pool{New: func() any { return new(buffers) }}
+
+// Release implements strategies.Releaser: the arena goes to the next
+// allocator built. A slot is zero when it is taken (slot appends a zero
+// block, deleteBlock clears a freed one), so nothing of this allocator's
+// blocks reaches the next; a use after Release finds no arena and panics.
+func (a *Allocator) Release() {
+	if a.bufs == nil {
+		return
+	}
+	a.bufs.arena, a.bufs.freeB = a.arena[:0], a.freeB[:0]
+	released.Put(a.bufs)
+	a.bufs, a.arena, a.freeB = nil, nil, nil
 }
 
 // Config returns the configuration the allocator was built with.

@@ -13,113 +13,157 @@ import (
 func TestTrackerAgainstModel(t *testing.T) {
 	for _, mode := range []string{"dense", "scattered", "high"} {
 		t.Run(mode, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 8))
-			var tr Tracker[int64]
-			live := map[uint64]int64{}
-			donated := map[uint64]bool{}
-			seen := map[uint64]bool{}
-			var ids []uint64 // ever allocated, in order
-			next := uint64(0)
-			newID := func() uint64 {
-				switch mode {
-				case "scattered":
-					next += 1 + uint64(rng.IntN(3))*valPageSize
-				case "high":
-					next++
-					return 1<<40 + next*uint64(1+rng.IntN(2))
-				default:
-					next++
-				}
-				return next
-			}
-			for step := range 60000 {
-				switch r := rng.IntN(100); {
-				case r < 45 || len(live) == 0:
-					id := newID()
-					if seen[id] {
-						continue
-					}
-					v := int64(step)
-					if err := tr.Alloc(id, 1, v); err != nil {
-						t.Fatalf("step %d: alloc %d: %v", step, id, err)
-					}
-					live[id], seen[id] = v, true
-					ids = append(ids, id)
-				case r < 85:
-					// Free a live id, preferring old ones.
-					id := ids[rng.IntN(len(ids))]
-					v, err := tr.Free(id)
-					want, ok := live[id]
-					switch {
-					case ok && (err != nil || v != want):
-						t.Fatalf("step %d: free %d = %d %v, want %d", step, id, v, err, want)
-					case !ok && !errors.Is(err, ErrDoubleFree):
-						t.Fatalf("step %d: second free of %d: %v, want ErrDoubleFree", step, id, err)
-					}
-					delete(live, id)
-					delete(donated, id)
-				case r < 90:
-					id := newID() + 1<<20
-					if _, err := tr.Free(id); !seen[id] && !errors.Is(err, ErrUnknownID) {
-						t.Fatalf("step %d: free of unknown %d: %v", step, id, err)
-					}
-				case r < 95:
-					id := ids[rng.IntN(len(ids))]
-					err := tr.Alloc(id, 1, 0)
-					if _, ok := live[id]; ok != errors.Is(err, ErrLiveID) {
-						t.Fatalf("step %d: realloc of %d (live %v): %v", step, id, ok, err)
-					}
-					if err == nil {
-						live[id] = 0
-					}
-				default:
-					id := ids[rng.IntN(len(ids))]
-					v, err := tr.Donate(id)
-					want, ok := live[id]
-					switch {
-					case ok && !donated[id] && (err != nil || v != want):
-						t.Fatalf("step %d: donate %d = %d %v", step, id, v, err)
-					case (!ok || donated[id]) && !errors.Is(err, ErrBadDonor):
-						t.Fatalf("step %d: bad donation of %d: %v", step, id, err)
-					}
-					if ok {
-						donated[id] = true
-					}
-				}
-				if tr.Live() != len(live) {
-					t.Fatalf("step %d: %d live, want %d", step, tr.Live(), len(live))
-				}
-			}
-			// Drain: every page empties and is recycled; its ids
-			// must still be known as freed, and taken again.
-			for _, id := range ids {
-				v, err := tr.Free(id)
-				want, ok := live[id]
-				if ok && (err != nil || v != want) || !ok && !errors.Is(err, ErrDoubleFree) {
-					t.Fatalf("drain: free %d = %d %v (live %v)", id, v, err, ok)
-				}
-				delete(live, id)
-			}
-			if tr.Live() != 0 {
-				t.Fatalf("%d live after the drain", tr.Live())
-			}
-			for _, id := range ids[:100] {
-				if err := tr.Alloc(id, 1, 5); err != nil {
-					t.Fatalf("alloc of %d after the drain: %v", id, err)
-				}
-				if v, err := tr.Free(id); v != 5 || err != nil {
-					t.Fatalf("free of %d after the drain: %d %v", id, v, err)
-				}
-				if _, err := tr.Free(id); !errors.Is(err, ErrDoubleFree) {
-					t.Fatalf("second free of %d after the drain: %v", id, err)
-				}
-			}
-			if mode == "scattered" && tr.sparse == nil {
-				t.Error("scattered ids did not turn the tracker sparse")
-			}
-			if mode == "dense" && tr.sparse != nil {
-				t.Error("dense ids turned the tracker sparse")
-			}
+			trackerAgainstModel(t, new(Tracker[int64]), mode)
 		})
+	}
+}
+
+// TestTrackerReset checks that a reset tracker is as good as new: one
+// left with live and donated ids in every mode (dense pages, sparse map,
+// pages above the directory) is reset and must then pass the model test
+// of each mode, its values, its errors and its live count.
+func TestTrackerReset(t *testing.T) {
+	for _, mode := range []string{"dense", "scattered", "high"} {
+		t.Run(mode, func(t *testing.T) {
+			var tr Tracker[int64]
+			for _, dirty := range []string{"dense", "high", "scattered"} {
+				rng := rand.New(rand.NewPCG(9, 10))
+				for i := range 3000 {
+					id := uint64(i)
+					switch dirty {
+					case "high":
+						id += 1 << 40
+					case "scattered":
+						id = uint64(i) * 3 * valPageSize
+					}
+					if err := tr.Alloc(id, 1, int64(i)); err != nil {
+						t.Fatal(err)
+					}
+					if rng.IntN(4) == 0 {
+						if _, err := tr.Donate(id); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				tr.Reset()
+				if tr.Live() != 0 {
+					t.Fatalf("%d live after Reset", tr.Live())
+				}
+				// Nothing is known of the ids before the reset.
+				if _, err := tr.Free(5); !errors.Is(err, ErrUnknownID) {
+					t.Fatalf("free of an id allocated before the reset: %v, want ErrUnknownID", err)
+				}
+			}
+			trackerAgainstModel(t, &tr, mode)
+		})
+	}
+}
+
+func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	live := map[uint64]int64{}
+	donated := map[uint64]bool{}
+	seen := map[uint64]bool{}
+	var ids []uint64 // ever allocated, in order
+	next := uint64(0)
+	newID := func() uint64 {
+		switch mode {
+		case "scattered":
+			next += 1 + uint64(rng.IntN(3))*valPageSize
+		case "high":
+			next++
+			return 1<<40 + next*uint64(1+rng.IntN(2))
+		default:
+			next++
+		}
+		return next
+	}
+	for step := range 60000 {
+		switch r := rng.IntN(100); {
+		case r < 45 || len(live) == 0:
+			id := newID()
+			if seen[id] {
+				continue
+			}
+			v := int64(step)
+			if err := tr.Alloc(id, 1, v); err != nil {
+				t.Fatalf("step %d: alloc %d: %v", step, id, err)
+			}
+			live[id], seen[id] = v, true
+			ids = append(ids, id)
+		case r < 85:
+			// Free a live id, preferring old ones.
+			id := ids[rng.IntN(len(ids))]
+			v, err := tr.Free(id)
+			want, ok := live[id]
+			switch {
+			case ok && (err != nil || v != want):
+				t.Fatalf("step %d: free %d = %d %v, want %d", step, id, v, err, want)
+			case !ok && !errors.Is(err, ErrDoubleFree):
+				t.Fatalf("step %d: second free of %d: %v, want ErrDoubleFree", step, id, err)
+			}
+			delete(live, id)
+			delete(donated, id)
+		case r < 90:
+			id := newID() + 1<<20
+			if _, err := tr.Free(id); !seen[id] && !errors.Is(err, ErrUnknownID) {
+				t.Fatalf("step %d: free of unknown %d: %v", step, id, err)
+			}
+		case r < 95:
+			id := ids[rng.IntN(len(ids))]
+			err := tr.Alloc(id, 1, 0)
+			if _, ok := live[id]; ok != errors.Is(err, ErrLiveID) {
+				t.Fatalf("step %d: realloc of %d (live %v): %v", step, id, ok, err)
+			}
+			if err == nil {
+				live[id] = 0
+			}
+		default:
+			id := ids[rng.IntN(len(ids))]
+			v, err := tr.Donate(id)
+			want, ok := live[id]
+			switch {
+			case ok && !donated[id] && (err != nil || v != want):
+				t.Fatalf("step %d: donate %d = %d %v", step, id, v, err)
+			case (!ok || donated[id]) && !errors.Is(err, ErrBadDonor):
+				t.Fatalf("step %d: bad donation of %d: %v", step, id, err)
+			}
+			if ok {
+				donated[id] = true
+			}
+		}
+		if tr.Live() != len(live) {
+			t.Fatalf("step %d: %d live, want %d", step, tr.Live(), len(live))
+		}
+	}
+	// Drain: every page empties and is recycled; its ids
+	// must still be known as freed, and taken again.
+	for _, id := range ids {
+		v, err := tr.Free(id)
+		want, ok := live[id]
+		if ok && (err != nil || v != want) || !ok && !errors.Is(err, ErrDoubleFree) {
+			t.Fatalf("drain: free %d = %d %v (live %v)", id, v, err, ok)
+		}
+		delete(live, id)
+	}
+	if tr.Live() != 0 {
+		t.Fatalf("%d live after the drain", tr.Live())
+	}
+	for _, id := range ids[:100] {
+		if err := tr.Alloc(id, 1, 5); err != nil {
+			t.Fatalf("alloc of %d after the drain: %v", id, err)
+		}
+		if v, err := tr.Free(id); v != 5 || err != nil {
+			t.Fatalf("free of %d after the drain: %d %v", id, v, err)
+		}
+		if _, err := tr.Free(id); !errors.Is(err, ErrDoubleFree) {
+			t.Fatalf("second free of %d after the drain: %v", id, err)
+		}
+	}
+	if mode == "scattered" && tr.sparse == nil {
+		t.Error("scattered ids did not turn the tracker sparse")
+	}
+	if mode == "dense" && tr.sparse != nil {
+		t.Error("dense ids turned the tracker sparse")
 	}
 }
