@@ -369,14 +369,7 @@ func TestTouchAheadChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range Metrics {
-			if x, y := m.Value(ahead), m.Value(plain); x != y {
-				t.Errorf("%s: %s %v read in batches, %v one by one", sd.spec, m.Unit, x, y)
-			}
-		}
-		if !slices.Equal(ahead.Timeline, plain.Timeline) {
-			t.Errorf("%s: the timelines differ", sd.spec)
-		}
+		sameOutcome(t, sd.spec, ahead, "read in batches", plain, "one by one")
 	}
 }
 
@@ -410,13 +403,20 @@ func TestReusedMemoryChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range Metrics {
-			if x, y := m.Value(fresh), m.Value(reused); x != y {
-				t.Errorf("%s: %s %v with fresh memory, %v with reused memory", sd.spec, m.Unit, x, y)
-			}
+		sameOutcome(t, sd.spec, fresh, "with fresh memory", reused, "with reused memory")
+	}
+}
+
+// sameOutcome reports every metric, and the timeline, in which the
+// replays x and y of spec differ, each described by how it ran.
+func sameOutcome(t *testing.T, spec string, x *Result, xHow string, y *Result, yHow string) {
+	t.Helper()
+	for _, m := range Metrics {
+		if a, b := m.Value(x), m.Value(y); a != b {
+			t.Errorf("%s: %s %v %s, %v %s", spec, m.Unit, a, xHow, b, yHow)
 		}
-		if !slices.Equal(fresh.Timeline, reused.Timeline) {
-			t.Errorf("%s: the timelines differ", sd.spec)
-		}
+	}
+	if !slices.Equal(x.Timeline, y.Timeline) {
+		t.Errorf("%s: the timelines differ (%s, %s)", spec, xHow, yHow)
 	}
 }
