@@ -299,6 +299,9 @@ func Plan(srcs []*Source, devs []strategies.Device, specs []string, namedSpecs, 
 				if n, ok := a.(strategies.Noter); ok {
 					per[di][si].notes = n.Notes()
 				}
+				if rel, ok := a.(strategies.Releaser); ok {
+					rel.Release()
+				}
 			}
 		}
 	}
