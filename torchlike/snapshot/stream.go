@@ -1140,6 +1140,12 @@ func (b *builder) putTables() {
 	b.recs, b.free, b.ents, b.entFree, b.extFree = nil, nil, nil, nil, nil
 }
 
+// Flat makes the builder a pickle.FlatBuilder: trace entries and blocks,
+// the many, are flat records (str keys; int and str values, and the
+// frames, which are skipped), which the machine's fast path reads in one
+// pass.
+func (b *builder) Flat(n pickle.Node) bool { return n == nEntry || n == nBlock }
+
 func (b *builder) Shape(n pickle.Node) pickle.Shape {
 	switch n {
 	case nSegment, nBlock, nEntry:
