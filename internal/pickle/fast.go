@@ -307,12 +307,16 @@ func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
 // NodeSkip. The item counts as pushed.
 func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
 	fs := &d.fs
-	if buf[j] != OpEmptyDict {
+	switch buf[j] {
+	case OpEmptyDict:
+	case OpBinGet, OpLongBinGet:
 		j, ok := d.fastGet(buf, j, it)
 		if !ok || it.Kind == KindValue || !fs.push(d) {
 			return j, false
 		}
 		return j, true
+	default:
+		return j, false
 	}
 	if !fs.push(d) {
 		return j, false
@@ -430,7 +434,8 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 	return k, true
 }
 
-// fastGet reads the BINGET or LONG_BINGET at buf[j] into v: a value in
+// fastGet reads the BINGET or LONG_BINGET (which the caller has seen)
+// at buf[j] into v: a value in
 // the memo's slots, not a second reference to a Builder's container
 // (an error the general path reports).
 func (d *Machine) fastGet(buf []byte, j int, v *Val) (int, bool) {
