@@ -247,21 +247,9 @@ func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
 				return j, false
 			}
 			j++
-			cnt := 0
-			depth = -1
-			for {
-				if j >= len(buf) {
-					return j, false
-				}
-				if buf[j] == OpAppends {
-					break
-				}
-				var it Val
-				if j, ok = d.fastFrame(buf, j, &it); !ok {
-					return j, false
-				}
-				depth, tag = max(depth, it.Depth), tag|it.Tag
-				cnt++
+			var cnt int
+			if j, cnt, depth, tag, ok = d.fastBatch(buf, j); !ok {
+				return j, false
 			}
 			j++
 			fs.h -= 1 + cnt
@@ -296,6 +284,76 @@ func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
 		d.memoRefresh(v)
 	}
 	return j, false
+}
+
+// fastBatch reads the items of a batch into a skipped list, after its
+// MARK, up to its APPENDS (at the returned index): their number, the
+// greatest depth (-1 for none) and their tags. Memo references are read
+// as skipBatch reads them, by the one byte beside their slot
+// (memoBlock.depth), not the value: a frames list of 63 references
+// touches 63 bytes of the memo instead of a kilobyte. Only before a new
+// frame are the two items before it looked at, since a generic container
+// there would change the new frame's node (newNode).
+func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
+	fs := &d.fs
+	cnt, depth, tag := 0, int32(-1), uint8(0)
+	prev, prev2 := -1, -1 // memo indices of the last two items (-1: a new frame)
+	for j < len(buf) {
+		var idx, k int
+		switch buf[j] {
+		case OpAppends:
+			return j, cnt, depth, tag, true
+		case OpBinGet:
+			if k = j + 2; k > len(buf) {
+				return j, 0, 0, 0, false
+			}
+			idx = int(buf[j+1])
+		case OpLongBinGet:
+			if k = j + 5; k > len(buf) {
+				return j, 0, 0, 0, false
+			}
+			idx = int(binary.LittleEndian.Uint32(buf[j+1:]))
+		case OpEmptyDict:
+			if d.fastGeneric(prev) || d.fastGeneric(prev2) {
+				return j, 0, 0, 0, false
+			}
+			var it Val
+			var ok bool
+			if j, ok = d.fastFrame(buf, j, &it); !ok {
+				return j, 0, 0, 0, false
+			}
+			depth, tag = max(depth, it.Depth), tag|it.Tag
+			cnt++
+			prev, prev2 = -1, prev
+			continue
+		default:
+			return j, 0, 0, 0, false
+		}
+		if idx >= d.memoN || !fs.push(d) {
+			return j, 0, 0, 0, false
+		}
+		if dp := d.memo[idx/memoChunk].depth[idx%memoChunk]; dp != 0 {
+			depth, tag = max(depth, int32(dp&63)-1), tag|dp>>6
+		} else {
+			// A hole or a Builder's container (which the general path
+			// refuses), or a value too deep for the byte.
+			v := &d.memo[idx/memoChunk].v[idx%memoChunk]
+			if v.Kind == kindUnset || v.Kind == kindShared {
+				return j, 0, 0, 0, false
+			}
+			depth, tag = max(depth, v.Depth), tag|v.Tag
+		}
+		cnt++
+		prev, prev2 = idx, prev
+		j = k
+	}
+	return j, 0, 0, 0, false
+}
+
+// fastGeneric reports whether memo slot idx (-1: none) holds a generic
+// container.
+func (d *Machine) fastGeneric(idx int) bool {
+	return idx >= 0 && d.memo[idx/memoChunk].v[idx%memoChunk].Kind == KindValue
 }
 
 // fastFrame reads an item of a skipped list: a memo reference (to
