@@ -1,6 +1,9 @@
 package pickle
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // The schema-shaped fast path.
 //
@@ -52,7 +55,8 @@ const fastWindow = 16 << 10
 // record costs no allocation.
 type fastScan struct {
 	kv   [2 * fastPairs]Val // the record's pairs, handed to SetItems
-	puts []uint64           // memo slots stored by the scan (undone if it gives up)
+	puts []uint32           // memo slots stored by the scan (undone if it gives up)
+	put0 [512]uint32        // puts' first array: no allocation for a record of up to 512 PUTs
 	text int64              // text kept by the scan (likewise)
 	h    int                // the stack height (values and marks) the general path would have
 }
@@ -90,6 +94,9 @@ func (d *Machine) fastDict() (bool, error) {
 	ci := len(d.stack)
 	d.stack = append(d.stack, Val{Kind: KindNode, Shape: ShapeDict, Node: node, Depth: 1, N: h})
 	fs.h++
+	if fs.puts == nil {
+		fs.puts = fs.put0[:0]
+	}
 	fs.puts, fs.text = fs.puts[:0], 0
 	j, np, ok := d.fastRecord(buf, j, &d.stack[ci])
 	if !ok {
@@ -113,6 +120,36 @@ func (d *Machine) fastDict() (bool, error) {
 	return true, nil
 }
 
+// fastSkipped runs, the same way, a list the schema skips from the
+// EMPTY_LIST opcode run has just read: a segment's stack frames, or an
+// entry's when the entry itself went the general way. It stops where
+// fastList does, with the list on the stack; false when it did nothing.
+// A new frame in it is skipped whatever is below the list: newNode sees
+// the list as the container of an APPEND's item, or the batch's parent.
+func (d *Machine) fastSkipped() bool {
+	if d.n-d.i < fastWindow && d.rerr == nil {
+		d.fill(fastWindow)
+	}
+	if d.newNode(ShapeList) != NodeSkip {
+		return false
+	}
+	fs := &d.fs
+	fs.h = len(d.stack) + len(d.marks)
+	if fs.puts == nil {
+		fs.puts = fs.put0[:0]
+	}
+	fs.puts, fs.text = fs.puts[:0], 0
+	var l Val
+	j, ok := d.fastList(d.buf[:d.n], d.i, d.opPos, &l)
+	if !ok || fs.over(d) {
+		d.fastUndo()
+		return false
+	}
+	d.stack = append(d.stack, l)
+	d.i = j
+	return true
+}
+
 // fastUndo takes back the memo entries and kept text of a scan that gave
 // up.
 func (d *Machine) fastUndo() {
@@ -130,15 +167,18 @@ func (d *Machine) fastUndo() {
 	clear(fs.kv[:])
 }
 
-// push counts a value or MARK the general path would push, or reports
-// false where its push would fail (the stack limit).
-func (fs *fastScan) push(d *Machine) bool {
-	if fs.h >= d.lim.MaxStack {
-		return false
-	}
+// push counts a value or MARK the general path would push. Its stack
+// limit is checked where the height peaks, before each pop and at the
+// record's end (over): a push of the general path fails exactly when the
+// height would exceed the limit, and the scan is undone anyway when it
+// gives up.
+func (fs *fastScan) push() bool {
 	fs.h++
 	return true
 }
+
+// over reports whether the height reached exceeds the stack limit.
+func (fs *fastScan) over(d *Machine) bool { return fs.h > d.lim.MaxStack }
 
 // fastRecord reads a record's PUT, MARK, pairs and stops at its SETITEMS
 // (at the returned index), with c's depth and tags updated as deepen
@@ -146,7 +186,7 @@ func (fs *fastScan) push(d *Machine) bool {
 func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 	fs := &d.fs
 	j, ok := d.fastPut(buf, j, c)
-	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push(d) {
+	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push() {
 		return j, 0, false
 	}
 	j++
@@ -174,7 +214,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		default:
 			return j, 0, false
 		}
-		if !ok || !fs.push(d) || j >= len(buf) {
+		if !ok || !fs.push() || j >= len(buf) {
 			return j, 0, false
 		}
 		// The value, whose node is the Builder's Child: with neither a
@@ -186,23 +226,26 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 			if d.b.Child(c, k) != NodeSkip {
 				return j, 0, false
 			}
-			j, ok = d.fastList(buf, j, v)
+			j, ok = d.fastList(buf, j+1, d.off0+int64(j), v)
 		case OpShortBinUnicode, OpBinUnicode:
 			j, ok = d.fastString(buf, j, v, d.b.Child(c, k) == NodeSkip)
-			ok = ok && fs.push(d)
+			ok = ok && fs.push()
 		case OpBinGet, OpLongBinGet:
 			j, ok = d.fastGet(buf, j, v)
 			// A dict (or a Builder's container, refused later) would
 			// decide the node of the next value.
-			ok = ok && !(v.isContainer() && v.Shape == ShapeDict) && fs.push(d)
+			ok = ok && !(v.isContainer() && v.Shape == ShapeDict) && fs.push()
 		default:
 			j, ok = d.fastScalar(buf, j, v)
-			ok = ok && fs.push(d)
+			ok = ok && fs.push()
 		}
 		if !ok {
 			return j, 0, false
 		}
 		np++
+	}
+	if fs.over(d) {
+		return j, 0, false
 	}
 	// deepen(c, kv).
 	depth, tag := c.Depth, c.Tag
@@ -220,21 +263,21 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 	return j, np, true
 }
 
-// fastList reads a skipped list (a record's stack frames) from its
-// EMPTY_LIST: the PUT, then batches of items as Pickler._batch_appends
+// fastList reads a skipped list (a record's stack frames) from after
+// its EMPTY_LIST (at offset off): the PUT, then batches of items as Pickler._batch_appends
 // writes them (Lib/pickle.py): MARK, items, APPENDS for a batch of
 // several, the item and APPEND for a batch of one. Items are memo
 // references to values other than generic containers, or new frames
 // (fastFrame). It stops at the first opcode that is none of these (the
 // record's next key, or its SETITEMS), with v the list as the general
 // path leaves it.
-func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
+func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
 	fs := &d.fs
-	if !fs.push(d) {
+	if !fs.push() {
 		return j, false
 	}
-	*v = Val{Kind: KindSkipped, Shape: ShapeList, Depth: 1, N: d.off0 + int64(j)}
-	j, ok := d.fastPut(buf, j+1, v)
+	*v = Val{Kind: KindSkipped, Shape: ShapeList, Depth: 1, N: off}
+	j, ok := d.fastPut(buf, j, v)
 	if !ok {
 		return j, false
 	}
@@ -243,12 +286,15 @@ func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
 		var tag uint8
 		switch buf[j] {
 		case OpMark:
-			if !fs.push(d) {
+			if !fs.push() {
 				return j, false
 			}
 			j++
 			var cnt int
 			if j, cnt, depth, tag, ok = d.fastBatch(buf, j); !ok {
+				return j, false
+			}
+			if fs.over(d) {
 				return j, false
 			}
 			j++
@@ -266,6 +312,9 @@ func (d *Machine) fastList(buf []byte, j int, v *Val) (int, bool) {
 					fs.h-- // the key is counted by the caller
 				}
 				return j, true
+			}
+			if fs.over(d) {
+				return j, false
 			}
 			j = k + 1
 			fs.h--
@@ -329,7 +378,7 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 		default:
 			return j, 0, 0, 0, false
 		}
-		if idx >= d.memoN || !fs.push(d) {
+		if idx >= d.memoN || !fs.push() {
 			return j, 0, 0, 0, false
 		}
 		if dp := d.memo[idx/memoChunk].depth[idx%memoChunk]; dp != 0 {
@@ -369,19 +418,19 @@ func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
 	case OpEmptyDict:
 	case OpBinGet, OpLongBinGet:
 		j, ok := d.fastGet(buf, j, it)
-		if !ok || it.Kind == KindValue || !fs.push(d) {
+		if !ok || it.Kind == KindValue || !fs.push() {
 			return j, false
 		}
 		return j, true
 	default:
 		return j, false
 	}
-	if !fs.push(d) {
+	if !fs.push() {
 		return j, false
 	}
 	*it = Val{Kind: KindSkipped, Shape: ShapeDict, Depth: 1, N: d.off0 + int64(j)}
 	j, ok := d.fastPut(buf, j+1, it)
-	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push(d) {
+	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push() {
 		return j, false
 	}
 	j++
@@ -394,7 +443,7 @@ func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
 		var s Val
 		switch buf[j] {
 		case OpSetItems:
-			if cnt%2 != 0 {
+			if cnt%2 != 0 || fs.over(d) {
 				return j, false
 			}
 			fs.h -= 1 + cnt
@@ -416,7 +465,7 @@ func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
 		default:
 			j, ok = d.fastScalar(buf, j, &s)
 		}
-		if !ok || !fs.push(d) {
+		if !ok || !fs.push() {
 			return j, false
 		}
 		if s.Depth >= depth {
@@ -470,7 +519,7 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 	default:
 		return j, true
 	}
-	if d.sparse != nil || idx >= uint64(d.memoN) || d.nmemo >= d.lim.MaxMemo ||
+	if d.sparse != nil || idx >= uint64(d.memoN) || idx > math.MaxUint32 || d.nmemo >= d.lim.MaxMemo ||
 		d.memoN > 2*d.lim.MaxMemo+memoSlack+memoChunk {
 		return j, false
 	}
@@ -488,36 +537,33 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 		c.depth[idx%memoChunk] = skipDepth(v)
 	}
 	d.nmemo++
-	d.fs.puts = append(d.fs.puts, idx)
+	d.fs.puts = append(d.fs.puts, uint32(idx))
 	return k, true
 }
 
 // fastGet reads the BINGET or LONG_BINGET (which the caller has seen)
-// at buf[j] into v: a value in
-// the memo's slots, not a second reference to a Builder's container
-// (an error the general path reports).
+// at buf[j] into v: a value in the memo's slots, not a second reference
+// to a Builder's container (an error the general path reports).
 func (d *Machine) fastGet(buf []byte, j int, v *Val) (int, bool) {
-	var idx uint
-	k := j + 2
-	if buf[j] == OpBinGet {
-		if k > len(buf) {
-			return j, false
-		}
-		idx = uint(buf[j+1])
-	} else {
-		if k = j + 5; k > len(buf) {
-			return j, false
-		}
-		idx = uint(binary.LittleEndian.Uint32(buf[j+1:]))
-	}
-	if idx >= uint(d.memoN) {
+	idx, k := getArg(buf, j)
+	if k == 0 || idx >= uint(d.memoN) {
 		return j, false
 	}
 	*v = d.memo[idx/memoChunk].v[idx%memoChunk]
-	if v.Kind == kindUnset || v.Kind == kindShared {
-		return j, false
+	return k, v.Kind != kindUnset && v.Kind != kindShared
+}
+
+// getArg is the memo index of the BINGET or LONG_BINGET at buf[j] and
+// the index after it (0 when the window cuts it).
+func getArg(buf []byte, j int) (uint, int) {
+	if buf[j] == OpBinGet {
+		if j+2 <= len(buf) {
+			return uint(buf[j+1]), j + 2
+		}
+	} else if j+5 <= len(buf) {
+		return uint(binary.LittleEndian.Uint32(buf[j+1:])), j + 5
 	}
-	return k, true
+	return 0, 0
 }
 
 // fastString reads the SHORT_BINUNICODE or BINUNICODE (of at most 4096

@@ -1296,6 +1296,10 @@ func (d *Machine) run() (Val, error) {
 						continue
 					}
 				}
+			case OpEmptyList:
+				if d.flat != nil && d.fastSkipped() {
+					continue
+				}
 			case OpMark:
 				if d.skipBatch() {
 					continue
