@@ -191,6 +191,9 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 	}
 	j++
 	np := 0
+	memo, memoN := d.memo, uint(d.memoN)
+	// deepen(c, kv), as the pairs are read.
+	depth, tag := c.Depth, c.Tag
 	for {
 		if j >= len(buf) {
 			return j, 0, false
@@ -203,60 +206,69 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 			return j, 0, false
 		}
 		// The key: a str, new (always kept: the key of a Builder's dict
-		// is NodeValue) or from the memo.
+		// is NodeValue) or from the memo. Keys and the ints below are
+		// read here rather than by fastGet and fastScalar: they are most
+		// of a record's opcodes.
 		k := &fs.kv[2*np]
 		switch op {
+		case OpLongBinGet, OpBinGet:
+			idx, n := getArg(buf, j)
+			if n == 0 || idx >= memoN {
+				return j, 0, false
+			}
+			if *k = memo[idx/memoChunk].v[idx%memoChunk]; k.Kind != KindStr {
+				return j, 0, false
+			}
+			j = n
 		case OpShortBinUnicode, OpBinUnicode:
-			j, ok = d.fastString(buf, j, k, false)
-		case OpBinGet, OpLongBinGet:
-			j, ok = d.fastGet(buf, j, k)
-			ok = ok && k.Kind == KindStr
+			if j, ok = d.fastString(buf, j, k, false); !ok {
+				return j, 0, false
+			}
 		default:
 			return j, 0, false
 		}
-		if !ok || !fs.push() || j >= len(buf) {
+		fs.h++
+		if j+9 >= len(buf) {
 			return j, 0, false
 		}
 		// The value, whose node is the Builder's Child: with neither a
 		// dict among the values nor a container as key, newNode has
-		// nothing else to look at.
+		// nothing else to look at. (Nine bytes are in the window.)
 		v := &fs.kv[2*np+1]
 		switch buf[j] {
+		case OpBinInt1:
+			*v = Val{Kind: KindInt, N: int64(buf[j+1])}
+			j += 2
+		case OpBinInt:
+			*v = Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(buf[j+1:])))}
+			j += 5
 		case OpEmptyList:
 			if d.b.Child(c, k) != NodeSkip {
 				return j, 0, false
 			}
 			j, ok = d.fastList(buf, j+1, d.off0+int64(j), v)
+			fs.h-- // fastList counted the list
 		case OpShortBinUnicode, OpBinUnicode:
 			j, ok = d.fastString(buf, j, v, d.b.Child(c, k) == NodeSkip)
-			ok = ok && fs.push()
 		case OpBinGet, OpLongBinGet:
 			j, ok = d.fastGet(buf, j, v)
 			// A dict (or a Builder's container, refused later) would
 			// decide the node of the next value.
-			ok = ok && !(v.isContainer() && v.Shape == ShapeDict) && fs.push()
+			ok = ok && !(v.isContainer() && v.Shape == ShapeDict)
 		default:
 			j, ok = d.fastScalar(buf, j, v)
-			ok = ok && fs.push()
 		}
 		if !ok {
 			return j, 0, false
 		}
+		fs.h++
+		if v.Depth >= depth {
+			depth = v.Depth + 1
+		}
+		tag |= k.Tag | v.Tag
 		np++
 	}
-	if fs.over(d) {
-		return j, 0, false
-	}
-	// deepen(c, kv).
-	depth, tag := c.Depth, c.Tag
-	for i := range fs.kv[:2*np] {
-		it := &fs.kv[i]
-		if it.Depth >= depth {
-			depth = it.Depth + 1
-		}
-		tag |= it.Tag
-	}
-	if int(depth) > d.lim.MaxDepth {
+	if fs.over(d) || int(depth) > d.lim.MaxDepth {
 		return j, 0, false
 	}
 	c.Depth, c.Tag = depth, tag
