@@ -352,69 +352,79 @@ func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
 // greatest depth (-1 for none) and their tags. Memo references are read
 // as skipBatch reads them, by the one byte beside their slot
 // (memoBlock.depth), not the value: a frames list of 63 references
-// touches 63 bytes of the memo instead of a kilobyte. Only before a new
-// frame are the two items before it looked at, since a generic container
-// there would change the new frame's node (newNode).
+// touches 63 bytes of the memo instead of a kilobyte. A new frame may
+// not follow a generic container closely (one of the two items before
+// it), since newNode would then build it (skipDepth gives no byte for
+// generic containers, so that they are seen).
 func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 	fs := &d.fs
+	h0 := fs.h
 	cnt, depth, tag := 0, int32(-1), uint8(0)
-	prev, prev2 := -1, -1 // memo indices of the last two items (-1: a new frame)
+	// The depth bytes of the references are folded as they come: the
+	// greatest depth plus one (dmax) and the union of the bytes, whose
+	// two high bits are the tags.
+	var dmax, dor uint8
+	gen := -3 // the item that was last a generic container
+	memo, memoN := d.memo, uint(d.memoN)
 	for j < len(buf) {
-		var idx, k int
+		var idx uint
 		switch buf[j] {
-		case OpAppends:
-			return j, cnt, depth, tag, true
-		case OpBinGet:
-			if k = j + 2; k > len(buf) {
-				return j, 0, 0, 0, false
-			}
-			idx = int(buf[j+1])
 		case OpLongBinGet:
-			if k = j + 5; k > len(buf) {
+			if j+5 > len(buf) {
 				return j, 0, 0, 0, false
 			}
-			idx = int(binary.LittleEndian.Uint32(buf[j+1:]))
+			idx = uint(binary.LittleEndian.Uint32(buf[j+1:]))
+			j += 5
+		case OpBinGet:
+			if j+2 > len(buf) {
+				return j, 0, 0, 0, false
+			}
+			idx = uint(buf[j+1])
+			j += 2
+		case OpAppends:
+			fs.h = h0 + cnt
+			if dmax > 0 {
+				depth = max(depth, int32(dmax)-1)
+			}
+			return j, cnt, depth, tag | dor>>6, true
 		case OpEmptyDict:
-			if d.fastGeneric(prev) || d.fastGeneric(prev2) {
+			if cnt-gen <= 2 {
 				return j, 0, 0, 0, false
 			}
 			var it Val
 			var ok bool
+			fs.h = h0 + cnt
 			if j, ok = d.fastFrame(buf, j, &it); !ok {
 				return j, 0, 0, 0, false
 			}
 			depth, tag = max(depth, it.Depth), tag|it.Tag
 			cnt++
-			prev, prev2 = -1, prev
 			continue
 		default:
 			return j, 0, 0, 0, false
 		}
-		if idx >= d.memoN || !fs.push() {
+		if idx >= memoN {
 			return j, 0, 0, 0, false
 		}
-		if dp := d.memo[idx/memoChunk].depth[idx%memoChunk]; dp != 0 {
-			depth, tag = max(depth, int32(dp&63)-1), tag|dp>>6
+		c := memo[idx/memoChunk]
+		if dp := c.depth[idx%memoChunk]; dp != 0 {
+			dmax, dor = max(dmax, dp&63), dor|dp
 		} else {
 			// A hole or a Builder's container (which the general path
-			// refuses), or a value too deep for the byte.
-			v := &d.memo[idx/memoChunk].v[idx%memoChunk]
+			// refuses), a generic container, or a value too deep for
+			// the byte.
+			v := &c.v[idx%memoChunk]
 			if v.Kind == kindUnset || v.Kind == kindShared {
 				return j, 0, 0, 0, false
+			}
+			if v.Kind == KindValue {
+				gen = cnt
 			}
 			depth, tag = max(depth, v.Depth), tag|v.Tag
 		}
 		cnt++
-		prev, prev2 = idx, prev
-		j = k
 	}
 	return j, 0, 0, 0, false
-}
-
-// fastGeneric reports whether memo slot idx (-1: none) holds a generic
-// container.
-func (d *Machine) fastGeneric(idx int) bool {
-	return idx >= 0 && d.memo[idx/memoChunk].v[idx%memoChunk].Kind == KindValue
 }
 
 // fastFrame reads an item of a skipped list: a memo reference (to

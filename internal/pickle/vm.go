@@ -1160,11 +1160,12 @@ type memoBlock struct {
 // skipDepth packs what skipBatch needs of v: its nesting depth plus one
 // in the low six bits and its tag in the two high ones, or 0 when a
 // skipped list may not take v in the fast path: a hole, a Builder's
-// container or its memo copy (these need step's checks), a depth beyond
-// six bits or a tag beyond two.
+// container or its memo copy (these need step's checks), a generic
+// container (before a new value in a batch it changes the value's node:
+// fastBatch must see it), a depth beyond six bits or a tag beyond two.
 func skipDepth(v *Val) uint8 {
 	switch v.Kind {
-	case kindUnset, kindShared, KindNode:
+	case kindUnset, kindShared, KindNode, KindValue:
 		return 0
 	}
 	if v.Depth < 0 || v.Depth >= 63 || v.Tag > 3 {
