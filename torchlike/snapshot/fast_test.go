@@ -113,7 +113,16 @@ func TestFastPathSharedSnapshots(t *testing.T) {
 // reference, frames lists shared, None values, keys the schema does not
 // read) and, with odd set, values of the wrong type here and there.
 func genPickle(r *rand.Rand, entries int, odd bool) []byte {
-	g := &pgen{r: r, proto4: r.IntN(2) == 0, strs: map[string]int{}}
+	return (&pgen{r: r, proto4: r.IntN(2) == 0, strs: map[string]int{}}).snapshot(entries, odd)
+}
+
+// genPickleUnique is genPickle with a unique name in every new frame.
+func genPickleUnique(r *rand.Rand, entries int) []byte {
+	return (&pgen{r: r, proto4: true, strs: map[string]int{}, unique: 1}).snapshot(entries, false)
+}
+
+func (g *pgen) snapshot(entries int, odd bool) []byte {
+	r := g.r
 	if g.proto4 {
 		g.b.WriteString("\x80\x04")
 	} else {
@@ -122,6 +131,23 @@ func genPickle(r *rand.Rand, entries int, odd bool) []byte {
 	g.b.WriteByte('}')
 	g.put()
 	g.b.WriteByte('(')
+	if r.IntN(3) == 0 {
+		// allocator_settings first, built as generic values: its list
+		// and dict, referenced from frames lists below, are generic
+		// containers among skipped ones (which change the node of the
+		// value after them).
+		g.str("allocator_settings")
+		g.b.WriteByte('}')
+		g.generic = append(g.generic, g.put())
+		g.b.WriteByte('(')
+		g.str("roundup_power2_divisions")
+		g.b.WriteByte(']')
+		g.generic = append(g.generic, g.put())
+		g.batch(2, func() { g.int(4) })
+		g.str("expandable_segments")
+		g.b.WriteByte(0x89)
+		g.b.WriteByte('u')
+	}
 	g.str("segments")
 	g.b.WriteByte(']')
 	g.put()
@@ -153,13 +179,15 @@ func genPickle(r *rand.Rand, entries int, odd bool) []byte {
 }
 
 type pgen struct {
-	b      bytes.Buffer
-	r      *rand.Rand
-	proto4 bool
-	memo   int
-	strs   map[string]int // memo index of each string written
-	frames []int          // memo indices of frame dicts
-	lists  []int          // memo indices of frames lists
+	b       bytes.Buffer
+	r       *rand.Rand
+	proto4  bool
+	memo    int
+	strs    map[string]int // memo index of each string written
+	frames  []int          // memo indices of frame dicts
+	lists   []int          // memo indices of frames lists
+	generic []int          // memo indices of generic containers
+	unique  int            // > 0: frame names are unique strings, this many so far
 }
 
 // put memoizes the value just written and returns its index.
@@ -289,6 +317,12 @@ func (g *pgen) record(odd, block bool) {
 			if r.IntN(10) == 0 {
 				keys = append(keys, "device_free", "user_metadata")
 			}
+			if r.IntN(50) == 0 {
+				// More keys than the fast path takes (fastPairs).
+				for k := range 30 {
+					keys = append(keys, fmt.Sprintf("extra_%d", k))
+				}
+			}
 		}
 		if r.IntN(6) == 0 {
 			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
@@ -366,7 +400,11 @@ func (g *pgen) framesList() {
 		n = 0
 	}
 	g.batch(n, func() {
-		if len(g.frames) > 0 && r.IntN(3) != 0 {
+		if len(g.generic) > 0 && r.IntN(6) == 0 {
+			g.get(g.generic[r.IntN(len(g.generic))])
+			return
+		}
+		if g.unique == 0 && len(g.frames) > 0 && r.IntN(3) != 0 {
 			g.get(g.frames[r.IntN(len(g.frames))])
 			return
 		}
@@ -374,7 +412,12 @@ func (g *pgen) framesList() {
 		fi := g.put()
 		g.b.WriteByte('(')
 		g.str("name")
-		g.str(genNames[r.IntN(len(genNames))])
+		if g.unique > 0 {
+			g.unique++
+			g.str(fmt.Sprintf("fn%d", g.unique))
+		} else {
+			g.str(genNames[r.IntN(len(genNames))])
+		}
 		g.str("filename")
 		g.str(genFiles[r.IntN(len(genFiles))])
 		g.str("line")
@@ -440,6 +483,20 @@ func TestFastPathGenerated(t *testing.T) {
 	}
 	if decoded < n/3 {
 		t.Fatalf("only %d of %d generated snapshots decode", decoded, n)
+	}
+}
+
+// TestFastPathInternFull compares the two paths once the machine's
+// intern table is full: thousands of distinct frame names, after which
+// the fast path leaves new short strings to the general path.
+func TestFastPathInternFull(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 303))
+	data := genPickleUnique(r, 3000)
+	if err := sameDecode(t, "distinct names", data, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 10 {
+		sameDecode(t, fmt.Sprintf("distinct names, mutation %d", k), mutate(r, data), DefaultLimits)
 	}
 }
 
