@@ -11,9 +11,9 @@ import (
 // trace entry (or a segment's block) of a handful of str keys, int and
 // str values and a list of stack frames, each frame a flat dict of
 // strings and an int, or a memo reference to one seen before. Run one
-// opcode at a time, each costs about twenty opcodes of 10 to 35 ns: the
-// dispatch, a push, the node of each new value (newNode), the memo, and
-// the generic SETITEMS and APPENDS. fastDict reads such a dict in one
+// opcode at a time, such a dict is about twenty opcodes of 10 to 35 ns
+// each: the dispatch, a push, the node of each new value (newNode), the
+// memo, and the generic SETITEMS and APPENDS. fastDict reads such a dict in one
 // pass over the window instead, straight from its bytes, and leaves the
 // machine exactly as the general path would have: the same record handed
 // to the Builder in one SetItems, the same memo entries (a later entry
@@ -32,7 +32,8 @@ import (
 // The general path then runs the same dict from its EMPTY_DICT and, for
 // bad input, reports the error at its position. What the scan did before
 // giving up is undone (memo slots, kept text) or is invisible (strings
-// interned early, which the general path interns in the same order).
+// interned early, which the general path interns in the same order; the
+// window read ahead, which only moves reads earlier).
 
 // FlatBuilder is implemented by a Builder some of whose dict nodes are
 // flat records, for the fast path: every key is a str, and no value is
@@ -171,7 +172,7 @@ func (d *Machine) fastUndo() {
 // limit is checked where the height peaks, before each pop and at the
 // record's end (over): a push of the general path fails exactly when the
 // height would exceed the limit, and the scan is undone anyway when it
-// gives up.
+// gives up. It reports true, to sit in the conditions that read a value.
 func (fs *fastScan) push() bool {
 	fs.h++
 	return true
@@ -276,13 +277,12 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 }
 
 // fastList reads a skipped list (a record's stack frames) from after
-// its EMPTY_LIST (at offset off): the PUT, then batches of items as Pickler._batch_appends
-// writes them (Lib/pickle.py): MARK, items, APPENDS for a batch of
-// several, the item and APPEND for a batch of one. Items are memo
-// references to values other than generic containers, or new frames
-// (fastFrame). It stops at the first opcode that is none of these (the
-// record's next key, or its SETITEMS), with v the list as the general
-// path leaves it.
+// its EMPTY_LIST (at offset off): the PUT, then batches of items as
+// Pickler._batch_appends writes them (Lib/pickle.py): MARK, items,
+// APPENDS for a batch of several, the item and APPEND for a batch of
+// one. Items are memo references or new frames (fastBatch, fastFrame).
+// It stops at the first opcode that is none of these (the record's next
+// key, or its SETITEMS), with v the list as the general path leaves it.
 func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
 	fs := &d.fs
 	if !fs.push() {
@@ -498,8 +498,8 @@ func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
 	}
 }
 
-// putLen is the length of the memo PUT at buf[j], or 0 when there is
-// none (or it is cut by the end of the window).
+// putLen is the length of the memo PUT at buf[j] with its argument, or
+// 0 when there is none (the caller checks the window's end).
 func putLen(buf []byte, j int) int {
 	if j >= len(buf) {
 		return 0
