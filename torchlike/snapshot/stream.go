@@ -146,7 +146,7 @@ func (b *builder) takeEntries(r *rec) []TraceEntry {
 		return nil
 	}
 	if len(b.actTab) == 0 {
-		b.actTab = append(b.actTab, "") // entries without an action
+		b.actTab = append(b.actTab0[:0], "") // entries without an action
 	}
 	out := make([]TraceEntry, r.nEntries())
 	k := 0
@@ -192,7 +192,7 @@ func (b *builder) actionIndex(a string) uint32 {
 		}
 	}
 	if len(b.actTab) == 0 {
-		b.actTab = append(b.actTab, "")
+		b.actTab = append(b.actTab0[:0], "")
 	}
 	i := uint32(len(b.actTab))
 	b.actTab = append(b.actTab, a)
@@ -253,6 +253,7 @@ type builder struct {
 	actions []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
 	actTab  []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
 	actIdx  map[string]uint32
+	actTab0 [16]string // actTab's first array: a snapshot has a dozen actions
 }
 
 // field is a dict key of the schema, decided once per interned string.
