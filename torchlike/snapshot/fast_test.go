@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"membench/internal/fuzzbound"
 	"membench/internal/pickle"
@@ -483,6 +485,42 @@ func TestFastPathGenerated(t *testing.T) {
 	}
 	if decoded < n/3 {
 		t.Fatalf("only %d of %d generated snapshots decode", decoded, n)
+	}
+}
+
+// TestFastPathReaders compares the two paths on readers that hand the
+// machine its input a few bytes at a time (records then straddle the
+// window's end, where the fast path gives up) and that fail part way
+// (the machine's read-ahead must not move the error).
+func TestFastPathReaders(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 304))
+	errRead := errors.New("device unplugged")
+	for i := range 40 {
+		data := genPickle(r, 1+r.IntN(40), i%2 == 1)
+		cut := r.IntN(len(data))
+		readers := []func() io.Reader{
+			func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) },
+			func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
+			func() io.Reader {
+				return io.MultiReader(iotest.HalfReader(bytes.NewReader(data[:cut])), iotest.ErrReader(errRead))
+			},
+		}
+		for k, open := range readers {
+			fast, ferr := DecodePickleLimits(open(), DefaultLimits)
+			slow, serr := DecodePickleLimits(open(), slowLimits(DefaultLimits))
+			what := fmt.Sprintf("generated %d, reader %d", i, k)
+			switch {
+			case (ferr == nil) != (serr == nil):
+				t.Fatalf("%s: fast path: %v; general path: %v", what, ferr, serr)
+			case ferr != nil && ferr.Error() != serr.Error():
+				t.Fatalf("%s: fast path: %v\ngeneral path: %v", what, ferr, serr)
+			case ferr == nil && !reflect.DeepEqual(fast, slow):
+				t.Fatalf("%s: the snapshots differ:\n%s", what, firstDiff(fast, slow))
+			}
+			if k == 2 && !errors.Is(ferr, errRead) {
+				t.Fatalf("%s: %v, want the reader's error", what, ferr)
+			}
+		}
 	}
 }
 
