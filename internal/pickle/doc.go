@@ -44,6 +44,30 @@
 // package snapshot reads PyTorch snapshots without building the object
 // graph, and without reading stack frames at all.
 //
+// # The fast path
+//
+// Run one opcode at a time, a small dict costs some twenty dispatches,
+// pushes and node decisions, and a PyTorch snapshot is tens of
+// thousands of the same small dicts. A Builder that is a FlatBuilder
+// names the nodes that are flat records (str keys, scalar values, lists
+// it skips); when such a dict starts, the machine reads it in one pass
+// over the buffered bytes (fast.go), provided it has exactly the shape
+// Python's pickler writes: EMPTY_DICT, its PUT, MARK, the pairs and
+// SETITEMS, keys as new strings or memo references, values as ints,
+// strings, memo references or a skipped list of frames (memo references
+// or new flat frame dicts, in batches of MARK ... APPENDS or one item and
+// APPEND). Skipped lists found elsewhere (a segment's frames) are read
+// the same way. The pass leaves what the general path would have: the
+// record handed to the Builder in one SetItems, every memo entry stored
+// (later records refer to them), the same text counted, depths and tags.
+// At anything else (another opcode, a dict among the values, the end of
+// the window, a PUT that is not into a free allocated slot, a limit that
+// would be reached, a full intern table) it undoes what it stored and
+// the general path runs the same dict from its start, so that the
+// result, and the error and offset for bad input, are the same. Limits'
+// NoFastPath turns it off; package snapshot's tests compare both on
+// real, generated, mutated and fuzzed snapshots.
+//
 // # Imports
 //
 // It imports only the standard library: the unpickler is a format reader

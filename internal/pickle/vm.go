@@ -29,6 +29,10 @@ type Limits struct {
 	// MaxItems bounds the containers and container items built as
 	// generic values (a Builder counts what it builds itself).
 	MaxItems int
+	// NoFastPath runs every opcode through the general path, without
+	// the schema-shaped fast path of a FlatBuilder (fast.go). The result
+	// is the same, errors included; tests compare the two.
+	NoFastPath bool
 }
 
 // DefaultLimits are the limits of Decode. With them a pickle costs at most
@@ -321,6 +325,8 @@ type Machine struct {
 	blocks []*[arenaChunk]byte // every such block, for Recycle
 	tagger Tagger              // the Builder's, or nil
 	stags  []uint8             // the tag of each string in strs
+	flat   FlatBuilder         // the Builder's, or nil (no fast path)
+	fs     fastScan            // the fast path's working state
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -353,6 +359,9 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	d.intern[""] = 0
 	if t, ok := b.(Tagger); ok {
 		d.tagger = t
+	}
+	if f, ok := b.(FlatBuilder); ok && !lim.NoFastPath {
+		d.flat = f
 	}
 	return d
 }
@@ -579,33 +588,42 @@ func (d *Machine) tag(b []byte) uint8 {
 // str returns a string value of b: interned when short (repeated keys
 // and actions then cost no allocation), else in the object table.
 func (d *Machine) str(b []byte) Val {
-	if len(b) <= internMax {
-		// A direct-mapped cache in front of the map: a snapshot's
-		// strings are few and repeat.
-		h := uint(len(b)) & 255
-		if len(b) > 0 {
-			h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
-		}
-		if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
-		}
-		if i, ok := d.intern[string(b)]; ok {
-			d.scache[h] = i
-			return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
-		}
-		if len(d.intern) < internCap {
-			s := d.keep(b)
-			d.intern[s] = int32(len(d.strs))
-			t := d.tag(b)
-			d.strs = append(d.strs, s)
-			d.stags = append(d.stags, t)
-			return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
-		}
-	}
-	if len(b) > internMax {
-		return d.longStr(d.keep(b))
+	if v, ok := d.strKept(b); ok {
+		return v
 	}
 	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b)), Tag: d.tag(b)}
+}
+
+// strKept is str for the strings that need no slot in the object table:
+// all but the short ones met once the intern table is full (false). The
+// fast path uses it: it never touches the object table, whose sweep
+// would not see the values it holds.
+func (d *Machine) strKept(b []byte) (Val, bool) {
+	if len(b) > internMax {
+		return d.longStr(d.keep(b)), true
+	}
+	// A direct-mapped cache in front of the map: a snapshot's
+	// strings are few and repeat.
+	h := uint(len(b)) & 255
+	if len(b) > 0 {
+		h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
+	}
+	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
+		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+	}
+	if i, ok := d.intern[string(b)]; ok {
+		d.scache[h] = i
+		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+	}
+	if len(d.intern) < internCap {
+		s := d.keep(b)
+		d.intern[s] = int32(len(d.strs))
+		t := d.tag(b)
+		d.strs = append(d.strs, s)
+		d.stags = append(d.stags, t)
+		return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}, true
+	}
+	return Val{}, false
 }
 
 // arenaChunk is the size of the blocks kept strings are copied into.
@@ -1142,11 +1160,12 @@ type memoBlock struct {
 // skipDepth packs what skipBatch needs of v: its nesting depth plus one
 // in the low six bits and its tag in the two high ones, or 0 when a
 // skipped list may not take v in the fast path: a hole, a Builder's
-// container or its memo copy (these need step's checks), a depth beyond
-// six bits or a tag beyond two.
+// container or its memo copy (these need step's checks), a generic
+// container (before a new value in a batch it changes the value's node:
+// fastBatch must see it), a depth beyond six bits or a tag beyond two.
 func skipDepth(v *Val) uint8 {
 	switch v.Kind {
-	case kindUnset, kindShared, KindNode:
+	case kindUnset, kindShared, KindNode, KindValue:
 		return 0
 	}
 	if v.Depth < 0 || v.Depth >= 63 || v.Tag > 3 {
@@ -1268,6 +1287,19 @@ func (d *Machine) run() (Val, error) {
 							continue
 						}
 					}
+				}
+			case OpEmptyDict:
+				if d.flat != nil {
+					if done, err := d.fastDict(); done {
+						if err != nil {
+							return Val{}, err
+						}
+						continue
+					}
+				}
+			case OpEmptyList:
+				if d.flat != nil && d.fastSkipped() {
+					continue
 				}
 			case OpMark:
 				if d.skipBatch() {
