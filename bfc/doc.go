@@ -24,6 +24,14 @@
 // does on every failure. With garbage_collection, a request that still
 // fails frees every entirely free region and extends again (§2.5).
 //
+// Chunks are records of 32 bytes in one arena, named by index; whether a
+// chunk is in use is a bit in a bitmap beside it, and its region follows
+// from its address. With 10^6 live chunks the records are read at random
+// and miss the cache, where the bitmap does not: a free learns from it
+// whether its neighbours are free without reading their records, and an
+// allocation takes the chunk's size and address from its free-set key
+// (issue 15).
+//
 // Beyond TSL, the allocator can defragment (Options.Defrag): when a request
 // fails although the free bytes inside its regions would hold it, live
 // chunks are slid to the low end of each region in address order, leaving
