@@ -71,10 +71,11 @@ type Stats struct {
 // It is 32 bytes, so that with 10^6 chunks, whose records are read at
 // random, a record is one cache line and never two (at 40 bytes, with the
 // flags and the region beside these fields, half the records spanned two
-// lines, and a prefetch brought in only the first). What is not here is
-// where the events that read it can find it without this record: whether
-// the chunk is in use is a bit of Allocator.used, its region follows from
-// its address (regionBase), and a slot that holds no chunk has size 0.
+// lines, and a prefetch brought in only the first). The rest of a chunk's
+// state is kept where the events that need it find it without a read of
+// the record: whether the chunk is in use is a bit of Allocator.used, its
+// region follows from its address (regionBase), and a slot that holds no
+// chunk has size 0.
 type chunk struct {
 	ptr, size, req int64
 	prev, next     int32
