@@ -103,8 +103,8 @@ type Allocator struct {
 	regions []region
 	// order is the alive regions by address, for regionBase.
 	order   []int32
-	free    *freeset.Set // free chunks by (size, address)
-	curr    int64        // curr_region_allocation_bytes_
+	free    *freeBins // free chunks by (size, address)
+	curr    int64     // curr_region_allocation_bytes_
 	maxFrag int64
 	stats   Stats
 	lastOOM strategies.OOM
@@ -117,7 +117,7 @@ type Allocator struct {
 
 // New builds a BFC allocator drawing from mem.
 func New(opts Options, mem *strategies.Memory) *Allocator {
-	a := &Allocator{opts: opts, mem: mem, free: freeset.New(false)}
+	a := &Allocator{opts: opts, mem: mem, free: newFreeBins()}
 	if opts.AllowGrowth {
 		a.curr = RoundedBytes(min(opts.Limit, initialGrowth))
 	} else {
