@@ -21,7 +21,16 @@ import (
 // thousand, three levels of a B+tree whose two searches per event (the
 // best fit, the insertion of a freed chunk) were half of the allocator's
 // time, where here a bin holds a handful (issue 15).
+//
+// The bins are for many free chunks only: until more than binAt chunks
+// are free at once, they are all in one set in (size, address) order
+// (one), which for a few dozen chunks is a single node, searched in one
+// pass, and which a replay makes at once, where each bin's set is made
+// when first used (a real trace's short replay of a few hundred sizes
+// spent more on making them than it saved).
 type freeBins struct {
+	// one holds every free chunk until the bins take over (nil after).
+	one *freeset.Set
 	// small holds the bins by size / MinAllocationSize, each by
 	// address, as far as the largest bin used (nil until first used).
 	small []*freeset.Set
@@ -30,7 +39,7 @@ type freeBins struct {
 	used    [numBins / 64]uint64
 	summary uint64
 	big     *freeset.Set // chunks of bigSize bytes or more
-	n       int
+	n       int          // chunks in the bins and the big set
 }
 
 const (
@@ -41,7 +50,20 @@ const (
 	bigSize = numBins * MinAllocationSize
 )
 
-func newFreeBins() *freeBins { return &freeBins{big: freeset.New(false)} }
+// binAt is the most free chunks one holds: more go to the bins.
+const binAt = 256
+
+func newFreeBins() *freeBins { return &freeBins{one: freeset.New(false)} }
+
+// spread moves the chunks of one into the bins and the big set, for
+// good: a replay that had many free chunks at once is likely to again.
+func (s *freeBins) spread() {
+	keys := s.one.Items()
+	s.one, s.big, s.n = nil, freeset.New(false), 0
+	for _, k := range keys {
+		s.Insert(k)
+	}
+}
 
 // bin is the exact-size bin of a chunk of size bytes, false for a chunk
 // that goes to the big set.
@@ -70,6 +92,9 @@ func (s *freeBins) next(b int) (int, bool) {
 // LowerBound is the first chunk, in (size, address) order, not below k,
 // which must be a size alone (Key{Size: r}): the best fit for r bytes.
 func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
+	if s.one != nil {
+		return s.one.LowerBound(k)
+	}
 	if k.Size < bigSize {
 		// A chunk in bin b or above holds at least b times
 		// MinAllocationSize bytes: the first bin to look at is k's
@@ -85,6 +110,13 @@ func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
 
 // Insert adds the free chunk k.
 func (s *freeBins) Insert(k freeset.Key) {
+	if s.one != nil {
+		s.one.Insert(k)
+		if s.one.Len() > binAt {
+			s.spread()
+		}
+		return
+	}
 	s.n++
 	b, ok := bin(k.Size)
 	if !ok {
@@ -108,6 +140,10 @@ func (s *freeBins) Insert(k freeset.Key) {
 
 // Remove deletes the free chunk k.
 func (s *freeBins) Remove(k freeset.Key) {
+	if s.one != nil {
+		s.one.Remove(k)
+		return
+	}
 	s.n--
 	b, ok := bin(k.Size)
 	if !ok {
@@ -131,6 +167,10 @@ func (s *freeBins) Remove(k freeset.Key) {
 // both sizes are in the same bin (or both in the big set), else as a
 // Remove and an Insert.
 func (s *freeBins) Replace(old, new freeset.Key) {
+	if s.one != nil {
+		s.one.Replace(old, new)
+		return
+	}
 	ob, osmall := bin(old.Size)
 	nb, nsmall := bin(new.Size)
 	switch {
@@ -146,6 +186,9 @@ func (s *freeBins) Replace(old, new freeset.Key) {
 
 // Contains reports whether k, with its chunk index, is a free chunk.
 func (s *freeBins) Contains(k freeset.Key) bool {
+	if s.one != nil {
+		return s.one.Contains(k)
+	}
 	b, ok := bin(k.Size)
 	if !ok {
 		return s.big.Contains(k)
@@ -154,10 +197,18 @@ func (s *freeBins) Contains(k freeset.Key) bool {
 }
 
 // Len is the number of free chunks.
-func (s *freeBins) Len() int { return s.n }
+func (s *freeBins) Len() int {
+	if s.one != nil {
+		return s.one.Len()
+	}
+	return s.n
+}
 
 // Max is the last free chunk in (size, address) order: the largest.
 func (s *freeBins) Max() (freeset.Key, bool) {
+	if s.one != nil {
+		return s.one.Max()
+	}
 	if s.big.Len() > 0 {
 		return s.big.Max()
 	}
