@@ -29,8 +29,10 @@ import (
 // when first used (a real trace's short replay of a few hundred sizes
 // spent more on making them than it saved).
 type freeBins struct {
-	// one holds every free chunk until the bins take over (nil after).
+	// one holds every free chunk until the bins take over (nil after),
+	// when more than at are free.
 	one *freeset.Set
+	at  int
 	// small holds the bins by size / MinAllocationSize, each by
 	// address, as far as the largest bin used (nil until first used).
 	small []*freeset.Set
@@ -53,7 +55,7 @@ const (
 // binAt is the most free chunks one holds: more go to the bins.
 const binAt = 256
 
-func newFreeBins() *freeBins { return &freeBins{one: freeset.New(false)} }
+func newFreeBins() *freeBins { return &freeBins{one: freeset.New(false), at: binAt} }
 
 // spread moves the chunks of one into the bins and the big set, for
 // good: a replay that had many free chunks at once is likely to again.
@@ -112,7 +114,7 @@ func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
 func (s *freeBins) Insert(k freeset.Key) {
 	if s.one != nil {
 		s.one.Insert(k)
-		if s.one.Len() > binAt {
+		if s.one.Len() > s.at {
 			s.spread()
 		}
 		return

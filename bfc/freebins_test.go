@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"membench/internal/freeset"
+	"membench/strategies"
 )
 
 // TestFreeBinsAgainstSet checks freeBins against one freeset.Set in
@@ -99,5 +100,79 @@ func TestFreeBinsAgainstSet(t *testing.T) {
 	}
 	if bins.summary != 0 || bins.Len() != 0 {
 		t.Errorf("drained, the bitmap's summary is %#x and %d chunks are left", bins.summary, bins.Len())
+	}
+}
+
+// TestBinsPlaceAsOneSet replays the same random workload, by the sizes of
+// harness.BenchmarkReplayLive and with GPU regions that grow, through an
+// allocator whose free chunks are in the bins from the first and one
+// whose free chunks stay in one set, and expects the same chunk for every
+// allocation and sound invariants throughout: the replays of real traces
+// keep few chunks free, never enough for the bins.
+func TestBinsPlaceAsOneSet(t *testing.T) {
+	for _, growth := range []bool{false, true} {
+		opts := Options{Limit: 16 << 30, AllowGrowth: growth, GarbageCollection: growth}
+		var as [2]*Allocator
+		for i := range as {
+			d, _ := strategies.ParseDevice("a100-80g")
+			as[i] = New(opts, strategies.NewMemory(&d))
+		}
+		as[0].free.at, as[1].free.at = 0, 1<<62
+		rng := rand.New(rand.NewPCG(9, 10))
+		size := func() int64 {
+			if rng.IntN(100) == 0 {
+				return (1 + rng.Int64N(2<<20)) + 1<<20
+			}
+			return 1 + rng.Int64N(48<<10)
+		}
+		var live [][2]strategies.Handle
+		mostFree := 0
+		for step := range 200000 {
+			mostFree = max(mostFree, as[1].free.Len())
+			// 100,000 allocations first, then a free of a random live
+			// one before each allocation, as the live benchmark does.
+			if step >= 100000 && step%2 == 0 && len(live) > 0 {
+				i := rng.IntN(len(live))
+				for j, a := range as {
+					a.Free(live[i][j])
+				}
+				live[i] = live[len(live)-1]
+				live = live[:len(live)-1]
+			} else {
+				n := size()
+				var hs [2]strategies.Handle
+				var oks [2]bool
+				for j, a := range as {
+					hs[j], oks[j] = a.Malloc(n, 0)
+				}
+				if oks[0] != oks[1] {
+					t.Fatalf("growth %v, step %d: %d B fit one allocator and not the other", growth, step, n)
+				}
+				if oks[0] {
+					p0, s0 := as[0].Chunk(hs[0])
+					p1, s1 := as[1].Chunk(hs[1])
+					if p0 != p1 || s0 != s1 {
+						t.Fatalf("growth %v, step %d: %d B at %#x (%d B) in the bins, at %#x (%d B) in one set", growth, step, n, p0, s0, p1, s1)
+					}
+					live = append(live, hs)
+				}
+			}
+			if step%20000 == 0 {
+				for _, a := range as {
+					if err := a.Check(); err != nil {
+						t.Fatalf("growth %v, step %d: %v", growth, step, err)
+					}
+				}
+			}
+		}
+		if as[0].free.one != nil || as[1].free.one == nil {
+			t.Fatalf("growth %v: the allocators did not keep their free chunks as set up", growth)
+		}
+		if mostFree <= binAt {
+			t.Errorf("growth %v: at most %d chunks free, too few for the bins", growth, mostFree)
+		}
+		if *as[0].Stats() != *as[1].Stats() {
+			t.Errorf("growth %v: stats %+v in the bins, %+v in one set", growth, *as[0].Stats(), *as[1].Stats())
+		}
 	}
 }
