@@ -265,8 +265,18 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 // the replay with 10^3 live chunks a quarter slower, most likely because
 // unpadded keys are compared whole, in loads wider than the stores that
 // had just written them, which the processor cannot forward.)
+//
+// While the free chunks are few, the free set's one set is called here
+// directly (freeBins, whose methods cannot inline).
 func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
-	k, ok := a.free.LowerBound(freeset.Key{Size: r})
+	one := a.free.one
+	var k freeset.Key
+	var ok bool
+	if one != nil {
+		k, ok = one.LowerBound(freeset.Key{Size: r})
+	} else {
+		k, ok = a.free.lowerBound(freeset.Key{Size: r})
+	}
 	if !ok {
 		return -1, false
 	}
@@ -277,11 +287,17 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 		// step (freeset.Set.Replace) for RemoveFreeChunkFromBin and
 		// the remainder's InsertFreeChunkIntoBin.
 		nh := a.slot()
-		a.free.Replace(k, freeset.Key{Size: size - r, Addr: k.Addr + r, B: nh})
+		if rem := (freeset.Key{Size: size - r, Addr: k.Addr + r, B: nh}); one != nil {
+			one.Replace(k, rem)
+		} else {
+			a.free.replace(k, rem)
+		}
 		a.split(h, nh, k, r)
 		size = r
+	} else if one != nil {
+		one.Remove(k)
 	} else {
-		a.free.Remove(k)
+		a.free.remove(k)
 	}
 	a.setUse(h, true)
 	a.chunks[h].req = n
@@ -360,9 +376,15 @@ func (a *Allocator) Free(hh strategies.Handle) {
 		a.merge(pv, h)
 		h = pv
 	}
-	if merged {
-		a.free.Replace(gone, a.key(h))
-	} else {
+	// As in find, the one set of few free chunks directly.
+	switch one := a.free.one; {
+	case merged && one != nil:
+		one.Replace(gone, a.key(h))
+	case merged:
+		a.free.replace(gone, a.key(h))
+	case one != nil && one.Len() < a.free.at:
+		one.Insert(a.key(h))
+	default:
 		a.free.Insert(a.key(h))
 	}
 }

@@ -93,10 +93,20 @@ func (s *freeBins) next(b int) (int, bool) {
 
 // LowerBound is the first chunk, in (size, address) order, not below k,
 // which must be a size alone (Key{Size: r}): the best fit for r bytes.
+//
+// The allocator's find and Free call one themselves while it holds the
+// free chunks, and the bins' ways (lowerBound, insert, remove, replace)
+// otherwise: these methods, which do either, are too large to inline, and
+// a replay of a real trace, which keeps few chunks free, was 4% slower for
+// the extra call.
 func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
 	if s.one != nil {
 		return s.one.LowerBound(k)
 	}
+	return s.lowerBound(k)
+}
+
+func (s *freeBins) lowerBound(k freeset.Key) (freeset.Key, bool) {
 	if k.Size < bigSize {
 		// A chunk in bin b or above holds at least b times
 		// MinAllocationSize bytes: the first bin to look at is k's
@@ -146,6 +156,10 @@ func (s *freeBins) Remove(k freeset.Key) {
 		s.one.Remove(k)
 		return
 	}
+	s.remove(k)
+}
+
+func (s *freeBins) remove(k freeset.Key) {
 	s.n--
 	b, ok := bin(k.Size)
 	if !ok {
@@ -173,6 +187,10 @@ func (s *freeBins) Replace(old, new freeset.Key) {
 		s.one.Replace(old, new)
 		return
 	}
+	s.replace(old, new)
+}
+
+func (s *freeBins) replace(old, new freeset.Key) {
 	ob, osmall := bin(old.Size)
 	nb, nsmall := bin(new.Size)
 	switch {
