@@ -12,10 +12,11 @@
 // upwards, each in (size, address) order; since the bins partition sizes
 // into ordered ranges, that scan finds exactly the first chunk of one
 // (size, address)-ordered set at or above the request, which is what this
-// package finds. It keeps finer bins to find it sooner: one for each size
-// below 1 MiB (every size is a multiple of 256 bytes), each by address,
-// with a bitmap of the bins that hold a chunk, and one set in (size,
-// address) order for the larger chunks (freeBins). The chunk is split only
+// package finds. While few chunks are free it keeps them in such a set;
+// once more than 256 are free at once, in finer bins that find it sooner:
+// one for each size below 1 MiB (every size is a multiple of 256 bytes),
+// each by address, with a bitmap of the bins that hold a chunk, and one
+// set in (size, address) order for the larger chunks (freeBins). The chunk is split only
 // if it is at least twice the request or would waste at least
 // max_internal_fragmentation_bytes (128 MiB by default); the allocation
 // keeps the low end. A free coalesces with free neighbours in the same
