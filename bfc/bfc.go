@@ -3,6 +3,7 @@ package bfc
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"membench/internal/freeset"
@@ -66,11 +67,18 @@ type Stats struct {
 	NumOOMs          int64
 }
 
+// chunk is a chunk's record in the arena (Allocator.chunks), by handle.
+// It is 32 bytes, so that with 10^6 chunks, whose records are read at
+// random, a record is one cache line and never two (at 40 bytes, with the
+// flags and the region beside these fields, half the records spanned two
+// lines, and a prefetch brought in only the first). The rest of a chunk's
+// state is kept where the events that need it find it without a read of
+// the record: whether the chunk is in use is a bit of Allocator.used, its
+// region follows from its address (regionBase), and a slot that holds no
+// chunk has size 0.
 type chunk struct {
 	ptr, size, req int64
 	prev, next     int32
-	region         int32
-	inUse, alive   bool
 }
 
 type region struct {
@@ -83,13 +91,20 @@ const none int32 = -1
 
 // Allocator is one BFC allocator on one device.
 type Allocator struct {
-	opts    Options
-	mem     *strategies.Memory
-	chunks  []chunk
+	opts   Options
+	mem    *strategies.Memory
+	chunks []chunk
+	// used has a bit per slot of chunks, set while its chunk is in
+	// use: the bits a Free reads to learn whether the freed chunk's
+	// neighbours are free (at 10^6 chunks a few cache lines of an array
+	// that stays in the cache, where their records are two misses).
+	used    []uint64
 	unused  []int32
 	regions []region
-	free    *freeset.Set // free chunks by (size, address)
-	curr    int64        // curr_region_allocation_bytes_
+	// order is the alive regions by address, for regionBase.
+	order   []int32
+	free    *freeBins // free chunks by (size, address)
+	curr    int64     // curr_region_allocation_bytes_
 	maxFrag int64
 	stats   Stats
 	lastOOM strategies.OOM
@@ -102,7 +117,7 @@ type Allocator struct {
 
 // New builds a BFC allocator drawing from mem.
 func New(opts Options, mem *strategies.Memory) *Allocator {
-	a := &Allocator{opts: opts, mem: mem, free: freeset.New(false)}
+	a := &Allocator{opts: opts, mem: mem, free: newFreeBins()}
 	if opts.AllowGrowth {
 		a.curr = RoundedBytes(min(opts.Limit, initialGrowth))
 	} else {
@@ -140,23 +155,61 @@ func (a *Allocator) slot() int32 {
 		return h
 	}
 	a.chunks = append(a.chunks, chunk{})
+	if len(a.chunks) > 64*len(a.used) {
+		a.used = append(a.used, 0)
+	}
 	return int32(len(a.chunks) - 1)
 }
 
 func (a *Allocator) newChunk(c chunk) int32 {
 	h := a.slot()
-	c.alive = true
 	a.chunks[h] = c
 	return h
 }
 
+// deleteChunk recycles the slot of a free chunk (whose bit in used is
+// clear already).
 func (a *Allocator) deleteChunk(h int32) {
 	a.chunks[h] = chunk{}
 	a.unused = append(a.unused, h)
 }
 
+// inUse reports whether chunk h is in use.
+func (a *Allocator) inUse(h int32) bool { return a.used[h>>6]&(1<<(h&63)) != 0 }
+
+// setUse marks chunk h in use or free.
+func (a *Allocator) setUse(h int32, on bool) {
+	if on {
+		a.used[h>>6] |= 1 << (h & 63)
+	} else {
+		a.used[h>>6] &^= 1 << (h & 63)
+	}
+}
+
+// key is chunk h's key in the free set.
 func (a *Allocator) key(h int32) freeset.Key {
-	return freeset.Key{Size: a.chunks[h].size, Addr: a.chunks[h].ptr, B: h}
+	c := &a.chunks[h]
+	return freeset.Key{Size: c.size, Addr: c.ptr, B: h}
+}
+
+// regionBase is the address of the region that holds address p: regions
+// are disjoint, so it is the alive region with the highest address not
+// above p.
+func (a *Allocator) regionBase(p int64) int64 {
+	o := a.order
+	if len(o) == 1 {
+		return a.regions[o[0]].ptr
+	}
+	lo, hi := 0, len(o)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a.regions[o[m]].ptr <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return a.regions[o[lo-1]].ptr
 }
 
 // Malloc is AllocateRaw (§2.2): find, else Extend and find, else free
@@ -203,29 +256,56 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 }
 
 // find is FindChunkPtr: the best-fit free chunk, split if worth it.
+//
+// What it needs of the chunk, its size and address, comes from its key,
+// and of its record only the upper neighbour (split): with 10^6 chunks
+// the record is a cache miss that nothing could prefetch (the search
+// decides which chunk it is). (With the neighbour in the key as well, in
+// the padding of freeset.Key, the record was only written; but that made
+// the replay with 10^3 live chunks a quarter slower, most likely because
+// unpadded keys are compared whole, in loads wider than the stores that
+// had just written them, which the processor cannot forward.)
+//
+// While the free chunks are few, the free set's one set is called here
+// directly (freeBins, whose methods cannot inline).
 func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
-	k, ok := a.free.LowerBound(freeset.Key{Size: r})
+	one := a.free.one
+	var k freeset.Key
+	var ok bool
+	if one != nil {
+		k, ok = one.LowerBound(freeset.Key{Size: r})
+	} else {
+		k, ok = a.free.lowerBound(freeset.Key{Size: r})
+	}
 	if !ok {
 		return -1, false
 	}
 	h := k.B
-	c := &a.chunks[h]
-	if Splits(c.size, r, a.maxFrag) {
+	size := k.Size
+	if Splits(size, r, a.maxFrag) {
 		// The remainder takes the chunk's place in the free set: one
 		// step (freeset.Set.Replace) for RemoveFreeChunkFromBin and
 		// the remainder's InsertFreeChunkIntoBin.
-		a.free.Replace(k, a.key(a.split(h, r)))
-		c = &a.chunks[h]
+		nh := a.slot()
+		if rem := (freeset.Key{Size: size - r, Addr: k.Addr + r, B: nh}); one != nil {
+			one.Replace(k, rem)
+		} else {
+			a.free.replace(k, rem)
+		}
+		a.split(h, nh, k, r)
+		size = r
+	} else if one != nil {
+		one.Remove(k)
 	} else {
-		a.free.Remove(k)
+		a.free.remove(k)
 	}
-	c.inUse = true
-	c.req = n
-	a.highWater = max(a.highWater, c.ptr+c.size-a.regions[c.region].ptr)
+	a.setUse(h, true)
+	a.chunks[h].req = n
+	a.highWater = max(a.highWater, k.Addr+size-a.regionBase(k.Addr))
 	a.stats.NumAllocs++
-	a.stats.BytesInUse += c.size
+	a.stats.BytesInUse += size
 	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.stats.BytesInUse)
-	a.stats.LargestAllocSize = max(a.stats.LargestAllocSize, c.size)
+	a.stats.LargestAllocSize = max(a.stats.LargestAllocSize, size)
 	return strategies.Handle(h), true
 }
 
@@ -245,24 +325,24 @@ func (a *Allocator) Chunk(h strategies.Handle) (addr, size int64) {
 // (bfc/validate) judges recorded decisions by this same function.
 func Splits(size, r, maxFrag int64) bool { return size >= 2*r || size-r >= maxFrag }
 
-// split is SplitChunk: the low r bytes stay with h, the rest becomes a
-// free chunk (whose right neighbour cannot be free, §2.2), which it
-// returns for the caller to put in the free set.
+// split is SplitChunk: the low r bytes stay with h, whose free-set key
+// is k, and the rest becomes the free chunk nh (whose right neighbour
+// cannot be free, §2.2), a slot the caller took and put in the free set.
 //
 // The new chunk's fields are set one by one in its slot: built as a struct
 // and copied (newChunk), its freshly written fields would be read back in
 // 16-byte pieces that span two of their stores, which the processor cannot
 // forward (a stall that was a third of this function's time).
-func (a *Allocator) split(h int32, r int64) int32 {
-	nh := a.slot()
-	c, n := &a.chunks[h], &a.chunks[nh]
-	n.ptr, n.size, n.prev, n.next, n.region, n.alive = c.ptr+r, c.size-r, h, c.next, c.region, true
-	if c.next != none {
-		a.chunks[c.next].prev = nh
+func (a *Allocator) split(h, nh int32, k freeset.Key, r int64) {
+	c := &a.chunks[h]
+	next := c.next
+	n := &a.chunks[nh]
+	n.ptr, n.size, n.prev, n.next = k.Addr+r, k.Size-r, h, next
+	if next != none {
+		a.chunks[next].prev = nh
 	}
 	c.next = nh
 	c.size = r
-	return nh
 }
 
 // Touch implements strategies.Toucher: it prefetches the chunk of h.
@@ -277,18 +357,18 @@ func (a *Allocator) Touch(h strategies.Handle) {
 func (a *Allocator) Free(hh strategies.Handle) {
 	h := int32(hh)
 	c := &a.chunks[h]
-	c.inUse = false
+	a.setUse(h, false)
 	a.stats.BytesInUse -= c.size
 	// The merged chunk takes the place of a free neighbour it absorbed
 	// in the free set (freeset.Set.Replace): one step where removing the
 	// neighbour and inserting the merged chunk take two.
 	var gone freeset.Key
 	merged := false
-	if nx := c.next; nx != none && !a.chunks[nx].inUse {
+	if nx := c.next; nx != none && !a.inUse(nx) {
 		gone, merged = a.key(nx), true
 		a.merge(h, nx)
 	}
-	if pv := a.chunks[h].prev; pv != none && !a.chunks[pv].inUse {
+	if pv := a.chunks[h].prev; pv != none && !a.inUse(pv) {
 		if merged {
 			a.free.Remove(gone)
 		}
@@ -296,9 +376,15 @@ func (a *Allocator) Free(hh strategies.Handle) {
 		a.merge(pv, h)
 		h = pv
 	}
-	if merged {
-		a.free.Replace(gone, a.key(h))
-	} else {
+	// As in find, the one set of few free chunks directly.
+	switch one := a.free.one; {
+	case merged && one != nil:
+		one.Replace(gone, a.key(h))
+	case merged:
+		a.free.replace(gone, a.key(h))
+	case one != nil && one.Len() < a.free.at:
+		one.Insert(a.key(h))
+	default:
 		a.free.Insert(a.key(h))
 	}
 }
@@ -347,8 +433,13 @@ func (a *Allocator) extend(r int64) bool {
 	a.stats.PoolBytes += bytes
 	a.stats.PeakPoolBytes = max(a.stats.PeakPoolBytes, a.stats.PoolBytes)
 	ri := int32(len(a.regions))
-	h := a.newChunk(chunk{ptr: addr, size: bytes, prev: none, next: none, region: ri})
+	h := a.newChunk(chunk{ptr: addr, size: bytes, prev: none, next: none})
 	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, alive: true})
+	at := 0
+	for at < len(a.order) && a.regions[a.order[at]].ptr < addr {
+		at++
+	}
+	a.order = slices.Insert(a.order, at, ri)
 	a.free.Insert(a.key(h))
 	a.trace(strategies.TraceEvent{Action: strategies.TraceSegmentAlloc, Addr: addr, Size: bytes})
 	return true
@@ -379,7 +470,7 @@ func (a *Allocator) deallocateFreeRegions(r int64) bool {
 	var freeRegions []int32
 	for i := range a.regions {
 		g := &a.regions[i]
-		if g.alive && !a.chunks[g.first].inUse && a.chunks[g.first].next == none {
+		if g.alive && !a.inUse(g.first) && a.chunks[g.first].next == none {
 			freeRegions = append(freeRegions, int32(i))
 			total += g.size
 		}
@@ -396,6 +487,7 @@ func (a *Allocator) deallocateFreeRegions(r int64) bool {
 		a.stats.PoolBytes -= g.size
 		g.alive = false
 	}
+	a.order = slices.DeleteFunc(a.order, func(i int32) bool { return !a.regions[i].alive })
 	return true
 }
 
@@ -438,7 +530,7 @@ func (a *Allocator) defragment(r int64) bool {
 func (a *Allocator) regionFree(ri int32) int64 {
 	var f int64
 	for h := a.regions[ri].first; h != none; h = a.chunks[h].next {
-		if !a.chunks[h].inUse {
+		if !a.inUse(h) {
 			f += a.chunks[h].size
 		}
 	}
@@ -456,7 +548,7 @@ func (a *Allocator) compact(ri int32) int64 {
 	for h := g.first; h != none; {
 		c := &a.chunks[h]
 		next := c.next
-		if c.inUse {
+		if a.inUse(h) {
 			if c.ptr != at {
 				moved += c.size
 				a.trace(strategies.TraceEvent{Action: strategies.TraceMove, Addr: at, From: c.ptr, Size: c.size, Requested: c.req})
@@ -477,7 +569,7 @@ func (a *Allocator) compact(ri int32) int64 {
 		h = next
 	}
 	if end := g.ptr + g.size; at < end {
-		fh := a.newChunk(chunk{ptr: at, size: end - at, prev: prevLive, next: none, region: ri})
+		fh := a.newChunk(chunk{ptr: at, size: end - at, prev: prevLive, next: none})
 		if prevLive != none {
 			a.chunks[prevLive].next = fh
 		} else {
@@ -502,7 +594,7 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 		for h := g.first; h != none; h = a.chunks[h].next {
 			c := &a.chunks[h]
 			st := strategies.BlockFree
-			if c.inUse {
+			if a.inUse(h) {
 				st = strategies.BlockAllocated
 			}
 			s.Blocks = append(s.Blocks, strategies.Block{Addr: c.ptr, Size: c.size, Requested: c.req, State: st})
@@ -533,10 +625,10 @@ func (a *Allocator) Check() error {
 		var prev int32 = none
 		for h := g.first; h != none; h = a.chunks[h].next {
 			c := &a.chunks[h]
-			if !c.alive || c.ptr != at || c.size <= 0 || c.prev != prev || c.region != int32(i) {
+			if c.ptr != at || c.size <= 0 || c.prev != prev {
 				return fmt.Errorf("region at %#x: chunk %d (%+v) breaks the tiling at %#x", g.ptr, h, *c, at)
 			}
-			if !c.inUse {
+			if !a.inUse(h) {
 				if prevFree {
 					return fmt.Errorf("region at %#x: adjacent free chunks at %#x", g.ptr, c.ptr)
 				}
@@ -556,13 +648,27 @@ func (a *Allocator) Check() error {
 				// 256 B aligned (allocator-spec §2).
 				return fmt.Errorf("chunk at %#x (size %d B) is off the %d B alignment of its region at %#x", c.ptr, c.size, MinAllocationSize, g.ptr)
 			}
-			prevFree = !c.inUse
+			prevFree = !a.inUse(h)
 			at += c.size
 			prev = h
 		}
 		if at != g.ptr+g.size {
 			return fmt.Errorf("region at %#x: chunks end at %#x, the region at %#x", g.ptr, at, g.ptr+g.size)
 		}
+	}
+	for i, ri := range a.order {
+		if !a.regions[ri].alive || i > 0 && a.regions[a.order[i-1]].ptr >= a.regions[ri].ptr {
+			return fmt.Errorf("the regions by address are out of order or hold a dead region at %d", i)
+		}
+	}
+	alive := 0
+	for i := range a.regions {
+		if a.regions[i].alive {
+			alive++
+		}
+	}
+	if alive != len(a.order) {
+		return fmt.Errorf("%d regions alive, %d in the regions by address", alive, len(a.order))
 	}
 	if nFree != a.free.Len() {
 		return fmt.Errorf("free set holds %d chunks, regions have %d free chunks", a.free.Len(), nFree)

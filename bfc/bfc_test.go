@@ -878,7 +878,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			name: "adjacent free chunks",
 			corrupt: func(h *harness) { // free a without coalescing it with b's hole
 				hd := int32(h.live["a"])
-				h.a.chunks[hd].inUse = false
+				h.a.setUse(hd, false)
 				h.a.stats.BytesInUse -= h.a.chunks[hd].size
 				h.a.free.Insert(h.a.key(hd))
 			},
@@ -888,7 +888,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			name: "free chunk missing from the free set",
 			corrupt: func(h *harness) {
 				for h2 := h.a.regions[0].first; h2 != none; h2 = h.a.chunks[h2].next {
-					if !h.a.chunks[h2].inUse {
+					if !h.a.inUse(h2) {
 						h.a.free.Remove(h.a.key(h2))
 						return
 					}

@@ -12,10 +12,15 @@
 // upwards, each in (size, address) order; since the bins partition sizes
 // into ordered ranges, that scan finds exactly the first chunk of one
 // (size, address)-ordered set at or above the request, which is what this
-// package keeps. The chunk is split only if it is at least twice the
-// request or would waste at least max_internal_fragmentation_bytes (128 MiB
-// by default); the allocation keeps the low end. A free coalesces with free
-// neighbours in the same region (§2.3).
+// package finds. While few chunks are free it keeps them in such a set;
+// once more than 256 are free at once, in finer bins that find it sooner:
+// one for each size below 1 MiB (every size is a multiple of 256 bytes),
+// each by address, with a bitmap of the bins that hold a chunk, and one
+// set in (size, address) order for the larger chunks (freeBins). The chunk is split only
+// if it is at least twice the request or would waste at least
+// max_internal_fragmentation_bytes (128 MiB by default); the allocation
+// keeps the low end. A free coalesces with free neighbours in the same
+// region (§2.3).
 //
 // When no chunk fits, Extend asks the device for a new region: with
 // allow_growth the region size doubles from 2 MiB, otherwise the first
@@ -23,6 +28,15 @@
 // 0.9 until it succeeds or falls below the request, as the current TSL
 // does on every failure. With garbage_collection, a request that still
 // fails frees every entirely free region and extends again (§2.5).
+//
+// Chunks are records of 32 bytes in one arena, named by index; whether a
+// chunk is in use is a bit in a bitmap beside it, and its region follows
+// from its address. With 10^6 live chunks the records are read at random
+// and miss the cache, where the bitmap does not: a free learns from it
+// whether its neighbours are free without reading their records, and an
+// allocation takes the chunk's size and address from its free-set key
+// (issue 15). The exact-size bins serve the same end: with 10^6 live
+// chunks about a thousand are free, a handful to a bin.
 //
 // Beyond TSL, the allocator can defragment (Options.Defrag): when a request
 // fails although the free bytes inside its regions would hold it, live

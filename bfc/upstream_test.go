@@ -22,7 +22,8 @@ package bfc
 //       sub-allocator that hands back no memory for a 2^60-byte limit and
 //       asserts nothing.
 //   TF  Log2FloorNonZeroSlow: tests the bin-index helper; the model keeps
-//       one (size, address)-ordered set instead of bins (package comment).
+//       its free chunks in bins of one exact size each, not TSL's 21 bins
+//       of a power of two each (package comment).
 //   TF  ForceAllowGrowth, the TF_FORCE_GPU_ALLOW_GROWTH parsing: that is
 //       TF configuration (tflike), not the allocator; the resulting
 //       curr_region_allocation_bytes_ is checked below.

@@ -162,18 +162,21 @@ func (s *Set) descend(x int64) (int32, int) {
 	return node, upper(lp.start[:lp.n], x)
 }
 
-// upper is the number of xs, which are sorted, not above x.
+// upper is the number of xs, which are sorted, not above x, counted in
+// order rather than by binary search. A node's starts or separators span
+// four or five cache lines: with 10^6 live buffers a descent by address
+// (every free) finds the lower nodes out of the cache, and a binary
+// search's probes, each depending on the one before, wait for up to three
+// of those lines one after the other, where a scan's loads do not depend
+// on each other and the processor brings the lines in at once. The scan
+// also mispredicts once, where it stops, and a binary search half its
+// steps.
 func upper(xs []int64, x int64) int {
-	lo, hi := 0, len(xs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if xs[m] <= x {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	i := 0
+	for i < len(xs) && xs[i] <= x {
+		i++
 	}
-	return lo
+	return i
 }
 
 // Get returns the span that starts at start.
