@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"membench/internal/freeset"
@@ -113,11 +114,39 @@ type Allocator struct {
 	highWater int64
 	// tracer receives region and relocation events (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
+	bufs   *buffers
+}
+
+// buffers are the chunk records, their in-use bits and the list of free
+// slots, which an allocator released (Release) leaves to the next one
+// built, empty: they are nearly all a short replay allocates.
+type buffers struct {
+	chunks []chunk
+	used   []uint64
+	unused []int32
+}
+
+var released = sync.Pool{New: func() any { return new(buffers) }}
+
+// Release implements strategies.Releaser: the chunk records go to the
+// next allocator built. A slot is zero when it is taken (slot appends a
+// zero record and a zero word of in-use bits; deleteChunk clears a
+// record), so nothing of this allocator's chunks reaches the next; a use
+// after Release finds no records and panics.
+func (a *Allocator) Release() {
+	if a.bufs == nil {
+		return
+	}
+	a.bufs.chunks, a.bufs.used, a.bufs.unused = a.chunks[:0], a.used[:0], a.unused[:0]
+	released.Put(a.bufs)
+	a.bufs, a.chunks, a.used, a.unused = nil, nil, nil, nil
 }
 
 // New builds a BFC allocator drawing from mem.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: newFreeBins()}
+	a.bufs = released.Get().(*buffers)
+	a.chunks, a.used, a.unused = a.bufs.chunks, a.bufs.used, a.bufs.unused
 	if opts.AllowGrowth {
 		a.curr = RoundedBytes(min(opts.Limit, initialGrowth))
 	} else {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"membench/internal/prefetch"
@@ -98,6 +99,27 @@ type Allocator struct {
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
+	held   *heldSlab
+}
+
+// heldSlab carries the buffer slab of an allocator released (Release) to
+// the next one built, empty: the slab is nearly all a short replay
+// allocates.
+type heldSlab struct{ s slab.Slab[buffer] }
+
+var released = sync.Pool{New: func() any { return new(heldSlab) }}
+
+// Release implements strategies.Releaser: the buffer slab goes, cleared,
+// to the next allocator built; a use after Release finds no buffers and
+// panics.
+func (a *Allocator) Release() {
+	if a.held == nil {
+		return
+	}
+	a.held.s = a.bufs
+	a.held.s.Clear()
+	released.Put(a.held)
+	a.held, a.bufs = nil, slab.Slab[buffer]{}
 }
 
 // New builds the heap on mem: the device's capacity (or the memory's
@@ -105,6 +127,8 @@ type Allocator struct {
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: spanset.New()}
+	a.held = released.Get().(*heldSlab)
+	a.bufs = a.held.s
 	a.granule = opts.Granule
 	if a.granule <= 0 {
 		a.granule = mem.Dev.Granularity

@@ -35,3 +35,13 @@ func (s *Slab[T]) Len() int { return len(s.items) }
 // All is every slot, live or free, by handle: for walks such as layouts
 // and invariant checks, which tell live values apart themselves.
 func (s *Slab[T]) All() []T { return s.items }
+
+// Clear empties s, keeping its memory for the values put next: a model
+// released after its replay hands its slab to the next model built
+// (strategies.Releaser), so that a sweep's replays do not each make their
+// records anew. The values are cleared, so that the slab holds nothing of
+// them.
+func (s *Slab[T]) Clear() {
+	clear(s.items)
+	s.items, s.unused = s.items[:0], s.unused[:0]
+}

@@ -21,3 +21,28 @@ func TestSlab(t *testing.T) {
 		t.Errorf("%v allocations per Put/Release", n)
 	}
 }
+
+// TestClear: a cleared slab is empty and hands out handles from 0 again,
+// without a slot freed before the clear, and keeps its memory.
+func TestClear(t *testing.T) {
+	var s Slab[*int]
+	v := 7
+	for range 100 {
+		s.Put(&v)
+	}
+	s.Release(40)
+	c := cap(s.All())
+	s.Clear()
+	if s.Len() != 0 {
+		t.Fatalf("%d slots after Clear", s.Len())
+	}
+	if h := s.Put(nil); h != 0 || s.Len() != 1 {
+		t.Errorf("first Put after Clear: handle %d, %d slots", h, s.Len())
+	}
+	if cap(s.All()) != c {
+		t.Errorf("capacity %d after Clear, was %d", cap(s.All()), c)
+	}
+	if all := s.All()[:c]; all[50] != nil {
+		t.Errorf("a cleared slot still holds its value")
+	}
+}
