@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"membench/internal/cpuclock"
 	"membench/strategies"
 	"membench/traces"
 	"membench/traces/corpus"
@@ -284,7 +285,7 @@ func BenchmarkReplay(b *testing.B) {
 				runs := 0
 				for b.Loop() {
 					if runs == 0 {
-						cpu0 = cpuTime()
+						cpu0 = cpuclock.Now()
 					}
 					runs++
 					var err error
@@ -296,7 +297,7 @@ func BenchmarkReplay(b *testing.B) {
 				// which would wipe metrics reported earlier.
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
 				b.ReportMetric(ns, "ns/event")
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(runs)/float64(len(evs)), "cpu-ns/event")
+				b.ReportMetric(float64((cpuclock.Now()-cpu0).Nanoseconds())/float64(runs)/float64(len(evs)), "cpu-ns/event")
 				b.ReportMetric(ns/medianOf(slices.Clone(decode)), "x-decode")
 				for _, m := range Metrics {
 					b.ReportMetric(m.Value(res), m.Unit)

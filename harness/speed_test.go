@@ -5,10 +5,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
+	"membench/internal/cpuclock"
 	"membench/strategies"
 	"membench/traces"
 )
@@ -75,17 +75,6 @@ func decodeNsPerEvent(t testing.TB, bin []byte, events int) float64 {
 		n++
 	}
 	return float64(time.Since(start).Nanoseconds()) / float64(n) / float64(events)
-}
-
-// cpuTime is the CPU time the process has used, user and system: on a
-// machine that other jobs share, a benchmark's wall time counts the time
-// it waited for a core, and its CPU time does not.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // medianOf is the median of xs (not empty), which it sorts.
@@ -254,13 +243,13 @@ func BenchmarkReplayLive(b *testing.B) {
 				pause := func() {
 					b.StopTimer()
 					if timing {
-						cpu += cpuTime() - cpuStart
+						cpu += cpuclock.Now() - cpuStart
 						timing = false
 					}
 				}
 				resume := func() {
 					timing = true
-					cpuStart = cpuTime()
+					cpuStart = cpuclock.Now()
 					b.StartTimer()
 				}
 				r := &liveTrace{rng: rand.New(rand.NewPCG(15, uint64(live))), warm: live, n: 2 * ((b.N + 1) / 2),
