@@ -1,25 +1,20 @@
 package tpurt
 
 import (
-	"strconv"
 	"testing"
 
 	"membench/internal/livebench"
 	"membench/strategies"
 )
 
-// BenchmarkLive is harness.BenchmarkReplayLive on the model alone, without
-// the replay around it: the same sizes and the same steady state (a free
-// of a random live buffer, then an allocation), at 10^3 and 10^6 live
-// buffers, so that a change to the model's cost per event at either size
-// shows without the replay's own costs. ns/op is per event; cpu-ns/event
-// is the CPU time per event, which on a shared machine is steadier.
+// BenchmarkLive is harness.BenchmarkReplayLive on the model alone
+// (internal/livebench), on a 64 GiB heap. ns/op is per event;
+// cpu-ns/event is the CPU time per event, which on a shared machine is
+// steadier.
 func BenchmarkLive(b *testing.B) {
-	for _, live := range []int{1000, 1000000} {
-		b.Run("live="+strconv.Itoa(live), func(b *testing.B) {
-			d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
-			a := New(Options{}, strategies.NewMemory(&d))
-			livebench.Run(b, live, a.Malloc, a.Free, a.Touch)
-		})
-	}
+	livebench.Sizes(b, func() livebench.Model {
+		d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
+		a := New(Options{}, strategies.NewMemory(&d))
+		return livebench.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch}
+	})
 }

@@ -8,6 +8,7 @@ package livebench
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -60,4 +61,22 @@ func Run(b *testing.B, live int, malloc func(n, stream int64) (strategies.Handle
 		hs[v] = h
 	}
 	b.ReportMetric(float64((cpuclock.Now()-cpu).Nanoseconds())/float64(2*steps), "cpu-ns/event")
+}
+
+// Model is an allocator model's three calls that the benchmark makes.
+type Model struct {
+	Malloc func(n, stream int64) (strategies.Handle, bool)
+	Free   func(strategies.Handle)
+	Touch  func(strategies.Handle)
+}
+
+// Sizes runs Run at 10^3 and at 10^6 live allocations, as sub-benchmarks
+// live=1000 and live=1000000, each on a model that newModel builds.
+func Sizes(b *testing.B, newModel func() Model) {
+	for _, live := range []int{1000, 1000000} {
+		b.Run("live="+strconv.Itoa(live), func(b *testing.B) {
+			m := newModel()
+			Run(b, live, m.Malloc, m.Free, m.Touch)
+		})
+	}
 }
