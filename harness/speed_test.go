@@ -297,7 +297,6 @@ func itoa(n int) string {
 // worker's in the same run (issue 15's target: at least 1.8 on an idle
 // 2-core machine). B/op is the garbage of 64 replays.
 func BenchmarkSweep(b *testing.B) {
-	b.ReportAllocs()
 	var srcs []*Source
 	for _, name := range []string{"gpt-train", "encoder-infer-varlen"} {
 		src, err := ResolveTrace(name)
@@ -319,6 +318,7 @@ func BenchmarkSweep(b *testing.B) {
 	var oneReplays, oneSec float64
 	for _, workers := range []int{1, 2} {
 		b.Run("workers="+itoa(workers), func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := RunJobs(jobs, workers, func(j Job) (*Result, error) { return ReplayJob(j, Options{Samples: 1}) }, nil); err != nil {
 					b.Fatal(err)
