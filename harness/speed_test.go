@@ -295,7 +295,10 @@ func itoa(n int) string {
 // `membench sweep` does, with 1 and 2 workers, and reports replays/s; the
 // workers=2 result also reports x-workers1, its replays/s over one
 // worker's in the same run (issue 15's target: at least 1.8 on an idle
-// 2-core machine). B/op is the garbage of 64 replays.
+// 2-core machine). B/op is the garbage of 64 replays; cpu-µs/replay the
+// CPU time of a replay, which two workers raise when they contend (for
+// the collector, or memory) rather than share the machine, and which on a
+// busy machine is a steadier sign of scaling than replays/s.
 func BenchmarkSweep(b *testing.B) {
 	var srcs []*Source
 	for _, name := range []string{"gpt-train", "encoder-infer-varlen"} {
@@ -319,6 +322,7 @@ func BenchmarkSweep(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run("workers="+itoa(workers), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := cpuclock.Now()
 			for b.Loop() {
 				if _, err := RunJobs(jobs, workers, func(j Job) (*Result, error) { return ReplayJob(j, Options{Samples: 1}) }, nil); err != nil {
 					b.Fatal(err)
@@ -326,6 +330,7 @@ func BenchmarkSweep(b *testing.B) {
 			}
 			replays, sec := float64(len(jobs))*float64(b.N), b.Elapsed().Seconds()
 			b.ReportMetric(replays/sec, "replays/s")
+			b.ReportMetric(float64((cpuclock.Now()-cpu0).Microseconds())/replays, "cpu-µs/replay")
 			if workers == 1 {
 				oneReplays += replays
 				oneSec += sec
