@@ -45,7 +45,7 @@ func BenchmarkSnapshotImport(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				entries = len(r.(*snapshotReader).trace)
+				entries = len(r.(*snapshotReader).trace.ents)
 			}
 			imp()
 			b.SetBytes(int64(len(data)))

@@ -184,7 +184,7 @@ func (s *rseg) blockIndex(addr int64) int {
 
 type recon struct {
 	device        int
-	trace         []TraceEntry
+	trace         rawTrace
 	div           [16]int64
 	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
 	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
@@ -232,8 +232,8 @@ func (r *recon) fail(entry int, format string, args ...any) error {
 }
 
 func (r *recon) failWith(entry int, cause error, format string, args ...any) error {
-	e := r.trace[entry]
-	return &EntryError{Device: r.device, Entry: entry, Action: e.Action, Addr: e.Addr, Msg: fmt.Sprintf(format, args...), Err: cause}
+	e := &r.trace.ents[entry]
+	return &EntryError{Device: r.device, Entry: entry, Action: r.trace.action(entry), Addr: e.Addr, Msg: fmt.Sprintf(format, args...), Err: cause}
 }
 
 // segIndex is the index of the segment containing addr, or -1.
@@ -316,18 +316,23 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
+	return s.reconstruct(device, rawOf(s.Trace(device)), opts)
+}
+
+// reconstruct is Reconstruct of tr, device's trace.
+func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions) (*Layout, error) {
 	nb := 0
 	for i := range s.Segments {
 		if s.Segments[i].Device == device {
 			nb += len(s.Segments[i].Blocks)
 		}
 	}
-	tr := s.Trace(device)
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, idx: newAddrIndex(nb + len(tr)/4)}
+	ents := tr.ents
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, idx: newAddrIndex(nb + len(ents)/4)}
 	defer r.putSlabs()
-	r.slot = make([]int32, len(tr))
-	for i := range tr {
-		r.slot[i] = r.idx.slot(tr[i].Addr)
+	r.slot = make([]int32, len(ents))
+	for i := range ents {
+		r.slot[i] = r.idx.slot(ents[i].Addr)
 	}
 	r.live = make([]*rblock, r.idx.n, int(r.idx.n)+nb)
 	if st := s.Settings; st != nil {
@@ -341,7 +346,7 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if err != nil {
 		return nil, err
 	}
-	for i := len(r.trace) - 1; i >= 0; i-- {
+	for i := len(r.trace.ents) - 1; i >= 0; i-- {
 		if err := r.undo(i, roles[i]); err != nil {
 			return nil, err
 		}
@@ -476,10 +481,11 @@ func (r *recon) loadFinal(segs []Segment) error {
 // roles also rejects a free of an address whose last event was already a
 // free (a double free), naming the second one.
 func (r *recon) roles() ([]Role, error) {
-	roles := make([]Role, len(r.trace))
+	ents := r.trace.ents
+	roles := make([]Role, len(ents))
 	hasCompleted := false
-	for i := range r.trace {
-		if r.trace[i].Action == torchlike.ActionFreeCompleted {
+	for i := range ents {
+		if r.trace.kindOf(i) == kindFreeCompleted {
 			hasCompleted = true
 			break
 		}
@@ -493,33 +499,33 @@ func (r *recon) roles() ([]Role, error) {
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {
-			r.note(j, "free_requested of %#x %s; taken as the free", r.trace[j].Addr, why)
+			r.note(j, "free_requested of %#x %s; taken as the free", ents[j].Addr, why)
 		}
 	}
-	for i := range r.trace {
-		e := &r.trace[i]
+	for i := range ents {
+		k := r.trace.kindOf(i)
 		sl := r.slot[i]
 		st := state[sl]
-		switch e.Action {
-		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
+		switch k {
+		case kindFreeRequested, kindFreeCompleted, kindFree:
 			if st == freed {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed and not allocated again")
 			}
 		}
-		switch e.Action {
-		case torchlike.ActionAlloc:
+		switch k {
+		case kindAlloc:
 			roles[i] = RoleAlloc
 			if st > 0 {
 				unpaired(st-1, "never completed before the address was allocated again")
 			}
 			state[sl] = 0
-		case torchlike.ActionFreeRequested:
+		case kindFreeRequested:
 			if st > 0 {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
 			}
 			roles[i] = RoleFreeRequested
 			state[sl] = i + 1
-		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
+		case kindFreeCompleted, kindFree:
 			roles[i] = RoleFree
 			state[sl] = freed
 		}
@@ -529,7 +535,7 @@ func (r *recon) roles() ([]Role, error) {
 			continue
 		}
 		j := st - 1
-		addr := r.trace[j].Addr
+		addr := ents[j].Addr
 		if b := r.liveAt(int32(sl)); b != nil {
 			if !b.pending {
 				r.note(j, "free_requested of %#x, but the final segments show the block allocated, not pending", addr)
@@ -542,7 +548,7 @@ func (r *recon) roles() ([]Role, error) {
 }
 
 func (r *recon) undo(i int, role Role) error {
-	e := &r.trace[i]
+	e := &r.trace.ents[i]
 	switch role {
 	case RoleAlloc:
 		return r.undoAlloc(i, e)
@@ -559,21 +565,21 @@ func (r *recon) undo(i int, role Role) error {
 	case RoleFree:
 		return r.undoFree(i, e)
 	}
-	switch e.Action {
-	case torchlike.ActionSegmentAlloc:
+	switch r.trace.kindOf(i) {
+	case kindSegmentAlloc:
 		return r.undoSegmentAlloc(i, e)
-	case torchlike.ActionSegmentFree:
+	case kindSegmentFree:
 		return r.undoSegmentFree(i, e)
-	case torchlike.ActionSegmentMap:
+	case kindSegmentMap:
 		return r.undoMap(i, e)
-	case torchlike.ActionSegmentUnmap:
+	case kindSegmentUnmap:
 		return r.undoUnmap(i, e)
 	}
 	return nil // oom, snapshot, user_defined and unknown actions change nothing
 }
 
 // undoAlloc: the block did not exist before its alloc.
-func (r *recon) undoAlloc(i int, e *TraceEntry) error {
+func (r *recon) undoAlloc(i int, e *entryRaw) error {
 	b := r.liveAt(r.slot[i])
 	if b == nil {
 		return r.fail(i, "no live block at this address after the alloc (allocated twice without a free, or freed later without a free entry)")
@@ -593,7 +599,7 @@ func (r *recon) undoAlloc(i int, e *TraceEntry) error {
 
 // undoFree: the block was live before its free; its size is the rounded
 // request, plus an unsplit remainder when one can be seen.
-func (r *recon) undoFree(i int, e *TraceEntry) error {
+func (r *recon) undoFree(i int, e *entryRaw) error {
 	a := e.Addr
 	if e.Size < 0 || e.Size > maxBytes {
 		return r.fail(i, "size %d out of range", e.Size)
@@ -626,7 +632,7 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 	// A free_completed was preceded by its free_requested: the block was
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
-	b := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: e.Action == torchlike.ActionFreeCompleted,
+	b := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
 		est: true, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
 	sg.blocks = slices.Insert(sg.blocks, k, b)
@@ -652,7 +658,7 @@ func (r *recon) maxSize(b *rblock) int64 {
 }
 
 // undoSegmentAlloc: the segment did not exist before it was allocated.
-func (r *recon) undoSegmentAlloc(i int, e *TraceEntry) error {
+func (r *recon) undoSegmentAlloc(i int, e *entryRaw) error {
 	si := r.segIndex(e.Addr)
 	if si < 0 || r.segs[si].addr != e.Addr {
 		return r.fail(i, "no segment starts at this address")
@@ -670,7 +676,7 @@ func (r *recon) undoSegmentAlloc(i int, e *TraceEntry) error {
 
 // undoSegmentFree: the segment existed, entirely free, before its
 // segment_free.
-func (r *recon) undoSegmentFree(i int, e *TraceEntry) error {
+func (r *recon) undoSegmentFree(i int, e *entryRaw) error {
 	if e.Size <= 0 || e.Size > maxBytes || e.Addr < 0 || e.Addr >= maxAddr {
 		return r.fail(i, "address or size %d out of range", e.Size)
 	}
@@ -685,7 +691,7 @@ func (r *recon) undoSegmentFree(i int, e *TraceEntry) error {
 
 // undoMap: the range [addr, addr+size) was unmapped before; it is cut out
 // of its mapped run, which may split in two.
-func (r *recon) undoMap(i int, e *TraceEntry) error {
+func (r *recon) undoMap(i int, e *entryRaw) error {
 	a, n := e.Addr, e.Size
 	if n <= 0 || n > maxBytes {
 		return r.fail(i, "size %d out of range", n)
@@ -727,7 +733,7 @@ func (r *recon) undoMap(i int, e *TraceEntry) error {
 }
 
 // undoUnmap: the range was mapped before; it rejoins the runs it touches.
-func (r *recon) undoUnmap(i int, e *TraceEntry) error {
+func (r *recon) undoUnmap(i int, e *entryRaw) error {
 	a, n := e.Addr, e.Size
 	if n <= 0 || n > maxBytes || a < 0 || a >= maxAddr {
 		return r.fail(i, "address or size %d out of range", n)

@@ -66,22 +66,43 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		break
 	}
 	var snap *Snapshot
+	var raws []rawTrace
 	var err error
 	if encoding == "json" {
 		snap, err = DecodeJSON(br)
 	} else {
-		snap, err = DecodePickle(br)
+		snap, raws, err = decodePickle(br, DefaultLimits, true)
 	}
 	if err != nil {
 		return fail(-1, err)
 	}
+	if raws == nil {
+		raws = make([]rawTrace, len(snap.DeviceTraces))
+		for d, tr := range snap.DeviceTraces {
+			raws[d] = rawOf(tr)
+		}
+		snap.DeviceTraces = nil
+	}
+	trace := func(d int) rawTrace {
+		if d >= 0 && d < len(raws) {
+			return raws[d]
+		}
+		return newRawTrace(nil, nil)
+	}
 
 	devs := snap.Devices()
+	for d := range raws {
+		if len(raws[d].ents) > 0 {
+			devs = append(devs, d)
+		}
+	}
+	slices.Sort(devs)
+	devs = slices.Compact(devs)
 	dev := opts.Device
 	if dev < 0 {
 		dev = -1
 		for _, d := range devs {
-			if len(snap.Trace(d)) > 0 {
+			if len(trace(d).ents) > 0 {
 				dev = d
 				break
 			}
@@ -96,7 +117,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		return fail(-1, fmt.Errorf("device %d is not in the PyTorch snapshot (devices present: %s)", dev, joinDevices(devs)))
 	}
 
-	layout, err := snap.InitialState(dev)
+	tr := trace(dev)
+	layout, err := snap.reconstruct(dev, tr, LayoutOptions{})
 	if err != nil {
 		var ee *EntryError
 		if errors.As(err, &ee) {
@@ -108,22 +130,21 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		return fail(-1, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
 	}
 
-	tr := snap.Trace(dev)
-	unknown := unknownActions(tr)
-	if len(tr) > 0 && unknown.n == len(tr) {
-		return fail(unknown.first, fmt.Errorf("none of the %d trace entries of device %d has an action membench knows (%s): not a trace it can replay", len(tr), dev, unknown.list))
+	unknown := unknownActions(&tr)
+	if len(tr.ents) > 0 && unknown.n == len(tr.ents) {
+		return fail(unknown.first, fmt.Errorf("none of the %d trace entries of device %d has an action membench knows (%s): not a trace it can replay", len(tr.ents), dev, unknown.list))
 	}
 
 	sr := &snapshotReader{
 		name:   name,
-		trace:  snap.Trace(dev),
+		trace:  tr,
 		roles:  layout.Roles,
 		slots:  layout.slots,
 		live:   make([]uint64, layout.index.n),
 		nextID: 1,
 		t0:     traces.NoTime,
 	}
-	for _, e := range sr.trace {
+	for _, e := range sr.trace.ents {
 		if e.TimeUS != 0 {
 			sr.t0 = e.TimeUS
 			break
@@ -170,11 +191,11 @@ type unknownCount struct {
 	list  string // "name count, ..." in name order, cut after 5 names
 }
 
-func unknownActions(tr []TraceEntry) unknownCount {
+func unknownActions(tr *rawTrace) unknownCount {
 	var u unknownCount
 	var counts map[string]int
-	for i, e := range tr {
-		if torchlike.KnownAction(e.Action) {
+	for i := range tr.ents {
+		if tr.kindOf(i) != kindUnknown {
 			continue
 		}
 		if u.n == 0 {
@@ -182,7 +203,7 @@ func unknownActions(tr []TraceEntry) unknownCount {
 			counts = map[string]int{}
 		}
 		u.n++
-		counts[e.Action]++
+		counts[tr.action(i)]++
 	}
 	if u.n == 0 {
 		return u
@@ -222,12 +243,12 @@ func joinDevices(devs []int) string {
 
 // actionCounts lists how many entries of each action the trace has, in
 // name order: the figures a snapshot's own description gives.
-func actionCounts(tr []TraceEntry) string {
+func actionCounts(tr *rawTrace) string {
 	// Counted in an array (a map update per entry cost more than the
 	// rest of the metadata).
 	var n [len(knownActions) + 1]int
-	for i := range tr {
-		n[actionIndex(tr[i].Action)]++
+	for i := range tr.ents {
+		n[tr.kindOf(i)]++
 	}
 	counts := map[string]int{}
 	for k, c := range n {
@@ -286,18 +307,18 @@ func actionIndex(a string) int {
 
 // recordedPeakReserved is the peak of the bytes the recorded allocator
 // held: the reserved bytes at the first entry plus every segment event.
-func recordedPeakReserved(tr []TraceEntry, l *Layout) int64 {
+func recordedPeakReserved(tr *rawTrace, l *Layout) int64 {
 	var r int64
 	for _, s := range l.Segments {
 		r += s.Size
 	}
 	peak := r
-	for _, e := range tr {
-		switch e.Action {
-		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
-			r += e.Size
-		case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap:
-			r -= e.Size
+	for i := range tr.ents {
+		switch tr.kindOf(i) {
+		case kindSegmentAlloc, kindSegmentMap:
+			r += tr.ents[i].Size
+		case kindSegmentFree, kindSegmentUnmap:
+			r -= tr.ents[i].Size
 		}
 		peak = max(peak, r)
 	}
@@ -310,9 +331,9 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		{Key: "encoding", Value: encoding},
 		{Key: "device", Value: strconv.Itoa(dev)},
 		{Key: "devices", Value: joinDevices(devs)},
-		{Key: "entries", Value: strconv.Itoa(len(sr.trace))},
-		{Key: "entry-actions", Value: actionCounts(sr.trace)},
-		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(sr.trace, l), 10)},
+		{Key: "entries", Value: strconv.Itoa(len(sr.trace.ents))},
+		{Key: "entry-actions", Value: actionCounts(&sr.trace)},
+		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(&sr.trace, l), 10)},
 		{Key: "ids", Value: "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
 	}
 	if sr.t0 != traces.NoTime {
@@ -367,7 +388,7 @@ type snapshotReader struct {
 	name   string
 	meta   traces.Meta
 	init   []traces.Event // allocs of the blocks live before the first entry
-	trace  []TraceEntry
+	trace  rawTrace
 	roles  []Role
 	slots  []int32  // each entry's address slot (Layout)
 	next   int      // next init event, then len(init) + next entry
@@ -418,11 +439,11 @@ func (r *snapshotReader) read() (traces.Event, error) {
 	}
 	for {
 		i := r.next - len(r.init)
-		if i >= len(r.trace) {
+		if i >= len(r.trace.ents) {
 			return traces.Event{}, io.EOF
 		}
 		r.next++
-		e := &r.trace[i]
+		e := &r.trace.ents[i]
 		switch r.roles[i] {
 		case RoleAlloc:
 			if e.Size <= 0 || e.Size > traces.MaxSize {
@@ -440,14 +461,14 @@ func (r *snapshotReader) read() (traces.Event, error) {
 			sl := r.slots[i]
 			id := r.live[sl]
 			if id == 0 {
-				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, traces.ErrUnknownID))
+				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", r.trace.action(i), e.Addr, traces.ErrUnknownID))
 			}
 			r.live[sl] = 0
 			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
 		case RoleNone:
-			switch e.Action {
-			case torchlike.ActionOOM, torchlike.ActionSnapshot:
-				return traces.Event{Op: traces.OpMark, Label: e.Action, Time: r.time(e.TimeUS)}, nil
+			switch r.trace.kindOf(i) {
+			case kindOOM, kindSnapshot:
+				return traces.Event{Op: traces.OpMark, Label: r.trace.action(i), Time: r.time(e.TimeUS)}, nil
 			}
 		}
 	}
