@@ -172,15 +172,32 @@ type rblock struct {
 type rseg struct {
 	addr, size, stream int64
 	small, expandable  bool
-	blocks             []*rblock // sorted by address
+	// blocks are the live blocks, sorted by address, as handles
+	// (recon.blk): inserting and deleting in the middle moves them,
+	// and the moves of a pointer slice ran a write barrier for every
+	// pointer moved while the collector was marking (8% of the opt125m
+	// import, more than the moves themselves).
+	blocks []int32
 }
 
 func (s *rseg) end() int64 { return s.addr + s.size }
 
-// blockIndex is the index of the first block at or above addr.
-func (s *rseg) blockIndex(addr int64) int {
-	return sort.Search(len(s.blocks), func(i int) bool { return s.blocks[i].addr >= addr })
+// blockIndex is the index of the first block of s at or above addr.
+func (r *recon) blockIndex(s *rseg, addr int64) int {
+	lo, hi := 0, len(s.blocks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.blk(s.blocks[m]).addr < addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
+
+// blk is the block of handle h.
+func (r *recon) blk(h int32) *rblock { return &r.slabs[h/slabSize][h%slabSize] }
 
 type recon struct {
 	device        int
@@ -212,15 +229,15 @@ func (r *recon) putSlabs() {
 	r.slabs, r.slab = nil, nil
 }
 
-// newBlock returns a new block holding b.
-func (r *recon) newBlock(b rblock) *rblock {
+// newBlock returns a new block holding b, and its handle.
+func (r *recon) newBlock(b rblock) (*rblock, int32) {
 	if len(r.slab) == cap(r.slab) {
 		sl := slabPool.Get().(*[slabSize]rblock)
 		r.slabs = append(r.slabs, sl)
 		r.slab = sl[:0]
 	}
 	r.slab = append(r.slab, b)
-	return &r.slab[len(r.slab)-1]
+	return &r.slab[len(r.slab)-1], int32((len(r.slabs)-1)*slabSize + len(r.slab) - 1)
 }
 
 func (r *recon) note(entry int, format string, args ...any) {
@@ -287,9 +304,9 @@ func (r *recon) absorbTail(b *rblock, next int64) {
 
 // nextStart is where the free space after block index k-1 ends: the next
 // block's address or the segment end.
-func nextStart(s *rseg, k int) int64 {
+func (r *recon) nextStart(s *rseg, k int) int64 {
 	if k < len(s.blocks) {
-		return s.blocks[k].addr
+		return r.blk(s.blocks[k]).addr
 	}
 	return s.end()
 }
@@ -361,7 +378,8 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions) (*La
 	for i, sg := range r.segs {
 		ls := LSeg{Address: sg.addr, Size: sg.size, Stream: sg.stream, Small: sg.small, Expandable: sg.expandable}
 		ls.Blocks, all = all[:len(sg.blocks):len(sg.blocks)], all[len(sg.blocks):]
-		for j, b := range sg.blocks {
+		for j, h := range sg.blocks {
+			b := r.blk(h)
 			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
 		}
 		l.Segments[i] = ls
@@ -420,7 +438,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 		}
 	}
 	rsegs := make([]rseg, nseg)
-	ptrs := make([]*rblock, nblk)
+	ptrs := make([]int32, nblk)
 	for si := range segs {
 		sg := &segs[si]
 		if sg.Device != r.device {
@@ -448,13 +466,15 @@ func (r *recon) loadFinal(segs []Segment) error {
 				return fmt.Errorf("%s: blocks[%d] (%#x, %d bytes) does not lie inside the segment: %w",
 					where, bi, b.Address, b.Size, ErrInconsistent)
 			}
-			rs.blocks = append(rs.blocks, r.newBlock(rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
-				pending: b.State == StateActivePendingFree, seg: rs}))
+			_, h := r.newBlock(rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
+				pending: b.State == StateActivePendingFree, seg: rs})
+			rs.blocks = append(rs.blocks, h)
 		}
-		slices.SortFunc(rs.blocks, func(a, b *rblock) int { return cmp.Compare(a.addr, b.addr) })
-		for k, b := range rs.blocks {
-			if k > 0 && rs.blocks[k-1].addr+rs.blocks[k-1].size > b.addr {
-				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, rs.blocks[k-1].addr, ErrInconsistent)
+		slices.SortFunc(rs.blocks, func(a, b int32) int { return cmp.Compare(r.blk(a).addr, r.blk(b).addr) })
+		for k, h := range rs.blocks {
+			b := r.blk(h)
+			if k > 0 && r.blk(rs.blocks[k-1]).addr+r.blk(rs.blocks[k-1]).size > b.addr {
+				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, r.blk(rs.blocks[k-1]).addr, ErrInconsistent)
 			}
 			r.setLive(r.idx.slot(b.addr), b)
 		}
@@ -591,7 +611,7 @@ func (r *recon) undoAlloc(i int, e *entryRaw) error {
 		r.note(i, "alloc asks %d bytes but the block records %d", e.Size, b.req)
 	}
 	sg := b.seg
-	k := sg.blockIndex(b.addr)
+	k := r.blockIndex(sg, b.addr)
 	sg.blocks = slices.Delete(sg.blocks, k, k+1)
 	r.setLive(r.slot[i], nil)
 	return nil
@@ -612,9 +632,9 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 		return r.fail(i, "the address lies in no segment")
 	}
 	sg := r.segs[si]
-	k := sg.blockIndex(a)
+	k := r.blockIndex(sg, a)
 	if k > 0 {
-		prev := sg.blocks[k-1]
+		prev := r.blk(sg.blocks[k-1])
 		if prev.addr+prev.size > a {
 			if !prev.est {
 				return r.fail(i, "the address lies inside the live block %#x (%d bytes)", prev.addr, prev.size)
@@ -624,7 +644,7 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 		}
 	}
 	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)
-	limit := nextStart(sg, k)
+	limit := r.nextStart(sg, k)
 	if a+size > limit {
 		r.note(i, "rounded size %d runs past the next block or the segment end; cut to %d", size, limit-a)
 		size = limit - a
@@ -632,13 +652,13 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 	// A free_completed was preceded by its free_requested: the block was
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
-	b := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
+	b, h := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
 		est: true, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
-	sg.blocks = slices.Insert(sg.blocks, k, b)
+	sg.blocks = slices.Insert(sg.blocks, k, h)
 	r.setLive(r.slot[i], b)
 	if k > 0 {
-		r.absorbTail(sg.blocks[k-1], a)
+		r.absorbTail(r.blk(sg.blocks[k-1]), a)
 	}
 	return nil
 }
@@ -665,7 +685,7 @@ func (r *recon) undoSegmentAlloc(i int, e *entryRaw) error {
 	}
 	sg := r.segs[si]
 	if n := len(sg.blocks); n > 0 {
-		return r.fail(i, "the segment still holds %d live blocks (first at %#x) before its segment_alloc", n, sg.blocks[0].addr)
+		return r.fail(i, "the segment still holds %d live blocks (first at %#x) before its segment_alloc", n, r.blk(sg.blocks[0]).addr)
 	}
 	if sg.size != e.Size {
 		r.note(i, "segment_alloc of %d bytes, but the segment has %d", e.Size, sg.size)
@@ -707,8 +727,13 @@ func (r *recon) undoMap(i int, e *entryRaw) error {
 	if a+n > sg.end() {
 		return r.fail(i, "the mapped range (%d bytes) runs past its run %#x..%#x", n, sg.addr, sg.end())
 	}
-	k := sg.blockIndex(a)
-	if (k > 0 && sg.blocks[k-1].addr+sg.blocks[k-1].size > a) || (k < len(sg.blocks) && sg.blocks[k].addr < a+n) {
+	k := r.blockIndex(sg, a)
+	if k > 0 {
+		if p := r.blk(sg.blocks[k-1]); p.addr+p.size > a {
+			return r.fail(i, "live blocks remain in the range before it was mapped")
+		}
+	}
+	if k < len(sg.blocks) && r.blk(sg.blocks[k]).addr < a+n {
 		return r.fail(i, "live blocks remain in the range before it was mapped")
 	}
 	end := sg.end()
@@ -716,8 +741,8 @@ func (r *recon) undoMap(i int, e *entryRaw) error {
 	if a+n < end {
 		right = &rseg{addr: a + n, size: end - (a + n), stream: sg.stream, small: sg.small, expandable: true}
 		right.blocks = slices.Clone(sg.blocks[k:])
-		for _, b := range right.blocks {
-			b.seg = right
+		for _, h := range right.blocks {
+			r.blk(h).seg = right
 		}
 	}
 	if a > sg.addr {
@@ -760,8 +785,8 @@ func (r *recon) undoUnmap(i int, e *entryRaw) error {
 		left.size += n
 		if right != nil {
 			left.size += right.size
-			for _, b := range right.blocks {
-				b.seg = left
+			for _, h := range right.blocks {
+				r.blk(h).seg = left
 			}
 			left.blocks = append(left.blocks, right.blocks...)
 			r.removeSeg(right)
