@@ -136,13 +136,16 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	}
 
 	sr := &snapshotReader{
-		name:   name,
-		trace:  tr,
-		roles:  layout.Roles,
-		slots:  layout.slots,
-		live:   make([]uint64, layout.index.n),
-		nextID: 1,
-		t0:     traces.NoTime,
+		name:  name,
+		trace: tr,
+		// Every trace of raws is the reader's own (decodePickle's or
+		// rawOf's); the others are dropped.
+		ownsTrace: true,
+		roles:     layout.Roles,
+		slots:     layout.slots,
+		live:      make([]uint64, layout.index.n),
+		nextID:    1,
+		t0:        traces.NoTime,
 	}
 	for _, e := range sr.trace.ents {
 		if e.TimeUS != 0 {
@@ -385,22 +388,34 @@ func snapMetaValue(v string) string {
 
 // snapshotReader serves the events of one device's trace.
 type snapshotReader struct {
-	name   string
-	meta   traces.Meta
-	init   []traces.Event // allocs of the blocks live before the first entry
-	trace  rawTrace
-	roles  []Role
-	slots  []int32  // each entry's address slot (Layout)
-	next   int      // next init event, then len(init) + next entry
-	live   []uint64 // the live id at each address slot, 0: none
-	nextID uint64
-	t0     int64 // time_us origin, or NoTime
-	err    error // sticky
-	n      int   // events returned so far
+	name  string
+	meta  traces.Meta
+	init  []traces.Event // allocs of the blocks live before the first entry
+	trace rawTrace
+	// ownsTrace: trace.ents came from getRaw and goes back at the end.
+	ownsTrace bool
+	roles     []Role
+	slots     []int32  // each entry's address slot (Layout)
+	next      int      // next init event, then len(init) + next entry
+	live      []uint64 // the live id at each address slot, 0: none
+	nextID    uint64
+	t0        int64 // time_us origin, or NoTime
+	err       error // sticky
+	n         int   // events returned so far
 }
 
 func (r *snapshotReader) Meta() traces.Meta { return r.meta }
-func (r *snapshotReader) Close() error      { return nil }
+func (r *snapshotReader) Close() error      { r.release(); return nil }
+
+// release gives the trace's entries back (putRaw) once they have all
+// been served: nothing reads them after the end.
+func (r *snapshotReader) release() {
+	if r.ownsTrace {
+		putRaw(r.trace.ents)
+	}
+	r.ownsTrace = false
+	r.trace.ents = r.trace.ents[:0:0]
+}
 
 // Pos has the name and the index of the last event returned; a snapshot
 // has no lines (its errors give the trace entry instead).
@@ -440,6 +455,7 @@ func (r *snapshotReader) read() (traces.Event, error) {
 	for {
 		i := r.next - len(r.init)
 		if i >= len(r.trace.ents) {
+			r.release()
 			return traces.Event{}, io.EOF
 		}
 		r.next++

@@ -179,7 +179,7 @@ func (b *builder) takeRaw(r *rec) []entryRaw {
 	if r.chunks == nil {
 		return nil
 	}
-	out := make([]entryRaw, r.nEntries())
+	out := getRaw(r.nEntries())
 	k := 0
 	for i, c := range r.chunks {
 		part := c[:]
