@@ -210,6 +210,7 @@ type recon struct {
 	slot          []int32   // slot of each entry's address
 	live          []*rblock // the live block at each slot, or nil
 	assume        []Assumption
+	pooled        bool     // idx, slot and the roles come from pools (reconstruct)
 	slab          []rblock // blocks are allocated from slabs, not one by one
 	slabs         []*[slabSize]rblock
 }
@@ -219,6 +220,15 @@ type recon struct {
 const slabSize = 256
 
 var slabPool = sync.Pool{New: func() any { return new([slabSize]rblock) }}
+
+// The per-entry and per-address tables of reconstructions, for the next
+// one (see bufPool): each entry's slot and role, which the trace reader
+// gives back at the end of its trace, and the state of roles.
+var (
+	slotPool  bufPool[int32]
+	rolePool  bufPool[Role]
+	statePool bufPool[int]
+)
 
 // putSlabs returns the slabs to the pool, cleared.
 func (r *recon) putSlabs() {
@@ -333,11 +343,13 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
-	return s.reconstruct(device, rawOf(s.Trace(device)), opts)
+	return s.reconstruct(device, rawOf(s.Trace(device)), opts, false)
 }
 
-// reconstruct is Reconstruct of tr, device's trace.
-func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions) (*Layout, error) {
+// reconstruct is Reconstruct of tr, device's trace. With pooled, the
+// layout's index, roles and slots come from pools, for a caller that
+// gives them back (the trace reader: index.release, putRoles, putSlots).
+func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pooled bool) (*Layout, error) {
 	nb := 0
 	for i := range s.Segments {
 		if s.Segments[i].Device == device {
@@ -345,9 +357,15 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions) (*La
 		}
 	}
 	ents := tr.ents
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, idx: newAddrIndex(nb + len(ents)/4)}
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, pooled: pooled}
 	defer r.putSlabs()
-	r.slot = make([]int32, len(ents))
+	if pooled {
+		r.idx = newPooledAddrIndex(nb + len(ents)/4)
+		r.slot = slotPool.get(len(ents))
+	} else {
+		r.idx = newAddrIndex(nb + len(ents)/4)
+		r.slot = make([]int32, len(ents))
+	}
 	for i := range ents {
 		r.slot[i] = r.idx.slot(ents[i].Addr)
 	}
@@ -502,7 +520,13 @@ func (r *recon) loadFinal(segs []Segment) error {
 // free (a double free), naming the second one.
 func (r *recon) roles() ([]Role, error) {
 	ents := r.trace.ents
-	roles := make([]Role, len(ents))
+	var roles []Role
+	if r.pooled {
+		roles = rolePool.get(len(ents))
+		clear(roles)
+	} else {
+		roles = make([]Role, len(ents))
+	}
 	hasCompleted := false
 	for i := range ents {
 		if r.trace.kindOf(i) == kindFreeCompleted {
@@ -515,7 +539,9 @@ func (r *recon) roles() ([]Role, error) {
 	// free_completed (open, at entry j). One map holds both: -1 for
 	// freed, j+1 for open.
 	const freed = -1
-	state := make([]int, r.idx.n)
+	state := statePool.get(int(r.idx.n))
+	defer statePool.put(state)
+	clear(state)
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {

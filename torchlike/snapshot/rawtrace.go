@@ -66,19 +66,32 @@ func (t *rawTrace) kindOf(i int) uint8 { return t.kind[t.ents[i].action] }
 // and allocating it afresh for every import made the collector run two
 // or three times as often (as the builder's chunks, the buffer is not
 // cleared, since every entry is written before it is read).
-var rawPool sync.Pool // of *[]entryRaw
+var rawPool bufPool[entryRaw]
 
 // getRaw returns a buffer of n entries, their contents undefined.
-func getRaw(n int) []entryRaw {
-	if p, ok := rawPool.Get().(*[]entryRaw); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]entryRaw, n)
-}
+func getRaw(n int) []entryRaw { return rawPool.get(n) }
 
 // putRaw gives back a buffer from getRaw that nothing uses any more.
-func putRaw(ents []entryRaw) {
-	if cap(ents) > 0 {
-		rawPool.Put(&ents)
+func putRaw(ents []entryRaw) { rawPool.put(ents) }
+
+// bufPool holds buffers of Ts for the next import: the trace reader's
+// per-entry and per-address tables, which it gives back once it has
+// served its trace. A buffer is reused for a request of at least a
+// quarter of its capacity, so that a small import does not clear or
+// hold a large one.
+type bufPool[T any] struct{ p sync.Pool }
+
+// get returns a buffer of n Ts, their contents undefined.
+func (b *bufPool[T]) get(n int) []T {
+	if p, ok := b.p.Get().(*[]T); ok && cap(*p) >= n && cap(*p) <= 4*n+1024 {
+		return (*p)[:n]
+	}
+	return make([]T, n)
+}
+
+// put gives back a buffer that nothing uses any more.
+func (b *bufPool[T]) put(s []T) {
+	if cap(s) > 0 {
+		b.p.Put(&s)
 	}
 }

@@ -118,7 +118,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	}
 
 	tr := trace(dev)
-	layout, err := snap.reconstruct(dev, tr, LayoutOptions{})
+	layout, err := snap.reconstruct(dev, tr, LayoutOptions{}, true)
 	if err != nil {
 		var ee *EntryError
 		if errors.As(err, &ee) {
@@ -176,6 +176,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 			sr.nextID++
 		}
 	}
+	layout.index.release()
+	layout.index = nil
 	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
 	if unknown.n > 0 {
 		sr.meta = append(sr.meta, traces.KV{Key: IgnoredEntriesKey, Value: fmt.Sprintf("%d entries with actions membench does not know (%s), first at entry %d: not replayed", unknown.n, unknown.list, unknown.first)})
@@ -412,9 +414,11 @@ func (r *snapshotReader) Close() error      { r.release(); return nil }
 func (r *snapshotReader) release() {
 	if r.ownsTrace {
 		putRaw(r.trace.ents)
+		slotPool.put(r.slots)
+		rolePool.put(r.roles)
 	}
 	r.ownsTrace = false
-	r.trace.ents = r.trace.ents[:0:0]
+	r.trace.ents, r.slots, r.roles = nil, nil, nil
 }
 
 // Pos has the name and the index of the last event returned; a snapshot
