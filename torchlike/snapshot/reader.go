@@ -157,6 +157,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	if sr.t0 != traces.NoTime {
 		initTime = 0
 	}
+	sr.init = make([]traces.Event, 0, layout.NumBlocks())
 	for _, sg := range layout.Segments {
 		for _, b := range sg.Blocks {
 			if b.RequestedSize <= 0 || b.RequestedSize > traces.MaxSize {
