@@ -228,6 +228,7 @@ var (
 	slotPool  bufPool[int32]
 	rolePool  bufPool[Role]
 	statePool bufPool[int]
+	livePool  bufPool[*rblock]
 )
 
 // putSlabs returns the slabs to the pool, cleared.
@@ -237,6 +238,11 @@ func (r *recon) putSlabs() {
 		slabPool.Put(sl)
 	}
 	r.slabs, r.slab = nil, nil
+	// The live table goes back too, cleared so that the pool does not
+	// keep the slabs.
+	clear(r.live[:cap(r.live)])
+	livePool.put(r.live)
+	r.live = nil
 }
 
 // newBlock returns a new block holding b, and its handle.
@@ -369,7 +375,8 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 	for i := range ents {
 		r.slot[i] = r.idx.slot(ents[i].Addr)
 	}
-	r.live = make([]*rblock, r.idx.n, int(r.idx.n)+nb)
+	r.live = livePool.get(int(r.idx.n) + nb)[:r.idx.n]
+	clear(r.live)
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments

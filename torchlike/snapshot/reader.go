@@ -143,10 +143,11 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		ownsTrace: true,
 		roles:     layout.Roles,
 		slots:     layout.slots,
-		live:      make([]uint64, layout.index.n),
+		live:      idPool.get(int(layout.index.n)),
 		nextID:    1,
 		t0:        traces.NoTime,
 	}
+	clear(sr.live)
 	for _, e := range sr.trace.ents {
 		if e.TimeUS != 0 {
 			sr.t0 = e.TimeUS
@@ -389,6 +390,9 @@ func snapMetaValue(v string) string {
 	}, v)
 }
 
+// idPool holds the trace readers' tables of live ids (see bufPool).
+var idPool bufPool[uint64]
+
 // snapshotReader serves the events of one device's trace.
 type snapshotReader struct {
 	name  string
@@ -408,18 +412,20 @@ type snapshotReader struct {
 }
 
 func (r *snapshotReader) Meta() traces.Meta { return r.meta }
-func (r *snapshotReader) Close() error      { r.release(); return nil }
+func (r *snapshotReader) Close() error      { return nil }
 
-// release gives the trace's entries back (putRaw) once they have all
-// been served: nothing reads them after the end.
+// release gives the trace's entries and tables back to their pools once
+// the last event has been served: nothing reads them after the end.
+// (Close does not: a reader closed early keeps serving what it has.)
 func (r *snapshotReader) release() {
 	if r.ownsTrace {
 		putRaw(r.trace.ents)
 		slotPool.put(r.slots)
 		rolePool.put(r.roles)
+		idPool.put(r.live)
 	}
 	r.ownsTrace = false
-	r.trace.ents, r.slots, r.roles = nil, nil, nil
+	r.trace.ents, r.slots, r.roles, r.live = nil, nil, nil, nil
 }
 
 // Pos has the name and the index of the last event returned; a snapshot
