@@ -142,6 +142,31 @@ func (r *rec) nEntries() int {
 	return (len(r.chunks)-1)*entryChunk + len(r.entries)
 }
 
+// appendBlock appends bl to the blocks of r. A snapshot has a few
+// blocks in each of hundreds of segments, and growing each segment's
+// slice cost more allocations than the rest of an import: the lists are
+// carved one after the other from shared arrays (blkArena), a list
+// growing in place while it is the last one carved. Every carved slice
+// has its capacity cut at its length, so that an append that does not go
+// through here (or to a slice of the Snapshot) copies it elsewhere
+// rather than writing over the next list.
+func (b *builder) appendBlock(r *recExt, bl *Block) {
+	n := len(r.blocks)
+	a := b.blkArena
+	atTail := n == 0 || (len(a) > 0 && cap(r.blocks) == n && &r.blocks[n-1] == &a[len(a)-1])
+	if !atTail {
+		r.blocks = append(r.blocks, *bl)
+		return
+	}
+	if len(a) == cap(a) {
+		a = make([]Block, 0, max(2*(n+1), min(max(2*cap(a), 16), 1024)))
+		a = append(a, r.blocks...)
+	}
+	a = append(a, *bl)
+	r.blocks = a[len(a)-n-1 : len(a) : len(a)]
+	b.blkArena = a
+}
+
 // addTrace adds the complete trace of record cr to the traces of r.
 func (b *builder) addTrace(r *recExt, cr *rec) {
 	if b.keepRaw {
@@ -299,18 +324,19 @@ type builder struct {
 	// Trace entries, the many, have a table of their own with a smaller
 	// record: a batch of a thousand is opened, filled and appended, and
 	// then the table starts over (entLive counts the open ones).
-	ents    []entRec
-	entFree []int64
-	entLive int
-	records int
-	lim     Limits
-	claimed map[any]bool
-	extFree []*recExt // recExts of released records, for the next ones
-	fields  []field   // field of each interned string (by its index), 0 = not yet known
-	actions []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
-	actTab  []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
-	actIdx  map[string]uint32
-	actTab0 [16]string // actTab's first array: a snapshot has a dozen actions
+	ents     []entRec
+	entFree  []int64
+	entLive  int
+	records  int
+	lim      Limits
+	claimed  map[any]bool
+	extFree  []*recExt // recExts of released records, for the next ones
+	fields   []field   // field of each interned string (by its index), 0 = not yet known
+	actions  []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
+	actTab   []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
+	actIdx   map[string]uint32
+	actTab0  [16]string // actTab's first array: a snapshot has a dozen actions
+	blkArena []Block    // see appendBlock
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -1059,7 +1085,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
 			case nBlock:
-				r.blocks = append(r.blocks, cr.blk)
+				b.appendBlock(r.recExt, &cr.blk)
 			case nTrace:
 				b.addTrace(r.recExt, cr)
 				b.putExt(cr.recExt)
