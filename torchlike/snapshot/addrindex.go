@@ -21,11 +21,40 @@ type addrIndex struct {
 }
 
 func newAddrIndex(capacity int) *addrIndex {
-	size := 16
-	if capacity > 4 {
-		size = 1 << bits.Len(uint(2*capacity-1))
-	}
+	size := indexSize(capacity)
 	return &addrIndex{keys: make([]int64, size), slots: make([]int32, size), shift: uint(64 - bits.TrailingZeros(uint(size)))}
+}
+
+func indexSize(capacity int) int {
+	if capacity > 4 {
+		return 1 << bits.Len(uint(2*capacity-1))
+	}
+	return 16
+}
+
+// The tables of the trace reader's indexes, which it gives back
+// (release) once it has numbered the warm-start blocks: they were a
+// third of the bytes an import allocated.
+var (
+	indexKeys  bufPool[int64]
+	indexSlots bufPool[int32]
+)
+
+// newPooledAddrIndex is newAddrIndex with tables from the pools, for an
+// index that is released. Only the slots are cleared: a key is read only
+// where its slot is set.
+func newPooledAddrIndex(capacity int) *addrIndex {
+	size := indexSize(capacity)
+	x := &addrIndex{keys: indexKeys.get(size), slots: indexSlots.get(size), shift: uint(64 - bits.TrailingZeros(uint(size)))}
+	clear(x.slots)
+	return x
+}
+
+// release gives x's tables back to the pools; x is not used again.
+func (x *addrIndex) release() {
+	indexKeys.put(x.keys)
+	indexSlots.put(x.slots)
+	x.keys, x.slots = nil, nil
 }
 
 func (x *addrIndex) home(a int64) int {

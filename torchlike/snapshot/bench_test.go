@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,7 +46,11 @@ func BenchmarkSnapshotImport(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				entries = len(r.(*snapshotReader).trace)
+				for _, kv := range r.Meta() {
+					if kv.Key == "entries" {
+						entries, _ = strconv.Atoi(kv.Value)
+					}
+				}
 			}
 			imp()
 			b.SetBytes(int64(len(data)))

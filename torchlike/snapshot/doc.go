@@ -70,8 +70,20 @@
 // under fuzzing (pickle.Limits.NoFastPath). The builder keeps entries
 // without pointers (actions by index) until their trace is complete, so
 // that the collector neither scans the chunks nor runs write barriers
-// when they are copied. Issue 11 asked for 300 ns or less per entry;
-// the figures per shared snapshot are in the README.
+// when they are copied.
+//
+// The trace reader goes further: it never builds the []TraceEntry of a
+// Snapshot. It decodes each trace into one pointer-free buffer
+// (rawTrace), which the reconstruction and the replay walk with the
+// actions as indices, and it gives that buffer, the address index and
+// the per-entry slots and roles back to pools once it has served the
+// last event, for the next import: building the trace's TraceEntry
+// values (a write barrier per entry while the collector marked) and
+// allocating a trace's worth of megabytes per import, which made the
+// collector run two or three times as often, were about a fifth of an
+// import. InitialState and Reconstruct, which take a Snapshot, convert
+// its trace first. Issue 11 asked for 300 ns or less per entry; the
+// figures per shared snapshot are in the README.
 //
 // The machine decides where a new container will be stored from the
 // stack (a dict's pending key sits above its MARK); a pickle built in an

@@ -61,7 +61,44 @@ func sameDecode(t testing.TB, what string, data []byte, lim Limits) error {
 	case !reflect.DeepEqual(fast, slow):
 		t.Fatalf("%s: the snapshots differ:\n%s", what, firstDiff(fast, slow))
 	}
+	sameRaw(t, what, data, lim, fast, ferr)
 	return ferr
+}
+
+// sameRaw decodes data as the trace reader does (its traces kept raw)
+// and fails t unless that gives want (or wantErr), the traces put back
+// into TraceEntry values.
+func sameRaw(t testing.TB, what string, data []byte, lim Limits, want *Snapshot, wantErr error) {
+	t.Helper()
+	got, raws, err := decodePickle(bytes.NewReader(data), lim, true)
+	if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+		t.Fatalf("%s: raw decode: %v; want %v", what, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if raws != nil {
+		if got.DeviceTraces != nil {
+			t.Fatalf("%s: raw decode: traces both raw and built", what)
+		}
+		got.DeviceTraces = make([][]TraceEntry, len(raws))
+		for d := range raws {
+			got.DeviceTraces[d] = raws[d].entries()
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: raw decode: the snapshots differ:\n%s", what, firstDiff(got, want))
+	}
+}
+
+// entries is t as TraceEntry values (nil when empty).
+func (t *rawTrace) entries() []TraceEntry {
+	var out []TraceEntry
+	for i, e := range t.ents {
+		out = append(out, TraceEntry{Action: t.action(i), Addr: e.Addr, Size: e.Size, Stream: e.Stream,
+			TimeUS: e.TimeUS, DeviceFree: e.DeviceFree, Frames: e.Frames})
+	}
+	return out
 }
 
 // firstDiff describes where two snapshots differ first.

@@ -172,19 +172,36 @@ type rblock struct {
 type rseg struct {
 	addr, size, stream int64
 	small, expandable  bool
-	blocks             []*rblock // sorted by address
+	// blocks are the live blocks, sorted by address, as handles
+	// (recon.blk): inserting and deleting in the middle moves them,
+	// and the moves of a pointer slice ran a write barrier for every
+	// pointer moved while the collector was marking (8% of the opt125m
+	// import, more than the moves themselves).
+	blocks []int32
 }
 
 func (s *rseg) end() int64 { return s.addr + s.size }
 
-// blockIndex is the index of the first block at or above addr.
-func (s *rseg) blockIndex(addr int64) int {
-	return sort.Search(len(s.blocks), func(i int) bool { return s.blocks[i].addr >= addr })
+// blockIndex is the index of the first block of s at or above addr.
+func (r *recon) blockIndex(s *rseg, addr int64) int {
+	lo, hi := 0, len(s.blocks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.blk(s.blocks[m]).addr < addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
+
+// blk is the block of handle h.
+func (r *recon) blk(h int32) *rblock { return &r.slabs[h/slabSize][h%slabSize] }
 
 type recon struct {
 	device        int
-	trace         []TraceEntry
+	trace         rawTrace
 	div           [16]int64
 	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
 	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
@@ -193,6 +210,7 @@ type recon struct {
 	slot          []int32   // slot of each entry's address
 	live          []*rblock // the live block at each slot, or nil
 	assume        []Assumption
+	pooled        bool     // idx, slot and the roles come from pools (reconstruct)
 	slab          []rblock // blocks are allocated from slabs, not one by one
 	slabs         []*[slabSize]rblock
 }
@@ -203,6 +221,16 @@ const slabSize = 256
 
 var slabPool = sync.Pool{New: func() any { return new([slabSize]rblock) }}
 
+// The per-entry and per-address tables of reconstructions, for the next
+// one (see bufPool): each entry's slot and role, which the trace reader
+// gives back at the end of its trace, and the state of roles.
+var (
+	slotPool  bufPool[int32]
+	rolePool  bufPool[Role]
+	statePool bufPool[int]
+	livePool  bufPool[*rblock]
+)
+
 // putSlabs returns the slabs to the pool, cleared.
 func (r *recon) putSlabs() {
 	for _, sl := range r.slabs {
@@ -210,17 +238,22 @@ func (r *recon) putSlabs() {
 		slabPool.Put(sl)
 	}
 	r.slabs, r.slab = nil, nil
+	// The live table goes back too, cleared so that the pool does not
+	// keep the slabs.
+	clear(r.live[:cap(r.live)])
+	livePool.put(r.live)
+	r.live = nil
 }
 
-// newBlock returns a new block holding b.
-func (r *recon) newBlock(b rblock) *rblock {
+// newBlock returns a new block holding b, and its handle.
+func (r *recon) newBlock(b rblock) (*rblock, int32) {
 	if len(r.slab) == cap(r.slab) {
 		sl := slabPool.Get().(*[slabSize]rblock)
 		r.slabs = append(r.slabs, sl)
 		r.slab = sl[:0]
 	}
 	r.slab = append(r.slab, b)
-	return &r.slab[len(r.slab)-1]
+	return &r.slab[len(r.slab)-1], int32((len(r.slabs)-1)*slabSize + len(r.slab) - 1)
 }
 
 func (r *recon) note(entry int, format string, args ...any) {
@@ -232,8 +265,8 @@ func (r *recon) fail(entry int, format string, args ...any) error {
 }
 
 func (r *recon) failWith(entry int, cause error, format string, args ...any) error {
-	e := r.trace[entry]
-	return &EntryError{Device: r.device, Entry: entry, Action: e.Action, Addr: e.Addr, Msg: fmt.Sprintf(format, args...), Err: cause}
+	e := &r.trace.ents[entry]
+	return &EntryError{Device: r.device, Entry: entry, Action: r.trace.action(entry), Addr: e.Addr, Msg: fmt.Sprintf(format, args...), Err: cause}
 }
 
 // segIndex is the index of the segment containing addr, or -1.
@@ -287,9 +320,9 @@ func (r *recon) absorbTail(b *rblock, next int64) {
 
 // nextStart is where the free space after block index k-1 ends: the next
 // block's address or the segment end.
-func nextStart(s *rseg, k int) int64 {
+func (r *recon) nextStart(s *rseg, k int) int64 {
 	if k < len(s.blocks) {
-		return s.blocks[k].addr
+		return r.blk(s.blocks[k]).addr
 	}
 	return s.end()
 }
@@ -316,20 +349,34 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
+	return s.reconstruct(device, rawOf(s.Trace(device)), opts, false)
+}
+
+// reconstruct is Reconstruct of tr, device's trace. With pooled, the
+// layout's index, roles and slots come from pools, for a caller that
+// gives them back (the trace reader: index.release, putRoles, putSlots).
+func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pooled bool) (*Layout, error) {
 	nb := 0
 	for i := range s.Segments {
 		if s.Segments[i].Device == device {
 			nb += len(s.Segments[i].Blocks)
 		}
 	}
-	tr := s.Trace(device)
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, idx: newAddrIndex(nb + len(tr)/4)}
+	ents := tr.ents
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, pooled: pooled}
 	defer r.putSlabs()
-	r.slot = make([]int32, len(tr))
-	for i := range tr {
-		r.slot[i] = r.idx.slot(tr[i].Addr)
+	if pooled {
+		r.idx = newPooledAddrIndex(nb + len(ents)/4)
+		r.slot = slotPool.get(len(ents))
+	} else {
+		r.idx = newAddrIndex(nb + len(ents)/4)
+		r.slot = make([]int32, len(ents))
 	}
-	r.live = make([]*rblock, r.idx.n, int(r.idx.n)+nb)
+	for i := range ents {
+		r.slot[i] = r.idx.slot(ents[i].Addr)
+	}
+	r.live = livePool.get(int(r.idx.n) + nb)[:r.idx.n]
+	clear(r.live)
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
@@ -341,7 +388,7 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if err != nil {
 		return nil, err
 	}
-	for i := len(r.trace) - 1; i >= 0; i-- {
+	for i := len(r.trace.ents) - 1; i >= 0; i-- {
 		if err := r.undo(i, roles[i]); err != nil {
 			return nil, err
 		}
@@ -356,7 +403,8 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	for i, sg := range r.segs {
 		ls := LSeg{Address: sg.addr, Size: sg.size, Stream: sg.stream, Small: sg.small, Expandable: sg.expandable}
 		ls.Blocks, all = all[:len(sg.blocks):len(sg.blocks)], all[len(sg.blocks):]
-		for j, b := range sg.blocks {
+		for j, h := range sg.blocks {
+			b := r.blk(h)
 			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
 		}
 		l.Segments[i] = ls
@@ -415,7 +463,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 		}
 	}
 	rsegs := make([]rseg, nseg)
-	ptrs := make([]*rblock, nblk)
+	ptrs := make([]int32, nblk)
 	for si := range segs {
 		sg := &segs[si]
 		if sg.Device != r.device {
@@ -443,13 +491,15 @@ func (r *recon) loadFinal(segs []Segment) error {
 				return fmt.Errorf("%s: blocks[%d] (%#x, %d bytes) does not lie inside the segment: %w",
 					where, bi, b.Address, b.Size, ErrInconsistent)
 			}
-			rs.blocks = append(rs.blocks, r.newBlock(rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
-				pending: b.State == StateActivePendingFree, seg: rs}))
+			_, h := r.newBlock(rblock{addr: b.Address, size: b.Size, req: b.RequestedSize,
+				pending: b.State == StateActivePendingFree, seg: rs})
+			rs.blocks = append(rs.blocks, h)
 		}
-		slices.SortFunc(rs.blocks, func(a, b *rblock) int { return cmp.Compare(a.addr, b.addr) })
-		for k, b := range rs.blocks {
-			if k > 0 && rs.blocks[k-1].addr+rs.blocks[k-1].size > b.addr {
-				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, rs.blocks[k-1].addr, ErrInconsistent)
+		slices.SortFunc(rs.blocks, func(a, b int32) int { return cmp.Compare(r.blk(a).addr, r.blk(b).addr) })
+		for k, h := range rs.blocks {
+			b := r.blk(h)
+			if k > 0 && r.blk(rs.blocks[k-1]).addr+r.blk(rs.blocks[k-1]).size > b.addr {
+				return fmt.Errorf("%s: block %#x overlaps block %#x: %w", where, b.addr, r.blk(rs.blocks[k-1]).addr, ErrInconsistent)
 			}
 			r.setLive(r.idx.slot(b.addr), b)
 		}
@@ -476,10 +526,17 @@ func (r *recon) loadFinal(segs []Segment) error {
 // roles also rejects a free of an address whose last event was already a
 // free (a double free), naming the second one.
 func (r *recon) roles() ([]Role, error) {
-	roles := make([]Role, len(r.trace))
+	ents := r.trace.ents
+	var roles []Role
+	if r.pooled {
+		roles = rolePool.get(len(ents))
+		clear(roles)
+	} else {
+		roles = make([]Role, len(ents))
+	}
 	hasCompleted := false
-	for i := range r.trace {
-		if r.trace[i].Action == torchlike.ActionFreeCompleted {
+	for i := range ents {
+		if r.trace.kindOf(i) == kindFreeCompleted {
 			hasCompleted = true
 			break
 		}
@@ -489,37 +546,39 @@ func (r *recon) roles() ([]Role, error) {
 	// free_completed (open, at entry j). One map holds both: -1 for
 	// freed, j+1 for open.
 	const freed = -1
-	state := make([]int, r.idx.n)
+	state := statePool.get(int(r.idx.n))
+	defer statePool.put(state)
+	clear(state)
 	unpaired := func(j int, why string) {
 		roles[j] = RoleFree
 		if hasCompleted {
-			r.note(j, "free_requested of %#x %s; taken as the free", r.trace[j].Addr, why)
+			r.note(j, "free_requested of %#x %s; taken as the free", ents[j].Addr, why)
 		}
 	}
-	for i := range r.trace {
-		e := &r.trace[i]
+	for i := range ents {
+		k := r.trace.kindOf(i)
 		sl := r.slot[i]
 		st := state[sl]
-		switch e.Action {
-		case torchlike.ActionFreeRequested, torchlike.ActionFreeCompleted, torchlike.ActionFree:
+		switch k {
+		case kindFreeRequested, kindFreeCompleted, kindFree:
 			if st == freed {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed and not allocated again")
 			}
 		}
-		switch e.Action {
-		case torchlike.ActionAlloc:
+		switch k {
+		case kindAlloc:
 			roles[i] = RoleAlloc
 			if st > 0 {
 				unpaired(st-1, "never completed before the address was allocated again")
 			}
 			state[sl] = 0
-		case torchlike.ActionFreeRequested:
+		case kindFreeRequested:
 			if st > 0 {
 				return nil, r.failWith(i, ErrFreeNotLive, "the address was already freed (free_requested) and not allocated again")
 			}
 			roles[i] = RoleFreeRequested
 			state[sl] = i + 1
-		case torchlike.ActionFreeCompleted, torchlike.ActionFree:
+		case kindFreeCompleted, kindFree:
 			roles[i] = RoleFree
 			state[sl] = freed
 		}
@@ -529,7 +588,7 @@ func (r *recon) roles() ([]Role, error) {
 			continue
 		}
 		j := st - 1
-		addr := r.trace[j].Addr
+		addr := ents[j].Addr
 		if b := r.liveAt(int32(sl)); b != nil {
 			if !b.pending {
 				r.note(j, "free_requested of %#x, but the final segments show the block allocated, not pending", addr)
@@ -542,7 +601,7 @@ func (r *recon) roles() ([]Role, error) {
 }
 
 func (r *recon) undo(i int, role Role) error {
-	e := &r.trace[i]
+	e := &r.trace.ents[i]
 	switch role {
 	case RoleAlloc:
 		return r.undoAlloc(i, e)
@@ -559,21 +618,21 @@ func (r *recon) undo(i int, role Role) error {
 	case RoleFree:
 		return r.undoFree(i, e)
 	}
-	switch e.Action {
-	case torchlike.ActionSegmentAlloc:
+	switch r.trace.kindOf(i) {
+	case kindSegmentAlloc:
 		return r.undoSegmentAlloc(i, e)
-	case torchlike.ActionSegmentFree:
+	case kindSegmentFree:
 		return r.undoSegmentFree(i, e)
-	case torchlike.ActionSegmentMap:
+	case kindSegmentMap:
 		return r.undoMap(i, e)
-	case torchlike.ActionSegmentUnmap:
+	case kindSegmentUnmap:
 		return r.undoUnmap(i, e)
 	}
 	return nil // oom, snapshot, user_defined and unknown actions change nothing
 }
 
 // undoAlloc: the block did not exist before its alloc.
-func (r *recon) undoAlloc(i int, e *TraceEntry) error {
+func (r *recon) undoAlloc(i int, e *entryRaw) error {
 	b := r.liveAt(r.slot[i])
 	if b == nil {
 		return r.fail(i, "no live block at this address after the alloc (allocated twice without a free, or freed later without a free entry)")
@@ -585,7 +644,7 @@ func (r *recon) undoAlloc(i int, e *TraceEntry) error {
 		r.note(i, "alloc asks %d bytes but the block records %d", e.Size, b.req)
 	}
 	sg := b.seg
-	k := sg.blockIndex(b.addr)
+	k := r.blockIndex(sg, b.addr)
 	sg.blocks = slices.Delete(sg.blocks, k, k+1)
 	r.setLive(r.slot[i], nil)
 	return nil
@@ -593,7 +652,7 @@ func (r *recon) undoAlloc(i int, e *TraceEntry) error {
 
 // undoFree: the block was live before its free; its size is the rounded
 // request, plus an unsplit remainder when one can be seen.
-func (r *recon) undoFree(i int, e *TraceEntry) error {
+func (r *recon) undoFree(i int, e *entryRaw) error {
 	a := e.Addr
 	if e.Size < 0 || e.Size > maxBytes {
 		return r.fail(i, "size %d out of range", e.Size)
@@ -606,9 +665,9 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 		return r.fail(i, "the address lies in no segment")
 	}
 	sg := r.segs[si]
-	k := sg.blockIndex(a)
+	k := r.blockIndex(sg, a)
 	if k > 0 {
-		prev := sg.blocks[k-1]
+		prev := r.blk(sg.blocks[k-1])
 		if prev.addr+prev.size > a {
 			if !prev.est {
 				return r.fail(i, "the address lies inside the live block %#x (%d bytes)", prev.addr, prev.size)
@@ -618,7 +677,7 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 		}
 	}
 	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)
-	limit := nextStart(sg, k)
+	limit := r.nextStart(sg, k)
 	if a+size > limit {
 		r.note(i, "rounded size %d runs past the next block or the segment end; cut to %d", size, limit-a)
 		size = limit - a
@@ -626,13 +685,13 @@ func (r *recon) undoFree(i int, e *TraceEntry) error {
 	// A free_completed was preceded by its free_requested: the block was
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
-	b := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: e.Action == torchlike.ActionFreeCompleted,
+	b, h := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
 		est: true, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
-	sg.blocks = slices.Insert(sg.blocks, k, b)
+	sg.blocks = slices.Insert(sg.blocks, k, h)
 	r.setLive(r.slot[i], b)
 	if k > 0 {
-		r.absorbTail(sg.blocks[k-1], a)
+		r.absorbTail(r.blk(sg.blocks[k-1]), a)
 	}
 	return nil
 }
@@ -652,14 +711,14 @@ func (r *recon) maxSize(b *rblock) int64 {
 }
 
 // undoSegmentAlloc: the segment did not exist before it was allocated.
-func (r *recon) undoSegmentAlloc(i int, e *TraceEntry) error {
+func (r *recon) undoSegmentAlloc(i int, e *entryRaw) error {
 	si := r.segIndex(e.Addr)
 	if si < 0 || r.segs[si].addr != e.Addr {
 		return r.fail(i, "no segment starts at this address")
 	}
 	sg := r.segs[si]
 	if n := len(sg.blocks); n > 0 {
-		return r.fail(i, "the segment still holds %d live blocks (first at %#x) before its segment_alloc", n, sg.blocks[0].addr)
+		return r.fail(i, "the segment still holds %d live blocks (first at %#x) before its segment_alloc", n, r.blk(sg.blocks[0]).addr)
 	}
 	if sg.size != e.Size {
 		r.note(i, "segment_alloc of %d bytes, but the segment has %d", e.Size, sg.size)
@@ -670,7 +729,7 @@ func (r *recon) undoSegmentAlloc(i int, e *TraceEntry) error {
 
 // undoSegmentFree: the segment existed, entirely free, before its
 // segment_free.
-func (r *recon) undoSegmentFree(i int, e *TraceEntry) error {
+func (r *recon) undoSegmentFree(i int, e *entryRaw) error {
 	if e.Size <= 0 || e.Size > maxBytes || e.Addr < 0 || e.Addr >= maxAddr {
 		return r.fail(i, "address or size %d out of range", e.Size)
 	}
@@ -685,7 +744,7 @@ func (r *recon) undoSegmentFree(i int, e *TraceEntry) error {
 
 // undoMap: the range [addr, addr+size) was unmapped before; it is cut out
 // of its mapped run, which may split in two.
-func (r *recon) undoMap(i int, e *TraceEntry) error {
+func (r *recon) undoMap(i int, e *entryRaw) error {
 	a, n := e.Addr, e.Size
 	if n <= 0 || n > maxBytes {
 		return r.fail(i, "size %d out of range", n)
@@ -701,8 +760,13 @@ func (r *recon) undoMap(i int, e *TraceEntry) error {
 	if a+n > sg.end() {
 		return r.fail(i, "the mapped range (%d bytes) runs past its run %#x..%#x", n, sg.addr, sg.end())
 	}
-	k := sg.blockIndex(a)
-	if (k > 0 && sg.blocks[k-1].addr+sg.blocks[k-1].size > a) || (k < len(sg.blocks) && sg.blocks[k].addr < a+n) {
+	k := r.blockIndex(sg, a)
+	if k > 0 {
+		if p := r.blk(sg.blocks[k-1]); p.addr+p.size > a {
+			return r.fail(i, "live blocks remain in the range before it was mapped")
+		}
+	}
+	if k < len(sg.blocks) && r.blk(sg.blocks[k]).addr < a+n {
 		return r.fail(i, "live blocks remain in the range before it was mapped")
 	}
 	end := sg.end()
@@ -710,8 +774,8 @@ func (r *recon) undoMap(i int, e *TraceEntry) error {
 	if a+n < end {
 		right = &rseg{addr: a + n, size: end - (a + n), stream: sg.stream, small: sg.small, expandable: true}
 		right.blocks = slices.Clone(sg.blocks[k:])
-		for _, b := range right.blocks {
-			b.seg = right
+		for _, h := range right.blocks {
+			r.blk(h).seg = right
 		}
 	}
 	if a > sg.addr {
@@ -727,7 +791,7 @@ func (r *recon) undoMap(i int, e *TraceEntry) error {
 }
 
 // undoUnmap: the range was mapped before; it rejoins the runs it touches.
-func (r *recon) undoUnmap(i int, e *TraceEntry) error {
+func (r *recon) undoUnmap(i int, e *entryRaw) error {
 	a, n := e.Addr, e.Size
 	if n <= 0 || n > maxBytes || a < 0 || a >= maxAddr {
 		return r.fail(i, "address or size %d out of range", n)
@@ -754,8 +818,8 @@ func (r *recon) undoUnmap(i int, e *TraceEntry) error {
 		left.size += n
 		if right != nil {
 			left.size += right.size
-			for _, b := range right.blocks {
-				b.seg = left
+			for _, h := range right.blocks {
+				r.blk(h).seg = left
 			}
 			left.blocks = append(left.blocks, right.blocks...)
 			r.removeSeg(right)

@@ -66,22 +66,43 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		break
 	}
 	var snap *Snapshot
+	var raws []rawTrace
 	var err error
 	if encoding == "json" {
 		snap, err = DecodeJSON(br)
 	} else {
-		snap, err = DecodePickle(br)
+		snap, raws, err = decodePickle(br, DefaultLimits, true)
 	}
 	if err != nil {
 		return fail(-1, err)
 	}
+	if raws == nil {
+		raws = make([]rawTrace, len(snap.DeviceTraces))
+		for d, tr := range snap.DeviceTraces {
+			raws[d] = rawOf(tr)
+		}
+		snap.DeviceTraces = nil
+	}
+	trace := func(d int) rawTrace {
+		if d >= 0 && d < len(raws) {
+			return raws[d]
+		}
+		return newRawTrace(nil, nil)
+	}
 
 	devs := snap.Devices()
+	for d := range raws {
+		if len(raws[d].ents) > 0 {
+			devs = append(devs, d)
+		}
+	}
+	slices.Sort(devs)
+	devs = slices.Compact(devs)
 	dev := opts.Device
 	if dev < 0 {
 		dev = -1
 		for _, d := range devs {
-			if len(snap.Trace(d)) > 0 {
+			if len(trace(d).ents) > 0 {
 				dev = d
 				break
 			}
@@ -96,7 +117,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		return fail(-1, fmt.Errorf("device %d is not in the PyTorch snapshot (devices present: %s)", dev, joinDevices(devs)))
 	}
 
-	layout, err := snap.InitialState(dev)
+	tr := trace(dev)
+	layout, err := snap.reconstruct(dev, tr, LayoutOptions{}, true)
 	if err != nil {
 		var ee *EntryError
 		if errors.As(err, &ee) {
@@ -108,22 +130,25 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		return fail(-1, fmt.Errorf("reconstructing the allocator state before the trace: %w", err))
 	}
 
-	tr := snap.Trace(dev)
-	unknown := unknownActions(tr)
-	if len(tr) > 0 && unknown.n == len(tr) {
-		return fail(unknown.first, fmt.Errorf("none of the %d trace entries of device %d has an action membench knows (%s): not a trace it can replay", len(tr), dev, unknown.list))
+	unknown := unknownActions(&tr)
+	if len(tr.ents) > 0 && unknown.n == len(tr.ents) {
+		return fail(unknown.first, fmt.Errorf("none of the %d trace entries of device %d has an action membench knows (%s): not a trace it can replay", len(tr.ents), dev, unknown.list))
 	}
 
 	sr := &snapshotReader{
-		name:   name,
-		trace:  snap.Trace(dev),
-		roles:  layout.Roles,
-		slots:  layout.slots,
-		live:   make([]uint64, layout.index.n),
-		nextID: 1,
-		t0:     traces.NoTime,
+		name:  name,
+		trace: tr,
+		// Every trace of raws is the reader's own (decodePickle's or
+		// rawOf's); the others are dropped.
+		ownsTrace: true,
+		roles:     layout.Roles,
+		slots:     layout.slots,
+		live:      idPool.get(int(layout.index.n)),
+		nextID:    1,
+		t0:        traces.NoTime,
 	}
-	for _, e := range sr.trace {
+	clear(sr.live)
+	for _, e := range sr.trace.ents {
 		if e.TimeUS != 0 {
 			sr.t0 = e.TimeUS
 			break
@@ -133,6 +158,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	if sr.t0 != traces.NoTime {
 		initTime = 0
 	}
+	sr.init = make([]traces.Event, 0, layout.NumBlocks())
 	for _, sg := range layout.Segments {
 		for _, b := range sg.Blocks {
 			if b.RequestedSize <= 0 || b.RequestedSize > traces.MaxSize {
@@ -152,6 +178,8 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 			sr.nextID++
 		}
 	}
+	layout.index.release()
+	layout.index = nil
 	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
 	if unknown.n > 0 {
 		sr.meta = append(sr.meta, traces.KV{Key: IgnoredEntriesKey, Value: fmt.Sprintf("%d entries with actions membench does not know (%s), first at entry %d: not replayed", unknown.n, unknown.list, unknown.first)})
@@ -170,11 +198,11 @@ type unknownCount struct {
 	list  string // "name count, ..." in name order, cut after 5 names
 }
 
-func unknownActions(tr []TraceEntry) unknownCount {
+func unknownActions(tr *rawTrace) unknownCount {
 	var u unknownCount
 	var counts map[string]int
-	for i, e := range tr {
-		if torchlike.KnownAction(e.Action) {
+	for i := range tr.ents {
+		if tr.kindOf(i) != kindUnknown {
 			continue
 		}
 		if u.n == 0 {
@@ -182,7 +210,7 @@ func unknownActions(tr []TraceEntry) unknownCount {
 			counts = map[string]int{}
 		}
 		u.n++
-		counts[e.Action]++
+		counts[tr.action(i)]++
 	}
 	if u.n == 0 {
 		return u
@@ -222,30 +250,49 @@ func joinDevices(devs []int) string {
 
 // actionCounts lists how many entries of each action the trace has, in
 // name order: the figures a snapshot's own description gives.
-func actionCounts(tr []TraceEntry) string {
+func actionCounts(tr *rawTrace) string {
 	// Counted in an array (a map update per entry cost more than the
 	// rest of the metadata).
 	var n [len(knownActions) + 1]int
-	for i := range tr {
-		n[actionIndex(tr[i].Action)]++
+	for i := range tr.ents {
+		n[tr.kindOf(i)]++
 	}
-	counts := map[string]int{}
-	for k, c := range n {
-		if c == 0 {
+	// In name order, without a map or fmt (fixed costs of every
+	// import, which a snapshot of a hundred entries notices).
+	var out []byte
+	for _, k := range actionOrder {
+		if n[k] == 0 {
 			continue
 		}
-		if k < len(knownActions) {
-			counts[knownActions[k]] = c
-		} else {
-			counts["(unknown)"] = c // named in ignored-entries
+		if len(out) > 0 {
+			out = append(out, ", "...)
 		}
+		out = append(out, actionName(k)...)
+		out = append(out, ' ')
+		out = strconv.AppendInt(out, int64(n[k]), 10)
 	}
-	var parts []string
-	for _, a := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%s %d", a, counts[a]))
-	}
-	return strings.Join(parts, ", ")
+	return string(out)
 }
+
+// actionName is the name actionCounts gives knownActions index k; the
+// entries with actions it does not know are named in ignored-entries.
+func actionName(k int) string {
+	if k < len(knownActions) {
+		return knownActions[k]
+	}
+	return "(unknown)"
+}
+
+// actionOrder lists the knownActions indices and len(knownActions) (the
+// unknown ones) in the order of their names.
+var actionOrder = func() []int {
+	order := make([]int, len(knownActions)+1)
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(actionName(a), actionName(b)) })
+	return order
+}()
 
 // knownActions are the actions torchlike.KnownAction knows.
 var knownActions = [...]string{
@@ -286,18 +333,18 @@ func actionIndex(a string) int {
 
 // recordedPeakReserved is the peak of the bytes the recorded allocator
 // held: the reserved bytes at the first entry plus every segment event.
-func recordedPeakReserved(tr []TraceEntry, l *Layout) int64 {
+func recordedPeakReserved(tr *rawTrace, l *Layout) int64 {
 	var r int64
 	for _, s := range l.Segments {
 		r += s.Size
 	}
 	peak := r
-	for _, e := range tr {
-		switch e.Action {
-		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
-			r += e.Size
-		case torchlike.ActionSegmentFree, torchlike.ActionSegmentUnmap:
-			r -= e.Size
+	for i := range tr.ents {
+		switch tr.kindOf(i) {
+		case kindSegmentAlloc, kindSegmentMap:
+			r += tr.ents[i].Size
+		case kindSegmentFree, kindSegmentUnmap:
+			r -= tr.ents[i].Size
 		}
 		peak = max(peak, r)
 	}
@@ -310,9 +357,9 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		{Key: "encoding", Value: encoding},
 		{Key: "device", Value: strconv.Itoa(dev)},
 		{Key: "devices", Value: joinDevices(devs)},
-		{Key: "entries", Value: strconv.Itoa(len(sr.trace))},
-		{Key: "entry-actions", Value: actionCounts(sr.trace)},
-		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(sr.trace, l), 10)},
+		{Key: "entries", Value: strconv.Itoa(len(sr.trace.ents))},
+		{Key: "entry-actions", Value: actionCounts(&sr.trace)},
+		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(&sr.trace, l), 10)},
 		{Key: "ids", Value: "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
 	}
 	if sr.t0 != traces.NoTime {
@@ -362,24 +409,43 @@ func snapMetaValue(v string) string {
 	}, v)
 }
 
+// idPool holds the trace readers' tables of live ids (see bufPool).
+var idPool bufPool[uint64]
+
 // snapshotReader serves the events of one device's trace.
 type snapshotReader struct {
-	name   string
-	meta   traces.Meta
-	init   []traces.Event // allocs of the blocks live before the first entry
-	trace  []TraceEntry
-	roles  []Role
-	slots  []int32  // each entry's address slot (Layout)
-	next   int      // next init event, then len(init) + next entry
-	live   []uint64 // the live id at each address slot, 0: none
-	nextID uint64
-	t0     int64 // time_us origin, or NoTime
-	err    error // sticky
-	n      int   // events returned so far
+	name  string
+	meta  traces.Meta
+	init  []traces.Event // allocs of the blocks live before the first entry
+	trace rawTrace
+	// ownsTrace: trace.ents came from getRaw and goes back at the end.
+	ownsTrace bool
+	roles     []Role
+	slots     []int32  // each entry's address slot (Layout)
+	next      int      // next init event, then len(init) + next entry
+	live      []uint64 // the live id at each address slot, 0: none
+	nextID    uint64
+	t0        int64 // time_us origin, or NoTime
+	err       error // sticky
+	n         int   // events returned so far
 }
 
 func (r *snapshotReader) Meta() traces.Meta { return r.meta }
 func (r *snapshotReader) Close() error      { return nil }
+
+// release gives the trace's entries and tables back to their pools once
+// the last event has been served: nothing reads them after the end.
+// (Close does not: a reader closed early keeps serving what it has.)
+func (r *snapshotReader) release() {
+	if r.ownsTrace {
+		putRaw(r.trace.ents)
+		slotPool.put(r.slots)
+		rolePool.put(r.roles)
+		idPool.put(r.live)
+	}
+	r.ownsTrace = false
+	r.trace.ents, r.slots, r.roles, r.live = nil, nil, nil, nil
+}
 
 // Pos has the name and the index of the last event returned; a snapshot
 // has no lines (its errors give the trace entry instead).
@@ -418,11 +484,12 @@ func (r *snapshotReader) read() (traces.Event, error) {
 	}
 	for {
 		i := r.next - len(r.init)
-		if i >= len(r.trace) {
+		if i >= len(r.trace.ents) {
+			r.release()
 			return traces.Event{}, io.EOF
 		}
 		r.next++
-		e := &r.trace[i]
+		e := &r.trace.ents[i]
 		switch r.roles[i] {
 		case RoleAlloc:
 			if e.Size <= 0 || e.Size > traces.MaxSize {
@@ -440,14 +507,14 @@ func (r *snapshotReader) read() (traces.Event, error) {
 			sl := r.slots[i]
 			id := r.live[sl]
 			if id == 0 {
-				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", e.Action, e.Addr, traces.ErrUnknownID))
+				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", r.trace.action(i), e.Addr, traces.ErrUnknownID))
 			}
 			r.live[sl] = 0
 			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
 		case RoleNone:
-			switch e.Action {
-			case torchlike.ActionOOM, torchlike.ActionSnapshot:
-				return traces.Event{Op: traces.OpMark, Label: e.Action, Time: r.time(e.TimeUS)}, nil
+			switch r.trace.kindOf(i) {
+			case kindOOM, kindSnapshot:
+				return traces.Event{Op: traces.OpMark, Label: r.trace.action(i), Time: r.time(e.TimeUS)}, nil
 			}
 		}
 	}

@@ -199,7 +199,11 @@ func FromValue(v any) (*Snapshot, error) {
 func (s *Snapshot) Devices() []int {
 	var out []int
 	for _, sg := range s.Segments {
-		out = append(out, sg.Device)
+		// Segments come device by device: a repeat of the last one
+		// need not be kept (sorted and compacted below anyway).
+		if len(out) == 0 || out[len(out)-1] != sg.Device {
+			out = append(out, sg.Device)
+		}
 	}
 	for d, tr := range s.DeviceTraces {
 		if len(tr) > 0 {

@@ -92,6 +92,9 @@ type recExt struct {
 	segs   []Segment
 	blocks []Block
 	traces [][]TraceEntry
+	// raws replaces traces when the builder keeps its traces raw
+	// (builder.keepRaw).
+	raws [][]entryRaw
 	// entries is the trace being filled, in chunks of entryChunk
 	// (growing one slice would copy the trace over and over): the full
 	// ones are in chunks; takeEntries joins them.
@@ -137,6 +140,82 @@ func (r *rec) nEntries() int {
 		return len(r.entries)
 	}
 	return (len(r.chunks)-1)*entryChunk + len(r.entries)
+}
+
+// appendBlock appends bl to the blocks of r. A snapshot has a few
+// blocks in each of hundreds of segments, and growing each segment's
+// slice cost more allocations than the rest of an import: the lists are
+// carved one after the other from shared arrays (blkArena), a list
+// growing in place while it is the last one carved. Every carved slice
+// has its capacity cut at its length, so that an append that does not go
+// through here (or to a slice of the Snapshot) copies it elsewhere
+// rather than writing over the next list.
+func (b *builder) appendBlock(r *recExt, bl *Block) {
+	n := len(r.blocks)
+	a := b.blkArena
+	atTail := n == 0 || (len(a) > 0 && cap(r.blocks) == n && &r.blocks[n-1] == &a[len(a)-1])
+	if !atTail {
+		r.blocks = append(r.blocks, *bl)
+		return
+	}
+	if len(a) == cap(a) {
+		a = make([]Block, 0, max(2*(n+1), min(max(2*cap(a), 16), 1024)))
+		a = append(a, r.blocks...)
+	}
+	a = append(a, *bl)
+	r.blocks = a[len(a)-n-1 : len(a) : len(a)]
+	b.blkArena = a
+}
+
+// addTrace adds the complete trace of record cr to the traces of r.
+func (b *builder) addTrace(r *recExt, cr *rec) {
+	if b.keepRaw {
+		r.raws = append(r.raws, b.takeRaw(cr))
+	} else {
+		r.traces = append(r.traces, b.takeEntries(cr))
+	}
+}
+
+// addGenericTrace adds tr, a trace decoded from a generic value, to the
+// traces of r.
+func (b *builder) addGenericTrace(r *recExt, tr []TraceEntry) {
+	if !b.keepRaw {
+		r.traces = append(r.traces, tr)
+		return
+	}
+	var raw []entryRaw
+	if len(tr) > 0 {
+		raw = make([]entryRaw, len(tr))
+		for i := range tr {
+			raw[i] = b.raw(&tr[i])
+		}
+	}
+	r.raws = append(r.raws, raw)
+}
+
+// nTraces is the number of traces r holds.
+func (r *recExt) nTraces() int { return len(r.traces) + len(r.raws) }
+
+// takeRaw returns r's trace in one slice (nil when empty), as the
+// builder keeps it, its chunks to the pool. The entries hold no
+// pointers: the copy is a memmove, and the collector does not scan the
+// result.
+func (b *builder) takeRaw(r *rec) []entryRaw {
+	if r.chunks == nil {
+		return nil
+	}
+	out := getRaw(r.nEntries())
+	k := 0
+	for i, c := range r.chunks {
+		part := c[:]
+		if i == len(r.chunks)-1 {
+			part = r.entries
+		}
+		k += copy(out[k:], part)
+		entryPool.Put(c)
+	}
+	r.chunks, r.entries = nil, nil
+	return out
 }
 
 // takeEntries returns r's trace in one slice (nil when empty), its
@@ -236,24 +315,28 @@ func asPathErr(err error, off int64) *pathErr {
 
 // builder is the pickle.Builder of the snapshot schema.
 type builder struct {
-	m    *pickle.Machine
-	recs []rec
-	free []int64
+	m *pickle.Machine
+	// keepRaw: the traces are kept as entryRaw (recExt.raws) and not
+	// built into TraceEntry values (the trace reader's decode).
+	keepRaw bool
+	recs    []rec
+	free    []int64
 	// Trace entries, the many, have a table of their own with a smaller
 	// record: a batch of a thousand is opened, filled and appended, and
 	// then the table starts over (entLive counts the open ones).
-	ents    []entRec
-	entFree []int64
-	entLive int
-	records int
-	lim     Limits
-	claimed map[any]bool
-	extFree []*recExt // recExts of released records, for the next ones
-	fields  []field   // field of each interned string (by its index), 0 = not yet known
-	actions []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
-	actTab  []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
-	actIdx  map[string]uint32
-	actTab0 [16]string // actTab's first array: a snapshot has a dozen actions
+	ents     []entRec
+	entFree  []int64
+	entLive  int
+	records  int
+	lim      Limits
+	claimed  map[any]bool
+	extFree  []*recExt // recExts of released records, for the next ones
+	fields   []field   // field of each interned string (by its index), 0 = not yet known
+	actions  []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
+	actTab   []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
+	actIdx   map[string]uint32
+	actTab0  [16]string // actTab's first array: a snapshot has a dozen actions
+	blkArena []Block    // see appendBlock
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -686,7 +769,7 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 				return err
 			}
 			if tr != nil {
-				r.traces = tr.traces
+				r.traces, r.raws = tr.traces, tr.raws
 				b.putExt(tr)
 			}
 		case kAllocatorSettings:
@@ -830,7 +913,7 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 			case nTraces:
 				var tr []TraceEntry
 				if tr, perr = b.genericTrace(it); perr == nil {
-					c.traces = append(c.traces, tr)
+					b.addGenericTrace(c.recExt, tr)
 				}
 			}
 			if perr != nil {
@@ -978,7 +1061,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 		case nBlocks:
 			idx, want = len(r.blocks), nBlock
 		case nTraces:
-			idx, want = len(r.traces), nTrace
+			idx, want = r.nTraces(), nTrace
 		case nTrace:
 			idx, want = r.nEntries(), nEntry
 		default:
@@ -1002,9 +1085,9 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
 			case nBlock:
-				r.blocks = append(r.blocks, cr.blk)
+				b.appendBlock(r.recExt, &cr.blk)
 			case nTrace:
-				r.traces = append(r.traces, b.takeEntries(cr))
+				b.addTrace(r.recExt, cr)
 				b.putExt(cr.recExt)
 			}
 			b.release(v.N)
@@ -1023,7 +1106,7 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			case nTrace:
 				var tr []TraceEntry
 				if tr, perr = b.genericTrace(b.m.Obj(v)); perr == nil {
-					r.traces = append(r.traces, tr)
+					b.addGenericTrace(r.recExt, tr)
 				}
 			case nEntry:
 				var e TraceEntry
@@ -1118,7 +1201,17 @@ func DecodePickle(r io.Reader) (*Snapshot, error) {
 // snapshot does not need (stack frames, annotations, unknown keys) is
 // read past without being built.
 func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
-	b := &builder{lim: lim}
+	s, _, err := decodePickle(r, lim, false)
+	return s, err
+}
+
+// decodePickle is DecodePickleLimits. With keepRaw, the traces it
+// decodes with the schema are returned as rawTraces, one per device, and
+// not in the Snapshot (whose DeviceTraces is then nil); a snapshot built
+// from a generic value (an unusual pickle) has its traces in the
+// Snapshot and none returned.
+func decodePickle(r io.Reader, lim Limits, keepRaw bool) (*Snapshot, []rawTrace, error) {
+	b := &builder{lim: lim, keepRaw: keepRaw}
 	if t, ok := tablesPool.Get().(*tables); ok {
 		b.recs, b.ents, b.extFree, b.free, b.entFree = t.recs[:0], t.ents[:0], t.exts, t.free[:0], t.entFree[:0]
 	}
@@ -1130,51 +1223,62 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 	defer m.Recycle()
 	root, err := m.Run()
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	switch root.Kind {
 	case pickle.KindNode:
 		if root.Node != nTop {
 			// STOP with a MARK pending returns what is above it (as
 			// Python's unpickler does): a segment, block or entry.
-			return nil, fmt.Errorf("snapshot: not a memory snapshot: the pickle ends inside the snapshot, on a %s", b.Describe(root.Node))
+			return nil, nil, fmt.Errorf("snapshot: not a memory snapshot: the pickle ends inside the snapshot, on a %s", b.Describe(root.Node))
 		}
 		top := b.recs[root.N]
 		if top.err != nil {
 			if top.top {
-				return nil, fmt.Errorf("snapshot: %w", top.err.under("segments"))
+				return nil, nil, fmt.Errorf("snapshot: %w", top.err.under("segments"))
 			}
 			if top.err.path == "" {
-				return nil, fmt.Errorf("snapshot: %s (pickle offset %d)", top.err.msg, top.err.off)
+				return nil, nil, fmt.Errorf("snapshot: %s (pickle offset %d)", top.err.msg, top.err.off)
 			}
-			return nil, fmt.Errorf("snapshot: %w", top.err)
+			return nil, nil, fmt.Errorf("snapshot: %w", top.err)
 		}
 		s := &Snapshot{}
 		if top.top {
 			s.Segments = top.segs
-			return s, nil
+			return s, nil, nil
 		}
 		if !top.keyS && !top.keyT {
-			return nil, errors.New("snapshot: not a memory snapshot: the dict has neither segments nor device_traces")
+			return nil, nil, errors.New("snapshot: not a memory snapshot: the dict has neither segments nor device_traces")
 		}
 		s.Segments, s.DeviceTraces = top.segs, top.traces
+		var raws []rawTrace
+		if len(top.raws) > 0 {
+			raws = make([]rawTrace, len(top.raws))
+			acts := newRawTrace(nil, b.actTab)
+			for d, ents := range top.raws {
+				raws[d] = acts
+				raws[d].ents = ents
+			}
+		}
 		if top.hasSettings {
 			st, err := decodeSettings(top.settings)
 			if err != nil {
-				return nil, fmt.Errorf("snapshot: allocator_settings%w", err)
+				return nil, nil, fmt.Errorf("snapshot: allocator_settings%w", err)
 			}
 			s.Settings = st
 		}
-		return s, nil
+		return s, raws, nil
 	case pickle.KindValue:
 		x := m.Obj(&root)
 		if err := b.claim(x, nTop); err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
+			return nil, nil, fmt.Errorf("snapshot: %w", err)
 		}
-		return FromValue(x)
+		s, err := FromValue(x)
+		return s, nil, err
 	}
 	x, _ := m.Any(&root)
-	return FromValue(x)
+	s, err := FromValue(x)
+	return s, nil, err
 }
 
 // tablesPool holds the builders' record tables: a trace's batch of a
