@@ -131,8 +131,8 @@ var released = sync.Pool{New: func() any { return new(buffers) }}
 // Release implements strategies.Releaser: the chunk records go to the
 // next allocator built. A slot is zero when it is taken (slot appends a
 // zero record and a zero word of in-use bits; deleteChunk clears a
-// record), so nothing of this allocator's chunks reaches the next; a use
-// after Release finds no records and panics.
+// record), so nothing of this allocator's chunks reaches the next. The
+// allocator must not be used after Release (strategies.Releaser).
 func (a *Allocator) Release() {
 	if a.bufs == nil {
 		return

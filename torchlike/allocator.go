@@ -123,7 +123,8 @@ var released = sync.Pool{New: func() any { return new(buffers) }}
 // Release implements strategies.Releaser: the arena goes to the next
 // allocator built. A slot is zero when it is taken (slot appends a zero
 // block, deleteBlock clears a freed one), so nothing of this allocator's
-// blocks reaches the next; a use after Release finds no arena and panics.
+// blocks reaches the next. The allocator must not be used after Release
+// (strategies.Releaser); nothing checks that it is not.
 func (a *Allocator) Release() {
 	if a.bufs == nil {
 		return

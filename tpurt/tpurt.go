@@ -110,8 +110,8 @@ type heldSlab struct{ s slab.Slab[buffer] }
 var released = sync.Pool{New: func() any { return new(heldSlab) }}
 
 // Release implements strategies.Releaser: the buffer slab goes, cleared,
-// to the next allocator built; a use after Release finds no buffers and
-// panics.
+// to the next allocator built. The allocator must not be used after
+// Release (strategies.Releaser); nothing checks that it is not.
 func (a *Allocator) Release() {
 	if a.held == nil {
 		return

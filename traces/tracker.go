@@ -364,8 +364,12 @@ func (t *Tracker[V]) sparsePage(key uint64, p *valPage[V]) {
 // reset tracker instead of a new one makes no garbage for its pages, and
 // the collector then competes less with the other workers (issue 15: with
 // two workers, the collector's marking had no idle core left and cost a
-// fifth more CPU per replay). A tracker that went sparse gives its
-// directory up, as toSparse did.
+// fifth more CPU per replay). What a large trace needed is not kept: a
+// directory of more than resetKeepDir pages (ids up to about a million)
+// would cost every later Reset its clearing, whatever the later traces'
+// ids, and spares beyond resetKeepSpare pages would hold memory for no
+// replay in sight. A tracker that went sparse gives its directory up, as
+// toSparse did.
 func (t *Tracker[V]) Reset() {
 	for key := range t.dir {
 		if p := t.dir[key].p; p != nil {
@@ -373,16 +377,33 @@ func (t *Tracker[V]) Reset() {
 			t.spare = append(t.spare, p)
 		}
 	}
-	clear(t.dir)
-	clear(t.dirSeen)
+	if len(t.dir) > resetKeepDir {
+		t.dir, t.dirSeen = nil, nil
+	} else {
+		clear(t.dir)
+		clear(t.dirSeen)
+	}
 	for _, i := range t.pages {
-		p := t.refs[i].p
-		*p = valPage[V]{}
-		t.spare = append(t.spare, p)
+		if p := t.refs[i].p; p != nil {
+			*p = valPage[V]{}
+			t.spare = append(t.spare, p)
+		}
 	}
 	clear(t.pages)
 	t.refs, t.unusedRefs = t.refs[:0], t.unusedRefs[:0]
+	if len(t.spare) > resetKeepSpare {
+		clear(t.spare[resetKeepSpare:])
+		t.spare = t.spare[:resetKeepSpare]
+	}
 	t.seen = idBitset{}
 	t.sparse, t.sparseDonated = nil, nil
 	t.npages, t.live = 0, 0
 }
+
+// What Reset keeps of a tracker's memory at most: a directory of 2048
+// pages (32 KB, and 128 KB of ever-allocated bits, for ids below about a
+// million) and 256 spare pages (a few MB).
+const (
+	resetKeepDir   = 2048
+	resetKeepSpare = 256
+)

@@ -20,42 +20,65 @@ func TestTrackerAgainstModel(t *testing.T) {
 
 // TestTrackerReset checks that a reset tracker is as good as new: one
 // left with live and donated ids in every mode (dense pages, sparse map,
-// pages above the directory) is reset and must then pass the model test
-// of each mode, its values, its errors and its live count.
+// pages above the directory), and last either with a few dense ids or
+// with a directory longer than Reset keeps, is reset and must then pass
+// the model test of each mode, its values, its errors and its live count.
 func TestTrackerReset(t *testing.T) {
 	for _, mode := range []string{"dense", "scattered", "high"} {
-		t.Run(mode, func(t *testing.T) {
-			var tr Tracker[int64]
-			for _, dirty := range []string{"dense", "high", "scattered"} {
-				rng := rand.New(rand.NewPCG(9, 10))
-				for i := range 3000 {
-					id := uint64(i)
-					switch dirty {
-					case "high":
-						id += 1 << 40
-					case "scattered":
-						id = uint64(i) * 3 * valPageSize
+		for _, last := range []string{"dense", "long"} {
+			t.Run(mode+"/after-"+last, func(t *testing.T) {
+				var tr Tracker[int64]
+				for _, dirty := range []string{"high", "scattered", last} {
+					dirtyTracker(t, &tr, dirty)
+					tr.Reset()
+					if tr.Live() != 0 {
+						t.Fatalf("%d live after Reset", tr.Live())
 					}
-					if err := tr.Alloc(id, 1, int64(i)); err != nil {
-						t.Fatal(err)
-					}
-					if rng.IntN(4) == 0 {
-						if _, err := tr.Donate(id); err != nil {
-							t.Fatal(err)
-						}
+					// Nothing is known of the ids before the reset.
+					if _, err := tr.Free(5); !errors.Is(err, ErrUnknownID) {
+						t.Fatalf("free of an id allocated before the reset: %v, want ErrUnknownID", err)
 					}
 				}
-				tr.Reset()
-				if tr.Live() != 0 {
-					t.Fatalf("%d live after Reset", tr.Live())
+				if last == "long" && tr.dir != nil {
+					t.Errorf("Reset kept a directory of %d pages", len(tr.dir))
 				}
-				// Nothing is known of the ids before the reset.
-				if _, err := tr.Free(5); !errors.Is(err, ErrUnknownID) {
-					t.Fatalf("free of an id allocated before the reset: %v, want ErrUnknownID", err)
-				}
+				trackerAgainstModel(t, &tr, mode)
+			})
+		}
+	}
+}
+
+// dirtyTracker leaves ids live and donated in tr, placed as mode says, or
+// (long) allocates and frees ids one by one past resetKeepDir pages.
+func dirtyTracker(t *testing.T, tr *Tracker[int64], mode string) {
+	if mode == "long" {
+		for id := range uint64(resetKeepDir+2) * valPageSize {
+			if err := tr.Alloc(id, 1, 1); err != nil {
+				t.Fatal(err)
 			}
-			trackerAgainstModel(t, &tr, mode)
-		})
+			if _, err := tr.Free(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range 3000 {
+		id := uint64(i)
+		switch mode {
+		case "high":
+			id += 1 << 40
+		case "scattered":
+			id = uint64(i) * 3 * valPageSize
+		}
+		if err := tr.Alloc(id, 1, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if rng.IntN(4) == 0 {
+			if _, err := tr.Donate(id); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
