@@ -35,8 +35,9 @@
 // from the replays before it (replayers), and a model it built hands its
 // record arrays on when it is over (strategies.Releaser): a sweep runs
 // thousands of short replays per worker, and when each allocated its own
-// (42–60 KB a replay of gpt-train, 5–10 KB since), the collector's marking competed with the second
-// worker for the machine's cores (issue 15).
+// (42–60 KB a replay of gpt-train, 5–10 KB since), the collector's
+// marking competed with the second worker for the machine's cores (issue
+// 15).
 //
 // Around Replay sit the jobs of the commands — trace × device × strategy
 // lists planned before anything runs, leaving out a strategy on a device
