@@ -440,16 +440,8 @@ func (d *Machine) long(b []byte) Val {
 // an int, or a *big.Int beyond int64.
 func decodeLong(b []byte) (Val, *big.Int) {
 	n := len(b)
-	if n == 0 {
-		return IntVal(0), nil
-	}
 	if n <= 8 {
-		var u uint64
-		for i := n - 1; i >= 0; i-- {
-			u = u<<8 | uint64(b[i])
-		}
-		shift := uint(64 - 8*n)
-		return IntVal(int64(u<<shift) >> shift), nil // sign-extend
+		return IntVal(smallLong(b)), nil
 	}
 	be := make([]byte, n)
 	for i := range b {
@@ -463,6 +455,17 @@ func decodeLong(b []byte) (Val, *big.Int) {
 		return IntVal(z.Int64()), nil
 	}
 	return Val{}, z
+}
+
+// smallLong is the little-endian two's-complement integer of at most
+// eight bytes b (0 for none), sign-extended.
+func smallLong(b []byte) int64 {
+	var u uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	shift := uint(64 - 8*len(b)) // 64 for no bytes: u is 0 and stays 0
+	return int64(u<<shift) >> shift
 }
 
 func truncate(b []byte) string {

@@ -662,15 +662,7 @@ func (d *Machine) fastScalar(buf []byte, j int, v *Val) (int, bool) {
 		if n > 8 || j+2+n > len(buf) {
 			return j, false
 		}
-		var u uint64
-		for i := n - 1; i >= 0; i-- {
-			u = u<<8 | uint64(buf[j+2+i])
-		}
-		if n > 0 {
-			shift := uint(64 - 8*n)
-			u = uint64(int64(u<<shift) >> shift)
-		}
-		*v = Val{Kind: KindInt, N: int64(u)}
+		*v = Val{Kind: KindInt, N: smallLong(buf[j+2 : j+2+n])}
 		return j + 2 + n, true
 	case OpNone:
 		*v = Val{Kind: KindNone}
