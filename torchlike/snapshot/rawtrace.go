@@ -68,12 +68,6 @@ func (t *rawTrace) kindOf(i int) uint8 { return t.kind[t.ents[i].action] }
 // cleared, since every entry is written before it is read).
 var rawPool bufPool[entryRaw]
 
-// getRaw returns a buffer of n entries, their contents undefined.
-func getRaw(n int) []entryRaw { return rawPool.get(n) }
-
-// putRaw gives back a buffer from getRaw that nothing uses any more.
-func putRaw(ents []entryRaw) { rawPool.put(ents) }
-
 // bufPool holds buffers of Ts for the next import: the trace reader's
 // per-entry and per-address tables, which it gives back once it has
 // served its trace. A buffer is reused for a request of at least a

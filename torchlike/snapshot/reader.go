@@ -418,7 +418,7 @@ type snapshotReader struct {
 	meta  traces.Meta
 	init  []traces.Event // allocs of the blocks live before the first entry
 	trace rawTrace
-	// ownsTrace: trace.ents came from getRaw and goes back at the end.
+	// ownsTrace: trace.ents came from rawPool and goes back at the end.
 	ownsTrace bool
 	roles     []Role
 	slots     []int32  // each entry's address slot (Layout)
@@ -438,7 +438,7 @@ func (r *snapshotReader) Close() error      { return nil }
 // (Close does not: a reader closed early keeps serving what it has.)
 func (r *snapshotReader) release() {
 	if r.ownsTrace {
-		putRaw(r.trace.ents)
+		rawPool.put(r.trace.ents)
 		slotPool.put(r.slots)
 		rolePool.put(r.roles)
 		idPool.put(r.live)

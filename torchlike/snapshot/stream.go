@@ -204,7 +204,7 @@ func (b *builder) takeRaw(r *rec) []entryRaw {
 	if r.chunks == nil {
 		return nil
 	}
-	out := getRaw(r.nEntries())
+	out := rawPool.get(r.nEntries())
 	k := 0
 	for i, c := range r.chunks {
 		part := c[:]
@@ -218,31 +218,23 @@ func (b *builder) takeRaw(r *rec) []entryRaw {
 	return out
 }
 
-// takeEntries returns r's trace in one slice (nil when empty), its
-// chunks to the pool.
+// takeEntries returns r's trace in one slice (nil when empty), as a
+// Snapshot holds it: takeRaw's entries with their actions.
 func (b *builder) takeEntries(r *rec) []TraceEntry {
-	if r.chunks == nil {
+	raw := b.takeRaw(r)
+	if raw == nil {
 		return nil
 	}
 	if len(b.actTab) == 0 {
 		b.actTab = append(b.actTab0[:0], "") // entries without an action
 	}
-	out := make([]TraceEntry, r.nEntries())
-	k := 0
-	for i, c := range r.chunks {
-		part := c[:]
-		if i == len(r.chunks)-1 {
-			part = r.entries
-		}
-		for j := range part {
-			e := &part[j]
-			out[k] = TraceEntry{Action: b.actTab[e.action], Addr: e.Addr, Size: e.Size, Stream: e.Stream,
-				TimeUS: e.TimeUS, DeviceFree: e.DeviceFree, Frames: e.Frames}
-			k++
-		}
-		entryPool.Put(c)
+	out := make([]TraceEntry, len(raw))
+	for k := range raw {
+		e := &raw[k]
+		out[k] = TraceEntry{Action: b.actTab[e.action], Addr: e.Addr, Size: e.Size, Stream: e.Stream,
+			TimeUS: e.TimeUS, DeviceFree: e.DeviceFree, Frames: e.Frames}
 	}
-	r.chunks, r.entries = nil, nil
+	rawPool.put(raw)
 	return out
 }
 
