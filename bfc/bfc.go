@@ -114,7 +114,6 @@ type Allocator struct {
 	highWater int64
 	// tracer receives region and relocation events (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
-	bufs   *buffers
 }
 
 // buffers are the chunk records, their in-use bits and the list of free
@@ -126,7 +125,7 @@ type buffers struct {
 	unused []int32
 }
 
-var released = sync.Pool{New: func() any { return new(buffers) }}
+var released sync.Pool // of *buffers
 
 // Release implements strategies.Releaser: the chunk records go to the
 // next allocator built. A slot is zero when it is taken (slot appends a
@@ -134,19 +133,19 @@ var released = sync.Pool{New: func() any { return new(buffers) }}
 // record), so nothing of this allocator's chunks reaches the next. The
 // allocator must not be used after Release (strategies.Releaser).
 func (a *Allocator) Release() {
-	if a.bufs == nil {
+	if a.chunks == nil {
 		return
 	}
-	a.bufs.chunks, a.bufs.used, a.bufs.unused = a.chunks[:0], a.used[:0], a.unused[:0]
-	released.Put(a.bufs)
-	a.bufs, a.chunks, a.used, a.unused = nil, nil, nil, nil
+	released.Put(&buffers{a.chunks[:0], a.used[:0], a.unused[:0]})
+	a.chunks, a.used, a.unused = nil, nil, nil
 }
 
 // New builds a BFC allocator drawing from mem.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: newFreeBins()}
-	a.bufs = released.Get().(*buffers)
-	a.chunks, a.used, a.unused = a.bufs.chunks, a.bufs.used, a.bufs.unused
+	if b, ok := released.Get().(*buffers); ok {
+		a.chunks, a.used, a.unused = b.chunks, b.used, b.unused
+	}
 	if opts.AllowGrowth {
 		a.curr = RoundedBytes(min(opts.Limit, initialGrowth))
 	} else {

@@ -47,7 +47,6 @@ type Allocator struct {
 	mem   *strategies.Memory
 	arena []block
 	freeB []int32 // recycled arena slots
-	bufs  *buffers
 
 	small, large pool
 	exp          []expSeg
@@ -99,8 +98,9 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 		cfg.MaxSplitSize = unlimited
 	}
 	a := &Allocator{cfg: cfg, mem: mem}
-	a.bufs = released.Get().(*buffers)
-	a.arena, a.freeB = a.bufs.arena, a.bufs.freeB
+	if b, ok := released.Get().(*buffers); ok {
+		a.arena, a.freeB = b.arena, b.freeB
+	}
 	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
 	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
 	if cfg.FractionSet {
@@ -118,7 +118,7 @@ type buffers struct {
 	freeB []int32
 }
 
-var released = sync.Pool{New: func() any { return new(buffers) }}
+var released sync.Pool // of *buffers
 
 // Release implements strategies.Releaser: the arena goes to the next
 // allocator built. A slot is zero when it is taken (slot appends a zero
@@ -126,12 +126,11 @@ var released = sync.Pool{New: func() any { return new(buffers) }}
 // blocks reaches the next. The allocator must not be used after Release
 // (strategies.Releaser); nothing checks that it is not.
 func (a *Allocator) Release() {
-	if a.bufs == nil {
+	if a.arena == nil {
 		return
 	}
-	a.bufs.arena, a.bufs.freeB = a.arena[:0], a.freeB[:0]
-	released.Put(a.bufs)
-	a.bufs, a.arena, a.freeB = nil, nil, nil
+	released.Put(&buffers{a.arena[:0], a.freeB[:0]})
+	a.arena, a.freeB = nil, nil
 }
 
 // Config returns the configuration the allocator was built with.

@@ -19,7 +19,7 @@ func TestReleaseCloneAndOriginal(t *testing.T) {
 		}
 	}
 	c := a.Clone(strategies.NewMemory(&dev))
-	if c.bufs == a.bufs {
+	if &c.arena[0] == &a.arena[0] {
 		t.Fatal("the clone shares its original's buffers")
 	}
 	a.Release()

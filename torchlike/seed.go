@@ -267,8 +267,6 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c.OnTrace, c.OnComplete, c.AddrHook = nil, nil, nil
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
-	// The copies are the clone's own: it must not release a's (Release).
-	c.bufs = new(buffers)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)
 	c.extents = nil
 	c.small.blocks, c.small.unmapped = a.small.blocks.Clone(), a.small.unmapped.Clone()

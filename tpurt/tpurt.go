@@ -99,27 +99,24 @@ type Allocator struct {
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
-	held   *heldSlab
 }
 
-// heldSlab carries the buffer slab of an allocator released (Release) to
-// the next one built, empty: the slab is nearly all a short replay
-// allocates.
-type heldSlab struct{ s slab.Slab[buffer] }
-
-var released = sync.Pool{New: func() any { return new(heldSlab) }}
+// released holds the buffer slabs (*slab.Slab[buffer]) of allocators
+// released (Release), cleared, for the next ones built: the slab is nearly
+// all a short replay allocates.
+var released sync.Pool
 
 // Release implements strategies.Releaser: the buffer slab goes, cleared,
 // to the next allocator built. The allocator must not be used after
 // Release (strategies.Releaser); nothing checks that it is not.
 func (a *Allocator) Release() {
-	if a.held == nil {
+	if cap(a.bufs.All()) == 0 {
 		return
 	}
-	a.held.s = a.bufs
-	a.held.s.Clear()
-	released.Put(a.held)
-	a.held, a.bufs = nil, slab.Slab[buffer]{}
+	s := a.bufs
+	s.Clear()
+	released.Put(&s)
+	a.bufs = slab.Slab[buffer]{}
 }
 
 // New builds the heap on mem: the device's capacity (or the memory's
@@ -127,8 +124,9 @@ func (a *Allocator) Release() {
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: spanset.New()}
-	a.held = released.Get().(*heldSlab)
-	a.bufs = a.held.s
+	if s, ok := released.Get().(*slab.Slab[buffer]); ok {
+		a.bufs = *s
+	}
 	a.granule = opts.Granule
 	if a.granule <= 0 {
 		a.granule = mem.Dev.Granularity
