@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -285,6 +286,12 @@ func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...strin
 // must repeat (harness.TraceNotes: a compiled trace is an
 // approximation), from the meta its replays read. Each line is written
 // once, in job order.
+//
+// A note that several specs of one strategy give on a device is written
+// once for all of them (noteGroups): a sweep of 16 combinations in which
+// a knob has no effect on half says so in one line, naming the knob
+// settings those specs share, rather than in eight that differ only in
+// the spec.
 func writeNotes(w io.Writer, jobs []harness.Job) {
 	written := map[string]bool{}
 	say := func(line string) {
@@ -300,6 +307,7 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 			}
 		}
 	}
+	groups := noteGroups(jobs)
 	for _, j := range jobs {
 		dev := j.Device.Label()
 		for _, n := range j.Device.Notes {
@@ -308,9 +316,97 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 			}
 		}
 		for _, n := range j.Notes {
-			say(fmt.Sprintf("note: %s on %s: %s\n", j.Spec, dev, n))
+			say(groups[noteKey{dev, specName(j.Spec), n}].line(j.Spec, dev, n))
 		}
 	}
+}
+
+// noteKey is a note as a strategy gives it on a device, whatever its
+// knobs.
+type noteKey struct{ dev, name, note string }
+
+// noteGroup is the specs that give one note, and how many specs of that
+// strategy the jobs have on that device.
+type noteGroup struct {
+	specs []string
+	of    int
+}
+
+// noteGroups groups the jobs' notes by noteKey.
+func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
+	type nameDev struct{ dev, name string }
+	specs := map[nameDev]map[string]bool{}
+	groups := map[noteKey]*noteGroup{}
+	seen := map[noteKey]map[string]bool{}
+	for _, j := range jobs {
+		nd := nameDev{j.Device.Label(), specName(j.Spec)}
+		if specs[nd] == nil {
+			specs[nd] = map[string]bool{}
+		}
+		specs[nd][j.Spec] = true
+		for _, n := range j.Notes {
+			k := noteKey{nd.dev, nd.name, n}
+			if groups[k] == nil {
+				groups[k], seen[k] = &noteGroup{}, map[string]bool{}
+			}
+			if !seen[k][j.Spec] {
+				seen[k][j.Spec] = true
+				groups[k].specs = append(groups[k].specs, j.Spec)
+			}
+		}
+	}
+	for k, g := range groups {
+		g.of = len(specs[nameDev{k.dev, k.name}])
+	}
+	return groups
+}
+
+// line is the note's line: with the spec when one spec gives it, else
+// once for the group, as "tf on a100-80g, 8 of 16 specs, each with
+// defrag_via_host=true".
+func (g *noteGroup) line(spec, dev, note string) string {
+	if len(g.specs) < 2 {
+		return fmt.Sprintf("note: %s on %s: %s\n", spec, dev, note)
+	}
+	who := fmt.Sprintf("%d of %d specs", len(g.specs), g.of)
+	if len(g.specs) == g.of {
+		who = fmt.Sprintf("all %d specs", g.of)
+	}
+	if shared := sharedKnobs(g.specs); shared != "" {
+		who += ", each with " + shared
+	}
+	return fmt.Sprintf("note: %s on %s, %s: %s\n", specName(spec), dev, who, note)
+}
+
+// specName is a spec's strategy name; an unparsable spec (Plan has
+// refused it before any note) is its own name.
+func specName(spec string) string {
+	sp, err := strategies.ParseSpec(spec)
+	if err != nil {
+		return spec
+	}
+	return sp.Name
+}
+
+// sharedKnobs is the knob settings every spec has, in the first spec's
+// order, comma-separated.
+func sharedKnobs(specs []string) string {
+	var shared []string
+	first, _ := strategies.ParseSpec(specs[0])
+	for _, kv := range first.Params {
+		all := true
+		for _, s := range specs[1:] {
+			sp, _ := strategies.ParseSpec(s)
+			if !slices.Contains(sp.Params, kv) {
+				all = false
+				break
+			}
+		}
+		if all {
+			shared = append(shared, kv.Key+"="+kv.Value)
+		}
+	}
+	return strings.Join(shared, ",")
 }
 
 // writeExecutions says, on stderr, how each replay ran a trace's

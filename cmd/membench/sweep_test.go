@@ -211,3 +211,47 @@ func TestCapacityAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepNotesOncePerGroup: a knob without effect in part of a sweep is
+// said once for the specs that give the note, with the setting they
+// share, not once per combination; a note of a single spec keeps its spec.
+func TestSweepNotesOncePerGroup(t *testing.T) {
+	_, stderr, err := runCLI(t, "sweep", "--strategy", "tf", "--trace", "gpt-generate",
+		"--param", "allow_growth=true,false", "--param", "defrag_via_host=true,false", "--param", "garbage_collection=true,false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "note: tf") {
+			model = append(model, l)
+		}
+	}
+	want := []string{
+		"note: tf on a100-80g, 4 of 8 specs, each with defrag_via_host=true: defrag_via_host=true has no effect on a GPU",
+		"note: tf on a100-80g, 4 of 8 specs, each with defrag_via_host=false: defrag_via_host=false has no effect on a GPU",
+	}
+	if len(model) != len(want) {
+		t.Fatalf("%d tf notes, want %d:\n%s", len(model), len(want), stderr)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(model[i], w) {
+			t.Errorf("note %d:\n%s\nwant prefix\n%s", i, model[i], w)
+		}
+	}
+
+	_, stderr, err = runCLI(t, "sweep", "--strategy", "tf:defrag_via_host=true", "--trace", "gpt-generate", "--param", "allow_growth=true,false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "note: tf on a100-80g, all 2 specs, each with defrag_via_host=true: defrag_via_host=true has no effect") {
+		t.Errorf("a note of every spec:\n%s", stderr)
+	}
+	_, stderr, err = runCLI(t, "run", "--strategy", "tf:defrag_via_host=true", "--strategy", "tf", "--trace", "gpt-generate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "note: tf:defrag_via_host=true on a100-80g: defrag_via_host=true has no effect") {
+		t.Errorf("a note of one spec names it:\n%s", stderr)
+	}
+}
