@@ -1,0 +1,5 @@
+//go:build !race
+
+package traces
+
+const raceEnabled = false
