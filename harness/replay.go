@@ -240,6 +240,10 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		i             int64
 		peakFootprint int64 // so far, for PeakFootprintEvent
 		peakReserved  int64
+		// The open bucket of the timeline: the first event past it,
+		// and its maxima so far (see the loop's end).
+		tlEnd                      int64
+		bucketLive, bucketReserved int64
 	)
 	perEvent := opts.Check || (opts.KeepLayout && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
@@ -284,7 +288,13 @@ events:
 			// of them from the stack (a null allocator's replay cost 25
 			// ns/event, 13 since).
 			if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
-				e, err := rp.ids.Free(ev.ID)
+				// TryFree, inlined, is the common case; Free the
+				// rest, errors included.
+				e, ok := rp.ids.TryFree(ev.ID)
+				var err error
+				if !ok {
+					e, err = rp.ids.Free(ev.ID)
+				}
 				switch {
 				case err != nil:
 					stop = rp.fail(i, err)
@@ -305,10 +315,14 @@ events:
 							break events
 						}
 					} else {
-						if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-							a.Free(h)
-							stop = rp.fail(i, err)
-							break events
+						// TryAlloc, inlined, is the common case;
+						// Alloc the rest, errors included.
+						if !rp.ids.TryAlloc(ev.ID, liveEntry{h, ev.Size}) {
+							if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+								a.Free(h)
+								stop = rp.fail(i, err)
+								break events
+							}
 						}
 						rp.liveBytes += ev.Size
 						if rp.liveBytes > res.PeakLive {
@@ -341,12 +355,17 @@ events:
 				}
 			}
 			peakReserved = max(peakReserved, mem.Peak())
-			if i < tl.end { // tl.add, inlined by hand (over the inliner's budget)
-				s := &tl.samples[len(tl.samples)-1]
-				s.Live = max(s.Live, rp.liveBytes)
-				s.Reserved = max(s.Reserved, reserved)
+			// tl.add, inlined by hand (over the inliner's budget), with
+			// the open bucket's maxima in locals that go to its sample
+			// when the next bucket opens (tl.close) or the replay ends.
+			if i < tlEnd {
+				bucketLive = max(bucketLive, rp.liveBytes)
+				bucketReserved = max(bucketReserved, reserved)
 			} else {
-				tl.open(i, ev.Time, rp.liveBytes, reserved)
+				tl.close(bucketLive, bucketReserved)
+				bucketLive, bucketReserved = rp.liveBytes, reserved
+				tl.open(i, ev.Time, bucketLive, bucketReserved)
+				tlEnd = tl.end
 			}
 			i++
 		}
@@ -358,6 +377,7 @@ events:
 			break
 		}
 	}
+	tl.close(bucketLive, bucketReserved)
 	res.PeakReserved = peakReserved
 	if stop != nil {
 		return res, stop
