@@ -83,18 +83,23 @@ type Result struct {
 	// a preallocating allocator's state (LayoutAt), since its layout at
 	// peak reserved is its first event, an empty region.
 	PeakFootprintEvent int64
-	PeakAllocated      int64 // max bytes in live blocks as the allocator rounds them
-	DeviceMallocs      int64
-	DeviceFrees        int64
-	ModeledSec         float64
-	DefragEvents       int64 // relocations of live buffers (TPU runtime model, defrag=true)
-	DefragMoved        int64 // bytes those relocations moved
-	OOMs               []OOMRecord
-	OOMCount           int64
-	Timeline           []Sample
-	Marks              []Mark
-	PeakLayout         []strategies.Segment
-	DeviceNotes        []string
+	// PeakAllocated is the most bytes in live blocks, as the allocator
+	// rounds them, right after any allocation. After an allocation
+	// whose id turned out to be live already (an input error that
+	// stops the replay), an allocator that keeps this peak itself
+	// (strategies.AllocatedPeaker) counts that allocation too.
+	PeakAllocated int64
+	DeviceMallocs int64
+	DeviceFrees   int64
+	ModeledSec    float64
+	DefragEvents  int64 // relocations of live buffers (TPU runtime model, defrag=true)
+	DefragMoved   int64 // bytes those relocations moved
+	OOMs          []OOMRecord
+	OOMCount      int64
+	Timeline      []Sample
+	Marks         []Mark
+	PeakLayout    []strategies.Segment
+	DeviceNotes   []string
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
@@ -227,6 +232,19 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	rp.layouter, _ = a.(strategies.Layouter)
 	rp.toucher, _ = a.(strategies.Toucher)
 	footprinter, _ := a.(strategies.Footprinter)
+	// A model that keeps its footprint in a variable (FootprintWatcher)
+	// has it read there after each allocation, without a call.
+	var footprintVar *int64
+	if w, ok := a.(strategies.FootprintWatcher); ok {
+		footprintVar = w.PeakFootprintVar()
+	}
+	// A model that keeps the peak of Allocated (AllocatedPeaker) is
+	// asked for it once, at the end, instead of Allocated after each
+	// allocation.
+	peaker, _ := a.(strategies.AllocatedPeaker)
+	if peaker != nil {
+		_, rp.keepsPeak = peaker.PeakAllocated()
+	}
 	tl := newTimeline(opts.Samples)
 	rp.x = executionOf(label)
 	rp.compiled = rp.x.Compiled()
@@ -328,7 +346,9 @@ events:
 						if rp.liveBytes > res.PeakLive {
 							res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
 						}
-						res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+						if !rp.keepsPeak {
+							res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+						}
 					}
 				} else if stop = rp.event(ev, i); stop != nil {
 					break events
@@ -338,7 +358,9 @@ events:
 					// the footprint (placement, or a device
 					// allocation): it is read on those events only.
 					fp := mem.Peak()
-					if footprinter != nil {
+					if footprintVar != nil {
+						fp = *footprintVar
+					} else if footprinter != nil {
 						fp = footprinter.PeakFootprint()
 					}
 					if fp > peakFootprint {
@@ -379,6 +401,9 @@ events:
 	}
 	tl.close(bucketLive, bucketReserved)
 	res.PeakReserved = peakReserved
+	if rp.keepsPeak {
+		res.PeakAllocated, _ = peaker.PeakAllocated()
+	}
 	if stop != nil {
 		return res, stop
 	}
@@ -442,6 +467,9 @@ type replayer struct {
 	temps     int // temps of the launch open
 	liveBytes int64
 	toucher   strategies.Toucher
+	// keepsPeak: the allocator keeps the peak of Allocated itself
+	// (strategies.AllocatedPeaker), read at the end of the replay.
+	keepsPeak bool
 }
 
 // replayers keep the memory of finished replays' replayers (their id
@@ -610,7 +638,9 @@ func (rp *replayer) event(ev *traces.Event, i int64) error {
 		if rp.liveBytes > res.PeakLive {
 			res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
 		}
-		res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+		if !rp.keepsPeak {
+			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+		}
 	case traces.OpFree:
 		e, err := rp.ids.Free(ev.ID)
 		if err != nil {
