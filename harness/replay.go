@@ -306,8 +306,8 @@ events:
 			// of them from the stack (a null allocator's replay cost 25
 			// ns/event, 13 since).
 			if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
-				// TryFree, inlined, is the common case; Free the
-				// rest, errors included.
+				// TryFree does the common case; Free the rest,
+				// errors included.
 				e, ok := rp.ids.TryFree(ev.ID)
 				var err error
 				if !ok {
@@ -333,8 +333,8 @@ events:
 							break events
 						}
 					} else {
-						// TryAlloc, inlined, is the common case;
-						// Alloc the rest, errors included.
+						// TryAlloc does the common case; Alloc
+						// the rest, errors included.
 						if !rp.ids.TryAlloc(ev.ID, liveEntry{h, ev.Size}) {
 							if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
 								a.Free(h)
