@@ -723,6 +723,20 @@ func (a *Allocator) PeakFootprint() int64 {
 	return a.highWater
 }
 
+// PeakFootprintVar implements strategies.FootprintWatcher: the variable
+// PeakFootprint returns, which follows from the options fixed at New.
+func (a *Allocator) PeakFootprintVar() *int64 {
+	if a.opts.AllowGrowth {
+		return &a.stats.PeakPoolBytes
+	}
+	return &a.highWater
+}
+
+// PeakAllocated implements strategies.AllocatedPeaker: peak_bytes_in_use,
+// which only find raises, right after it raised bytes_in_use for a
+// Malloc.
+func (a *Allocator) PeakAllocated() (int64, bool) { return a.stats.PeakBytesInUse, true }
+
 // DefragStats implements strategies.Defragmenter: the defragmentation
 // events and the bytes they moved.
 func (a *Allocator) DefragStats() (events, moved int64) {
@@ -734,9 +748,11 @@ func (a *Allocator) DefragStats() (events, moved int64) {
 func (a *Allocator) Notes() []string { return a.opts.Notes }
 
 var (
-	_ strategies.Allocator    = (*Allocator)(nil)
-	_ strategies.Layouter     = (*Allocator)(nil)
-	_ strategies.Defragmenter = (*Allocator)(nil)
-	_ strategies.Noter        = (*Allocator)(nil)
-	_ strategies.Toucher      = (*Allocator)(nil)
+	_ strategies.Allocator        = (*Allocator)(nil)
+	_ strategies.Layouter         = (*Allocator)(nil)
+	_ strategies.Defragmenter     = (*Allocator)(nil)
+	_ strategies.Noter            = (*Allocator)(nil)
+	_ strategies.Toucher          = (*Allocator)(nil)
+	_ strategies.FootprintWatcher = (*Allocator)(nil)
+	_ strategies.AllocatedPeaker  = (*Allocator)(nil)
 )

@@ -83,18 +83,23 @@ type Result struct {
 	// a preallocating allocator's state (LayoutAt), since its layout at
 	// peak reserved is its first event, an empty region.
 	PeakFootprintEvent int64
-	PeakAllocated      int64 // max bytes in live blocks as the allocator rounds them
-	DeviceMallocs      int64
-	DeviceFrees        int64
-	ModeledSec         float64
-	DefragEvents       int64 // relocations of live buffers (TPU runtime model, defrag=true)
-	DefragMoved        int64 // bytes those relocations moved
-	OOMs               []OOMRecord
-	OOMCount           int64
-	Timeline           []Sample
-	Marks              []Mark
-	PeakLayout         []strategies.Segment
-	DeviceNotes        []string
+	// PeakAllocated is the most bytes in live blocks, as the allocator
+	// rounds them, right after any allocation. After an allocation
+	// whose id turned out to be live already (an input error that
+	// stops the replay), an allocator that keeps this peak itself
+	// (strategies.AllocatedPeaker) counts that allocation too.
+	PeakAllocated int64
+	DeviceMallocs int64
+	DeviceFrees   int64
+	ModeledSec    float64
+	DefragEvents  int64 // relocations of live buffers (TPU runtime model, defrag=true)
+	DefragMoved   int64 // bytes those relocations moved
+	OOMs          []OOMRecord
+	OOMCount      int64
+	Timeline      []Sample
+	Marks         []Mark
+	PeakLayout    []strategies.Segment
+	DeviceNotes   []string
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
@@ -227,6 +232,19 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	rp.layouter, _ = a.(strategies.Layouter)
 	rp.toucher, _ = a.(strategies.Toucher)
 	footprinter, _ := a.(strategies.Footprinter)
+	// A model that keeps its footprint in a variable (FootprintWatcher)
+	// has it read there after each allocation, without a call.
+	var footprintVar *int64
+	if w, ok := a.(strategies.FootprintWatcher); ok {
+		footprintVar = w.PeakFootprintVar()
+	}
+	// A model that keeps the peak of Allocated (AllocatedPeaker) is
+	// asked for it once, at the end, instead of Allocated after each
+	// allocation.
+	peaker, _ := a.(strategies.AllocatedPeaker)
+	if peaker != nil {
+		_, rp.keepsPeak = peaker.PeakAllocated()
+	}
 	tl := newTimeline(opts.Samples)
 	rp.x = executionOf(label)
 	rp.compiled = rp.x.Compiled()
@@ -240,6 +258,10 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		i             int64
 		peakFootprint int64 // so far, for PeakFootprintEvent
 		peakReserved  int64
+		// The open bucket of the timeline: the first event past it,
+		// and its maxima so far (see the loop's end).
+		tlEnd                      int64
+		bucketLive, bucketReserved int64
 	)
 	perEvent := opts.Check || (opts.KeepLayout && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
@@ -284,7 +306,13 @@ events:
 			// of them from the stack (a null allocator's replay cost 25
 			// ns/event, 13 since).
 			if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
-				e, err := rp.ids.Free(ev.ID)
+				// TryFree does the common case; Free the rest,
+				// errors included.
+				e, ok := rp.ids.TryFree(ev.ID)
+				var err error
+				if !ok {
+					e, err = rp.ids.Free(ev.ID)
+				}
 				switch {
 				case err != nil:
 					stop = rp.fail(i, err)
@@ -305,16 +333,22 @@ events:
 							break events
 						}
 					} else {
-						if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
-							a.Free(h)
-							stop = rp.fail(i, err)
-							break events
+						// TryAlloc does the common case; Alloc
+						// the rest, errors included.
+						if !rp.ids.TryAlloc(ev.ID, liveEntry{h, ev.Size}) {
+							if err := rp.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+								a.Free(h)
+								stop = rp.fail(i, err)
+								break events
+							}
 						}
 						rp.liveBytes += ev.Size
 						if rp.liveBytes > res.PeakLive {
 							res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
 						}
-						res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+						if !rp.keepsPeak {
+							res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+						}
 					}
 				} else if stop = rp.event(ev, i); stop != nil {
 					break events
@@ -324,7 +358,9 @@ events:
 					// the footprint (placement, or a device
 					// allocation): it is read on those events only.
 					fp := mem.Peak()
-					if footprinter != nil {
+					if footprintVar != nil {
+						fp = *footprintVar
+					} else if footprinter != nil {
 						fp = footprinter.PeakFootprint()
 					}
 					if fp > peakFootprint {
@@ -341,12 +377,17 @@ events:
 				}
 			}
 			peakReserved = max(peakReserved, mem.Peak())
-			if i < tl.end { // tl.add, inlined by hand (over the inliner's budget)
-				s := &tl.samples[len(tl.samples)-1]
-				s.Live = max(s.Live, rp.liveBytes)
-				s.Reserved = max(s.Reserved, reserved)
+			// tl.add, inlined by hand (over the inliner's budget), with
+			// the open bucket's maxima in locals that go to its sample
+			// when the next bucket opens (tl.close) or the replay ends.
+			if i < tlEnd {
+				bucketLive = max(bucketLive, rp.liveBytes)
+				bucketReserved = max(bucketReserved, reserved)
 			} else {
-				tl.open(i, ev.Time, rp.liveBytes, reserved)
+				tl.close(bucketLive, bucketReserved)
+				bucketLive, bucketReserved = rp.liveBytes, reserved
+				tl.open(i, ev.Time, bucketLive, bucketReserved)
+				tlEnd = tl.end
 			}
 			i++
 		}
@@ -358,7 +399,11 @@ events:
 			break
 		}
 	}
+	tl.close(bucketLive, bucketReserved)
 	res.PeakReserved = peakReserved
+	if rp.keepsPeak {
+		res.PeakAllocated, _ = peaker.PeakAllocated()
+	}
 	if stop != nil {
 		return res, stop
 	}
@@ -422,6 +467,9 @@ type replayer struct {
 	temps     int // temps of the launch open
 	liveBytes int64
 	toucher   strategies.Toucher
+	// keepsPeak: the allocator keeps the peak of Allocated itself
+	// (strategies.AllocatedPeaker), read at the end of the replay.
+	keepsPeak bool
 }
 
 // replayers keep the memory of finished replays' replayers (their id
@@ -590,7 +638,9 @@ func (rp *replayer) event(ev *traces.Event, i int64) error {
 		if rp.liveBytes > res.PeakLive {
 			res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
 		}
-		res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+		if !rp.keepsPeak {
+			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
+		}
 	case traces.OpFree:
 		e, err := rp.ids.Free(ev.ID)
 		if err != nil {

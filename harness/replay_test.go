@@ -255,30 +255,48 @@ func TestTimelineKeepsEveryPeak(t *testing.T) {
 // Each trace's first sub-benchmark, strategy=decode, decodes the trace's
 // native binary encoding from memory; every strategy then reports
 // x-decode, its ns/event over the median decode ns/event of the same run
-// (issue 15: a replay within 2.5x of reading its input).
+// (issue 15: a replay within 2.5x of reading its input), and x-decode-cpu,
+// the same ratio of CPU times: on a machine shared with other work the
+// wall-clock ratio swings with whatever ran during either measurement,
+// and the CPU one much less. The second, strategy=null, replays through
+// nullAllocator: the harness's own cost, the floor under every strategy.
 func BenchmarkReplay(b *testing.B) {
 	for _, name := range corpus.Names() {
 		evs := loadCorpus(b, name)
 		bin := encodeBinary(b, evs)
-		var decode []float64
+		var decode, decodeCPU []float64
 		b.Run("trace="+name+"/device=none/strategy=decode", func(b *testing.B) {
 			b.ReportAllocs()
+			var cpu0 time.Duration
+			runs := 0
 			for b.Loop() {
+				if runs == 0 {
+					cpu0 = cpuclock.Now()
+				}
+				runs++
 				if n := decodeBinary(b, bin); n != len(evs) {
 					b.Fatalf("decoded %d events, want %d", n, len(evs))
 				}
 			}
 			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
-			decode = append(decode, ns)
+			cpu := float64((cpuclock.Now() - cpu0).Nanoseconds()) / float64(runs) / float64(len(evs))
+			decode, decodeCPU = append(decode, ns), append(decodeCPU, cpu)
 			b.ReportMetric(ns, "ns/event")
+			b.ReportMetric(cpu, "cpu-ns/event")
 		})
-		for _, sd := range speedSpecs {
-			dev := device(b, sd.dev)
+		for _, sd := range append([]struct{ spec, dev string }{{"null", "none"}}, speedSpecs...) {
+			var dev strategies.Device
+			label := "none"
+			if sd.dev != "none" {
+				dev = device(b, sd.dev)
+				label = dev.Label()
+			}
 			spec := sd.spec
-			b.Run("trace="+name+"/device="+NameValue(dev.Label())+"/strategy="+NameValue(spec), func(b *testing.B) {
+			b.Run("trace="+name+"/device="+NameValue(label)+"/strategy="+NameValue(spec), func(b *testing.B) {
 				b.ReportAllocs()
 				if len(decode) == 0 {
-					decode = append(decode, decodeNsPerEvent(b, bin, len(evs)))
+					ns, cpu := decodeNsPerEvent(b, bin, len(evs))
+					decode, decodeCPU = append(decode, ns), append(decodeCPU, cpu)
 				}
 				var res *Result
 				var cpu0 time.Duration
@@ -289,7 +307,12 @@ func BenchmarkReplay(b *testing.B) {
 					}
 					runs++
 					var err error
-					if res, err = Replay(name, &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions); err != nil {
+					if spec == "null" {
+						res, err = ReplayWith(name, &traces.SliceReader{Events: evs}, &nullAllocator{mem: strategies.NewMemory(&dev)}, spec, DefaultOptions)
+					} else {
+						res, err = Replay(name, &traces.SliceReader{Events: evs}, spec, dev, DefaultOptions)
+					}
+					if err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -297,8 +320,10 @@ func BenchmarkReplay(b *testing.B) {
 				// which would wipe metrics reported earlier.
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(evs))
 				b.ReportMetric(ns, "ns/event")
-				b.ReportMetric(float64((cpuclock.Now()-cpu0).Nanoseconds())/float64(runs)/float64(len(evs)), "cpu-ns/event")
+				cpu := float64((cpuclock.Now() - cpu0).Nanoseconds()) / float64(runs) / float64(len(evs))
+				b.ReportMetric(cpu, "cpu-ns/event")
 				b.ReportMetric(ns/medianOf(slices.Clone(decode)), "x-decode")
+				b.ReportMetric(cpu/medianOf(slices.Clone(decodeCPU)), "x-decode-cpu")
 				for _, m := range Metrics {
 					b.ReportMetric(m.Value(res), m.Unit)
 				}

@@ -66,15 +66,16 @@ func decodeBinary(t testing.TB, bin []byte) int {
 // decodeNsPerEvent times decodeBinary on its own for at least 200 ms, for
 // a benchmark run filtered so that the decode sub-benchmark did not run
 // (testing.Benchmark cannot run inside a benchmark: it waits for the
-// running one).
-func decodeNsPerEvent(t testing.TB, bin []byte, events int) float64 {
-	start := time.Now()
+// running one), and returns its wall-clock and CPU ns/event.
+func decodeNsPerEvent(t testing.TB, bin []byte, events int) (ns, cpu float64) {
+	start, cpu0 := time.Now(), cpuclock.Now()
 	n := 0
 	for time.Since(start) < 200*time.Millisecond {
 		decodeBinary(t, bin)
 		n++
 	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n) / float64(events)
+	per := float64(n) * float64(events)
+	return float64(time.Since(start).Nanoseconds()) / per, float64((cpuclock.Now() - cpu0).Nanoseconds()) / per
 }
 
 // medianOf is the median of xs (not empty), which it sorts.

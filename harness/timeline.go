@@ -38,6 +38,15 @@ func (t *timeline) add(event, time, live, reserved int64) {
 	t.open(event, time, live, reserved)
 }
 
+// close sets the maxima of the last sample, if there is one, to live and
+// reserved: the replay keeps the maxima of the bucket open in locals and
+// gives them to its sample when the next bucket opens and at the end.
+func (t *timeline) close(live, reserved int64) {
+	if n := len(t.samples); n > 0 {
+		t.samples[n-1].Live, t.samples[n-1].Reserved = live, reserved
+	}
+}
+
 // open starts a sample at event, halving the buffer first if it is full.
 func (t *timeline) open(event, time, live, reserved int64) {
 	if len(t.samples) == 2*t.max {

@@ -88,6 +88,27 @@ type Footprinter interface {
 	PeakFootprint() int64
 }
 
+// FootprintWatcher is a Footprinter whose peak footprint is one variable
+// that it keeps up to date after every Malloc: PeakFootprintVar returns
+// its address, which stays valid for the model's life. The harness needs
+// the event at which the peak footprint first reached its maximum, so it
+// reads the peak after every allocation; a load where PeakFootprint was an
+// interface call an allocation (issue 15: the replay's cost per event
+// against the decode of its trace). Nothing but the model may write it.
+type FootprintWatcher interface {
+	Footprinter
+	PeakFootprintVar() *int64
+}
+
+// AllocatedPeaker is a model that keeps the peak of Allocated itself:
+// PeakAllocated returns the most that Allocated returned right after any
+// successful Malloc since the model was built, and ok false for a
+// configuration that does not keep it. The harness reads it once, at the
+// end of a replay, instead of calling Allocated after every allocation.
+type AllocatedPeaker interface {
+	PeakAllocated() (peak int64, ok bool)
+}
+
 // Noter is a model with something to say beside its results: the
 // assumptions it rests on rather than published behaviour (a
 // closed-source runtime, an unpublished policy), and the knobs of its

@@ -56,7 +56,10 @@ type Allocator struct {
 
 	allowedMax int64 // allowed_memory_maximum when MemoryFraction is set
 	stats      counters
-	lastOOM    strategies.OOM
+	// seeded says that blocks were seeded (SeedSegment, SeedExpandable),
+	// whose statistics are not a Malloc's (PeakAllocated).
+	seeded  bool
+	lastOOM strategies.OOM
 
 	// OnTrace, if set, receives every segment_alloc, segment_free,
 	// segment_map, segment_unmap and oom in the order the real allocator
@@ -149,6 +152,18 @@ func (a *Allocator) Allocated() int64 {
 		return a.noCacheBytes
 	}
 	return a.stats.AllocatedBytes.current(All)
+}
+
+// PeakAllocated implements strategies.AllocatedPeaker with
+// allocated_bytes.all.peak, which only a Malloc raises (allocFoundBlock)
+// as long as no block was seeded (a warm start from a snapshot seeds its
+// live blocks before any Malloc, raising it too); with caching disabled
+// there are no statistics. In either case ok is false.
+func (a *Allocator) PeakAllocated() (int64, bool) {
+	if a.cfg.NoCaching || a.seeded {
+		return 0, false
+	}
+	return a.stats.AllocatedBytes.allPeak, true
 }
 
 // Stats returns the torch.cuda.memory_stats() counters as they are now.
@@ -819,3 +834,5 @@ func formatSize(n int64) string {
 	}
 	return fmt.Sprintf("%.2f GiB", float64(n)/1073741824)
 }
+
+var _ strategies.AllocatedPeaker = (*Allocator)(nil)

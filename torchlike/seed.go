@@ -41,6 +41,7 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 // linking them as one segment (or one mapped run of an expandable one). It
 // returns the live blocks' handles and the run's first and last blocks.
 func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live []SeedBlock, mapped bool) ([]strategies.Handle, int32, int32, error) {
+	a.seeded = true
 	var hs []strategies.Handle
 	var ids []int32
 	at, end := addr, addr+size

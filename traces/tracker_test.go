@@ -89,6 +89,10 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 	seen := map[uint64]bool{}
 	var ids []uint64 // ever allocated, in order
 	next := uint64(0)
+	// tries counts the allocations and frees that TryAlloc and TryFree
+	// did, called instead of Alloc and Free half the time (and Alloc or
+	// Free after them when they decline).
+	tries := 0
 	newID := func() uint64 {
 		switch mode {
 		case "scattered":
@@ -109,7 +113,9 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 				continue
 			}
 			v := int64(step)
-			if err := tr.Alloc(id, 1, v); err != nil {
+			if rng.IntN(2) == 0 && tr.TryAlloc(id, v) {
+				tries++
+			} else if err := tr.Alloc(id, 1, v); err != nil {
 				t.Fatalf("step %d: alloc %d: %v", step, id, err)
 			}
 			live[id], seen[id] = v, true
@@ -117,7 +123,16 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 		case r < 85:
 			// Free a live id, preferring old ones.
 			id := ids[rng.IntN(len(ids))]
-			v, err := tr.Free(id)
+			v, ok := int64(0), false
+			if rng.IntN(2) == 0 {
+				v, ok = tr.TryFree(id)
+			}
+			var err error
+			if ok {
+				tries++
+			} else {
+				v, err = tr.Free(id)
+			}
 			want, ok := live[id]
 			switch {
 			case ok && (err != nil || v != want):
@@ -134,6 +149,9 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 			}
 		case r < 95:
 			id := ids[rng.IntN(len(ids))]
+			if _, ok := live[id]; ok && tr.TryAlloc(id, 0) {
+				t.Fatalf("step %d: TryAlloc of live %d succeeded", step, id)
+			}
 			err := tr.Alloc(id, 1, 0)
 			if _, ok := live[id]; ok != errors.Is(err, ErrLiveID) {
 				t.Fatalf("step %d: realloc of %d (live %v): %v", step, id, ok, err)
@@ -182,6 +200,12 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 		if _, err := tr.Free(id); !errors.Is(err, ErrDoubleFree) {
 			t.Fatalf("second free of %d after the drain: %v", id, err)
 		}
+	}
+	// Dense ids are the common case the Try methods are for; scattered
+	// ones turn the tracker sparse early, and ids above the directory
+	// have no page in it, so there they decline nearly always.
+	if mode == "dense" && tries < 10000 {
+		t.Errorf("TryAlloc and TryFree did %d operations, want most of their half", tries)
 	}
 	if mode == "scattered" && tr.sparse == nil {
 		t.Error("scattered ids did not turn the tracker sparse")
