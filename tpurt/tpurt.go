@@ -110,6 +110,10 @@ type Allocator struct {
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
+	// touched is the buffer of the last Touch, whose record Touch asked
+	// for; the next Touch reads it and asks for the free set's leaf its
+	// free will join.
+	touched strategies.Handle
 }
 
 // released holds the buffer slabs (*slab.Slab[buffer]) of allocators
@@ -134,7 +138,7 @@ func (a *Allocator) Release() {
 // limit, in a capacity search), rounded down to the granule. The heap is
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
-	a := &Allocator{opts: opts, mem: mem, free: spanset.New()}
+	a := &Allocator{opts: opts, mem: mem, free: spanset.New(), touched: -1}
 	if s, ok := released.Get().(*slab.Slab[buffer]); ok {
 		a.bufs = *s
 	}
@@ -267,9 +271,7 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	} else {
 		a.free.SetSize(sp.Start, sp.Size-r)
 	}
-	addr := sp.End() - r
-	b := buffer{addr: addr, req: n}
-	h := a.bufs.Put(b)
+	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r
 	a.inUse += r
 	a.stats.NumAllocs++
@@ -287,12 +289,26 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	return strategies.Handle(h), true
 }
 
-// Touch implements strategies.Toucher: it prefetches the buffer of h.
+// Touch implements strategies.Toucher: it prefetches the buffer of h, a
+// few events before its free. With a large free set it also reads the
+// record of the buffer touched before, which the touch before asked for
+// and which will be freed sooner, and asks for the leaf of the free set
+// that its free will join (spanset.Prefetch).
 func (a *Allocator) Touch(h strategies.Handle) {
-	if int(h) < a.bufs.Len() {
+	if h >= 0 && int(h) < a.bufs.Len() {
 		prefetch.Line(unsafe.Pointer(a.bufs.At(int32(h))))
 	}
+	if p := a.touched; p >= 0 && int(p) < a.bufs.Len() && a.free.Len() >= touchSpans {
+		if b := a.bufs.At(int32(p)); b.live() {
+			a.free.Prefetch(b.addr)
+		}
+	}
+	a.touched = h
 }
+
+// touchSpans is the free ranges from which Touch asks for the leaf of a
+// buffer's free: a smaller free set is in the cache.
+const touchSpans = 1 << 12
 
 // Free implements strategies.Allocator: the buffer's range joins the free
 // ranges next to it.
