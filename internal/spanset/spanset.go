@@ -70,6 +70,7 @@ type Set struct {
 	// Joins at their addresses to take instead of descending again.
 	ahead   [aheadPaths]aheadPath
 	aheadAt int
+	aheadN  int // entries of ahead not yet taken
 }
 
 // aheadPaths is how many Prefetch paths the set keeps: the TPU model asks
@@ -130,6 +131,7 @@ func (s *Set) Reset() {
 	s.leaves, s.inners, s.freeL, s.freeI = s.leaves[:0], s.inners[:0], s.freeL[:0], s.freeI[:0]
 	s.n, s.height, s.fOK = 0, 0, false
 	s.shape++
+	s.ahead, s.aheadN = [aheadPaths]aheadPath{}, 0
 	s.root = s.newLeaf()
 	s.head, s.tail = s.root, s.root
 }
@@ -276,6 +278,9 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 func (s *Set) Prefetch(x int64) {
 	e := &s.ahead[s.aheadAt]
 	s.aheadAt = (s.aheadAt + 1) % aheadPaths
+	if !e.ok {
+		s.aheadN++
+	}
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
@@ -288,12 +293,17 @@ func (s *Set) Prefetch(x int64) {
 }
 
 // prefetched is descend(x) by a path Prefetch(x) found, if it kept one
-// that is still right.
+// that is still right. A set never prefetched (a small one: the TPU
+// model asks only for the leaves of a large free set) looks at no entry.
 func (s *Set) prefetched(x int64) (int32, int, bool) {
+	if s.aheadN == 0 {
+		return 0, 0, false
+	}
 	for k := range s.ahead {
 		e := &s.ahead[k]
 		if e.ok && e.x == x && e.shape == s.shape {
 			e.ok = false
+			s.aheadN--
 			s.fOK = false
 			copy(s.path[:s.height], e.path[:s.height])
 			copy(s.idx[:s.height], e.idx[:s.height])
