@@ -359,9 +359,8 @@ func TestReset(t *testing.T) {
 }
 
 // TestPrefetchedPath: a Join takes the path its Prefetch kept while the
-// tree's shape is unchanged, and descends again once a split has changed
-// it (the kept path then leads to the wrong leaf, which the model check
-// of TestDeepAgainstModel would catch).
+// tree's shape is unchanged, and descends again once a split or a Reset
+// has changed it (the kept path then leads to the wrong leaf, or none).
 func TestPrefetchedPath(t *testing.T) {
 	s := New()
 	for i := int64(0); i < 3000; i++ {
@@ -387,6 +386,18 @@ func TestPrefetchedPath(t *testing.T) {
 	}
 	if got := s.Join(x, 1<<10); got != (Span{1500 << 12, 2 << 10}) {
 		t.Fatalf("Join = %v", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// A Reset drops the kept paths: the set that follows has other
+	// nodes, though no split need come before the Join.
+	s.Prefetch(x)
+	s.Reset()
+	s.Insert(Span{x - 1<<10, 1 << 10})
+	s.Insert(Span{x + 1<<12, 8})
+	if got := s.Join(x, 1<<10); got != (Span{x - 1<<10, 2 << 10}) {
+		t.Fatalf("Join after Reset = %v", got)
 	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
