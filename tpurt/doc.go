@@ -55,8 +55,11 @@
 // (spanset.Prefetch), so that the free finds both in the cache and takes
 // the path to the leaf that was found ahead. The placement itself, the
 // highest free range that fits, waits for a random leaf of the free set
-// at every allocation: the request's size is not known ahead. The
-// package spanset's doc has the figures.
+// at every allocation: the request's size is not known ahead. At 10^3
+// live buffers none of this costs anything (70.7 and 70.8 ns an event
+// before and after, 12 interleaved runs each); the package spanset's
+// doc has the figures at 10^6 and why issue 15's ≤ 2× growth is still
+// not met.
 //
 // Beyond the Allocator contract the model declares strategies.Layouter,
 // Defragmenter, Footprinter, Noter, ProgramLoader, Placer, Tracer (the
