@@ -62,10 +62,17 @@ type Stats struct {
 // that the model is a strategies.ProgramLoader).
 type Program = strategies.Program
 
+// buffer is a buffer's record: 16 bytes, so that the records of 10^6
+// live buffers (read at random by the frees) take 16 MB instead of the
+// 32 of a record that also held the size and a live flag. The size is
+// the request rounded to the granule (Round), which is what every buffer
+// occupies; req is negated once the buffer is freed.
 type buffer struct {
-	addr, size, req int64
-	live            bool
+	addr, req int64
 }
+
+// live reports whether the buffer is not yet freed.
+func (b *buffer) live() bool { return b.req > 0 }
 
 type program struct {
 	size   int64
@@ -80,6 +87,10 @@ type Allocator struct {
 	opts    Options
 	mem     *strategies.Memory
 	granule int64
+	// gmask is granule-1 when the granule is a power of two (every
+	// device preset's), for sizeOf to round without a division; -1
+	// otherwise.
+	gmask   int64
 	limit   int64 // heap bytes, a multiple of the granule
 	base    int64 // the heap's device address, once taken
 	started bool
@@ -99,6 +110,10 @@ type Allocator struct {
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
+	// touched is the buffer of the last Touch, whose record Touch asked
+	// for; the next Touch reads it and asks for the free set's leaf its
+	// free will join.
+	touched strategies.Handle
 }
 
 // released holds the buffer slabs (*slab.Slab[buffer]) of allocators
@@ -123,7 +138,7 @@ func (a *Allocator) Release() {
 // limit, in a capacity search), rounded down to the granule. The heap is
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
-	a := &Allocator{opts: opts, mem: mem, free: spanset.New()}
+	a := &Allocator{opts: opts, mem: mem, free: spanset.New(), touched: -1}
 	if s, ok := released.Get().(*slab.Slab[buffer]); ok {
 		a.bufs = *s
 	}
@@ -133,6 +148,10 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 	}
 	if a.granule <= 0 {
 		a.granule = defaultGranule
+	}
+	a.gmask = -1
+	if a.granule&(a.granule-1) == 0 {
+		a.gmask = a.granule - 1
 	}
 	a.limit = mem.Available() / a.granule * a.granule
 	if a.opts.Name == "" {
@@ -191,6 +210,16 @@ func (a *Allocator) Round(n int64) int64 {
 	return (n + a.granule - 1) / a.granule * a.granule
 }
 
+// sizeOf is the bytes a buffer occupies: its request rounded to the
+// granule (which never overflows: the buffer is in the heap).
+func (a *Allocator) sizeOf(b *buffer) int64 {
+	req := max(b.req, -b.req)
+	if a.gmask >= 0 {
+		return (req + a.gmask) &^ a.gmask
+	}
+	return (req + a.granule - 1) / a.granule * a.granule
+}
+
 // Malloc implements strategies.Allocator: place the rounded request in
 // the highest free range that holds it; failing that, defragment when the
 // free bytes would hold it, and evict loaded programs, most recent first,
@@ -242,9 +271,7 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	} else {
 		a.free.SetSize(sp.Start, sp.Size-r)
 	}
-	addr := sp.End() - r
-	b := buffer{addr: addr, size: r, req: n, live: true}
-	h := a.bufs.Put(b)
+	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r
 	a.inUse += r
 	a.stats.NumAllocs++
@@ -262,20 +289,35 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	return strategies.Handle(h), true
 }
 
-// Touch implements strategies.Toucher: it prefetches the buffer of h.
+// Touch implements strategies.Toucher: it prefetches the buffer of h, a
+// few events before its free. With a large free set it also reads the
+// record of the buffer touched before, which the touch before asked for
+// and which will be freed sooner, and asks for the leaf of the free set
+// that its free will join (spanset.Prefetch).
 func (a *Allocator) Touch(h strategies.Handle) {
-	if int(h) < a.bufs.Len() {
+	if h >= 0 && int(h) < a.bufs.Len() {
 		prefetch.Line(unsafe.Pointer(a.bufs.At(int32(h))))
 	}
+	if p := a.touched; p >= 0 && int(p) < a.bufs.Len() && a.free.Len() >= touchSpans {
+		if b := a.bufs.At(int32(p)); b.live() {
+			a.free.Prefetch(b.addr)
+		}
+	}
+	a.touched = h
 }
+
+// touchSpans is the free ranges from which Touch asks for the leaf of a
+// buffer's free: a smaller free set is in the cache.
+const touchSpans = 1 << 12
 
 // Free implements strategies.Allocator: the buffer's range joins the free
 // ranges next to it.
 func (a *Allocator) Free(hh strategies.Handle) {
 	b := a.bufs.At(int32(hh))
-	b.live = false
-	a.inUse -= b.size
-	a.release(b.addr, b.size)
+	size := a.sizeOf(b)
+	b.req = -b.req
+	a.inUse -= size
+	a.release(b.addr, size)
 	a.bufs.Release(int32(hh))
 }
 
@@ -309,7 +351,7 @@ func (a *Allocator) noteFootprint() {
 func (a *Allocator) defragment() {
 	a.scratch = a.scratch[:0]
 	for i, b := range a.bufs.All() {
-		if b.live {
+		if b.live() {
 			a.scratch = append(a.scratch, int32(i))
 		}
 	}
@@ -318,10 +360,11 @@ func (a *Allocator) defragment() {
 	var moved int64
 	for _, h := range a.scratch {
 		b := a.bufs.At(h)
-		at -= b.size
+		size := a.sizeOf(b)
+		at -= size
 		if b.addr != at {
-			moved += b.size
-			a.trace(strategies.TraceEvent{Action: strategies.TraceMove, Addr: a.base + at, From: a.base + b.addr, Size: b.size, Requested: b.req})
+			moved += size
+			a.trace(strategies.TraceEvent{Action: strategies.TraceMove, Addr: a.base + at, From: a.base + b.addr, Size: size, Requested: b.req})
 			b.addr = at
 		}
 	}
@@ -427,7 +470,7 @@ func (a *Allocator) Limit() int64 { return a.limit }
 // the offset is the runtime's recorded addr.
 func (a *Allocator) Block(h strategies.Handle) (offset, size int64) {
 	b := a.bufs.At(int32(h))
-	return b.addr, b.size
+	return b.addr, a.sizeOf(b)
 }
 
 // Stats returns the runtime's counters.
@@ -484,9 +527,9 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 		s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + sp.Start, Size: sp.Size, State: strategies.BlockFree})
 		return true
 	})
-	for _, b := range a.bufs.All() {
-		if b.live {
-			s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated})
+	for i := range a.bufs.All() {
+		if b := a.bufs.At(int32(i)); b.live() {
+			s.Blocks = append(s.Blocks, strategies.Block{Addr: a.base + b.addr, Size: a.sizeOf(b), Requested: b.req, State: strategies.BlockAllocated})
 		}
 	}
 	slices.SortFunc(s.Blocks, func(x, y strategies.Block) int { return cmp.Compare(x.Addr, y.Addr) })

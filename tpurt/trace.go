@@ -7,7 +7,7 @@ import "membench/strategies"
 // occupies.
 func (a *Allocator) Place(h strategies.Handle) strategies.Block {
 	b := a.bufs.At(int32(h))
-	return strategies.Block{Addr: a.base + b.addr, Size: b.size, Requested: b.req, State: strategies.BlockAllocated}
+	return strategies.Block{Addr: a.base + b.addr, Size: a.sizeOf(b), Requested: max(b.req, -b.req), State: strategies.BlockAllocated}
 }
 
 // SetTracer implements strategies.Tracer: fn is told when the heap is

@@ -1,6 +1,11 @@
 package spanset
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+
+	"membench/internal/prefetch"
+)
 
 // Span is one free range: Size bytes from Start.
 type Span struct {
@@ -56,6 +61,32 @@ type Set struct {
 	fLeaf int32
 	fPos  int32
 	fOK   bool
+
+	// shape counts the changes of the inner nodes (splits, removals, a
+	// Reset): a path found by a descent stays right, whatever the leaves
+	// hold, while it is unchanged.
+	shape uint64
+	// ahead are the paths of the last Prefetch calls, in a ring, for the
+	// Joins at their addresses to take instead of descending again.
+	ahead   [aheadPaths]aheadPath
+	aheadAt int
+	aheadN  int // entries of ahead not yet taken
+}
+
+// aheadPaths is how many Prefetch paths the set keeps: the TPU model asks
+// for the leaf of a free one event pair before the free, so that two
+// would do; four leave room for a caller that asks further ahead.
+const aheadPaths = 4
+
+// aheadPath is the descent of a Prefetch: the address, the shape it was
+// found in, the leaf and the path to it.
+type aheadPath struct {
+	x     int64
+	shape uint64
+	leaf  int32
+	ok    bool
+	path  [maxHeight]int32
+	idx   [maxHeight]int32
 }
 
 const (
@@ -99,6 +130,8 @@ func (s *Set) Len() int { return s.n }
 func (s *Set) Reset() {
 	s.leaves, s.inners, s.freeL, s.freeI = s.leaves[:0], s.inners[:0], s.freeL[:0], s.freeI[:0]
 	s.n, s.height, s.fOK = 0, 0, false
+	s.shape++
+	s.ahead, s.aheadN = [aheadPaths]aheadPath{}, 0
 	s.root = s.newLeaf()
 	s.head, s.tail = s.root, s.root
 }
@@ -234,6 +267,60 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 	}
 	s.fLeaf, s.fPos, s.fOK = node, int32(j), true
 	return Span{lp.start[j], lp.size[j]}, true
+}
+
+// Prefetch asks the processor for the leaf that a Join at x would read,
+// without waiting for it and without changing the spans: the TPU model
+// calls it for a buffer a few events before the buffer's free (the
+// replay's touch), so that the Join finds the leaf in the cache. The
+// path is kept, with the last few others, for that Join to take while
+// no node has split or gone since.
+func (s *Set) Prefetch(x int64) {
+	e := &s.ahead[s.aheadAt]
+	s.aheadAt = (s.aheadAt + 1) % aheadPaths
+	if !e.ok {
+		s.aheadN++
+	}
+	node := s.root
+	for l := 0; l < s.height; l++ {
+		in := &s.inners[node]
+		i := upper(in.sep[1:in.n], x)
+		e.path[l], e.idx[l] = node, int32(i)
+		node = in.child[i]
+	}
+	e.x, e.shape, e.leaf, e.ok = x, s.shape, node, true
+	prefetchLeaf(&s.leaves[node])
+}
+
+// prefetched is descend(x) by a path Prefetch(x) found, if it kept one
+// that is still right. A set never prefetched (a small one: the TPU
+// model asks only for the leaves of a large free set) looks at no entry.
+func (s *Set) prefetched(x int64) (int32, int, bool) {
+	if s.aheadN == 0 {
+		return 0, 0, false
+	}
+	for k := range s.ahead {
+		e := &s.ahead[k]
+		if e.ok && e.x == x && e.shape == s.shape {
+			e.ok = false
+			s.aheadN--
+			s.fOK = false
+			copy(s.path[:s.height], e.path[:s.height])
+			copy(s.idx[:s.height], e.idx[:s.height])
+			lp := &s.leaves[e.leaf]
+			return e.leaf, upper(lp.start[:lp.n], x), true
+		}
+	}
+	return 0, 0, false
+}
+
+// prefetchLeaf asks for every cache line of a leaf.
+func prefetchLeaf(lp *leaf) {
+	p := unsafe.Pointer(lp)
+	for o := uintptr(0); o < unsafe.Sizeof(leaf{}); o += 64 {
+		prefetch.Line(unsafe.Add(p, o))
+	}
+	prefetch.Line(unsafe.Add(p, unsafe.Sizeof(leaf{})-1))
 }
 
 // find locates the span that starts at start, by the finger when it is
@@ -389,6 +476,7 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 // the split nodes are exact; those above the returned level are not
 // updated.
 func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) int {
+	s.shape++
 	if l < 0 {
 		// The root split: a new root above the two halves.
 		r := s.newInner()
@@ -485,6 +573,7 @@ func (s *Set) unlinkLeaf(lf int32) {
 // and a root left with one child gives way to it. The largest sizes above
 // are recomputed.
 func (s *Set) removeChild(l int) {
+	s.shape++
 	node, i := s.path[l], int(s.idx[l])
 	in := &s.inners[node]
 	n := int(in.n)
@@ -519,7 +608,10 @@ func (s *Set) removeChild(l int) {
 // overlap a span in the set.
 func (s *Set) Join(start, size int64) Span {
 	end := start + size
-	lf, pos := s.descend(start)
+	lf, pos, ok := s.prefetched(start)
+	if !ok {
+		lf, pos = s.descend(start)
+	}
 	lp := &s.leaves[lf]
 	n := int(lp.n)
 	joinPrev := pos > 0 && lp.start[pos-1]+lp.size[pos-1] == start

@@ -163,9 +163,10 @@ func BenchmarkHighestFit(b *testing.B) {
 
 // TestDeepAgainstModel grows the set to tens of thousands of spans (three
 // inner levels) and drains it again, through every operation the TPU
-// model uses — Insert, Remove, SetSize, Join, and HighestFit followed by
-// the finger's Remove or SetSize — and checks the tree and every query
-// against a sorted slice.
+// model uses — Insert, Remove, SetSize, Join (half of them after a
+// Prefetch of their address, some with a change of the tree's shape in
+// between), and HighestFit followed by the finger's Remove or SetSize —
+// and checks the tree and every query against a sorted slice.
 func TestDeepAgainstModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	s := New()
@@ -228,6 +229,27 @@ func TestDeepAgainstModel(t *testing.T) {
 				}
 				if b-a > 1<<30 {
 					b = a + 1<<30
+				}
+				// The TPU model asks for the Join's leaf ahead
+				// (Prefetch): sometimes an insert or a removal
+				// elsewhere changes the tree's shape in between,
+				// and the kept path must then not be taken.
+				if rng.IntN(2) == 0 {
+					s.Prefetch(a)
+					if rng.IntN(2) == 0 && len(model) > 2 {
+						if k := rng.IntN(len(model)); k != i && k != i-1 {
+							s.Remove(model[k].Start)
+							model = slices.Delete(model, k, k+1)
+						} else if lo2, hi2, k := gap(); k != i && hi2-lo2 >= 2 {
+							sp := Span{lo2 + (hi2-lo2)/2, 1}
+							s.Insert(sp)
+							model = slices.Insert(model, k, sp)
+						}
+						i = at(a)
+					}
+				}
+				if rng.IntN(8) == 0 {
+					s.Prefetch(rng.Int64N(top)) // one no Join takes
 				}
 				got := s.Join(a, b-a)
 				want := Span{a, b - a}
@@ -333,5 +355,51 @@ func TestReset(t *testing.T) {
 	}
 	if err := s.Check(); err != nil || cap(s.leaves) != leaves || cap(s.inners) != inners {
 		t.Fatalf("refilled: %v, storage %d/%d leaves, %d/%d inner nodes", err, cap(s.leaves), leaves, cap(s.inners), inners)
+	}
+}
+
+// TestPrefetchedPath: a Join takes the path its Prefetch kept while the
+// tree's shape is unchanged, and descends again once a split or a Reset
+// has changed it (the kept path then leads to the wrong leaf, or none).
+func TestPrefetchedPath(t *testing.T) {
+	s := New()
+	for i := int64(0); i < 3000; i++ {
+		s.Insert(Span{i << 12, 1 << 10})
+	}
+	if s.height < 2 {
+		t.Fatalf("height %d: the test needs inner levels", s.height)
+	}
+	x := int64(1500<<12 + 1<<10)
+	s.Prefetch(x)
+	if _, _, ok := s.prefetched(x); !ok {
+		t.Fatal("a Join right after Prefetch does not take its path")
+	}
+	if _, _, ok := s.prefetched(x); ok {
+		t.Fatal("a kept path is taken twice")
+	}
+	s.Prefetch(x)
+	for i := int64(0); i < 40; i++ { // enough to split a leaf
+		s.Insert(Span{1500<<12 + 3<<10 + i*8, 4})
+	}
+	if _, _, ok := s.prefetched(x); ok {
+		t.Fatal("a path kept before a split is taken after it")
+	}
+	if got := s.Join(x, 1<<10); got != (Span{1500 << 12, 2 << 10}) {
+		t.Fatalf("Join = %v", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// A Reset drops the kept paths: the set that follows has other
+	// nodes, though no split need come before the Join.
+	s.Prefetch(x)
+	s.Reset()
+	s.Insert(Span{x - 1<<10, 1 << 10})
+	s.Insert(Span{x + 1<<12, 8})
+	if got := s.Join(x, 1<<10); got != (Span{x - 1<<10, 2 << 10}) {
+		t.Fatalf("Join after Reset = %v", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
