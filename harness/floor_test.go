@@ -1,6 +1,10 @@
 package harness
 
-import "membench/strategies"
+import (
+	"fmt"
+
+	"membench/strategies"
+)
 
 // nullAllocator places nothing: every Malloc succeeds with a new handle
 // and Free does nothing. A replay through it costs what the harness
@@ -34,9 +38,38 @@ type plainFootprinter struct {
 
 func (p plainFootprinter) PeakFootprint() int64 { return p.f.PeakFootprint() }
 
+// plainDefrag and plainTPU are plainFootprinter for the BFC and the TPU
+// runtime model, whose relocations (Defragmenter) and program loads
+// (ProgramLoader) the replay must still see: hiding them would change
+// the outcome, not only how the peaks are read.
+type plainDefrag struct {
+	plainFootprinter
+	d strategies.Defragmenter
+}
+
+func (p plainDefrag) DefragStats() (events, moved int64) { return p.d.DefragStats() }
+
+type plainTPU struct {
+	plainDefrag
+	l strategies.ProgramLoader
+}
+
+func (p plainTPU) LoadProgram(size int64) (strategies.Program, error) { return p.l.LoadProgram(size) }
+func (p plainTPU) ProgramLoaded(q strategies.Program) bool            { return p.l.ProgramLoaded(q) }
+
 func plainOf(a strategies.Allocator) strategies.Allocator {
-	if f, ok := a.(strategies.Footprinter); ok {
+	f, isF := a.(strategies.Footprinter)
+	d, isD := a.(strategies.Defragmenter)
+	l, isL := a.(strategies.ProgramLoader)
+	switch {
+	case isF && isD && isL:
+		return plainTPU{plainDefrag{plainFootprinter{a, f}, d}, l}
+	case isF && isD && !isL:
+		return plainDefrag{plainFootprinter{a, f}, d}
+	case isF && !isD && !isL:
 		return plainFootprinter{a, f}
+	case !isF && !isD && !isL:
+		return plainAllocator{a}
 	}
-	return plainAllocator{a}
+	panic(fmt.Sprintf("plainOf: no plain wrapper for %T", a))
 }

@@ -15,8 +15,9 @@ import (
 // allocation, and checks that the peak allocated bytes, the peak
 // footprint and the event it was reached at, and every metric agree. The
 // specs cover torch with caching disabled (no statistics: the replay must
-// ask), growing and preallocated BFC regions, and a device small enough
-// for allocations to fail.
+// ask), growing and preallocated BFC regions, the TPU runtime model with
+// defragmentation and program loads, and devices small enough for
+// allocations to fail.
 func TestPeaksReadOnceChangeNothing(t *testing.T) {
 	specs := []struct{ spec, dev string }{
 		{"torch", "a100-80g"},
@@ -27,6 +28,9 @@ func TestPeaksReadOnceChangeNothing(t *testing.T) {
 		{"jax", "a100-80g"},
 		{"torch", "a100-80g:capacity=96MiB"},
 		{"tf:allow_growth=true", "a100-80g:capacity=96MiB"},
+		{"jax", "tpu-v5e"},
+		{"jax:defrag=true", "tpu-v5e:capacity=96MiB"},
+		{"tf:program_bytes=64MiB", "tpu-v5e:capacity=160MiB"},
 	}
 	read := 0
 	for _, name := range corpus.Names() {

@@ -495,6 +495,16 @@ func (a *Allocator) Allocated() int64 { return a.inUse }
 // plus everything from the lowest buffer to the top.
 func (a *Allocator) PeakFootprint() int64 { return a.highWater }
 
+// PeakFootprintVar implements strategies.FootprintWatcher: the replay
+// reads the footprint after every allocation, and highWater, which
+// PeakFootprint returns, saves it a call there (issue 15).
+func (a *Allocator) PeakFootprintVar() *int64 { return &a.highWater }
+
+// PeakAllocated implements strategies.AllocatedPeaker: peak_bytes_in_use,
+// which only place raises, right after it raised bytes_in_use for a
+// Malloc, so that the replay need not ask for Allocated after each one.
+func (a *Allocator) PeakAllocated() (int64, bool) { return a.stats.PeakBytesInUse, true }
+
 // DefragStats implements strategies.Defragmenter.
 func (a *Allocator) DefragStats() (events, moved int64) {
 	return a.stats.DefragEvents, a.stats.DefragMoved
@@ -616,11 +626,13 @@ func HumanBytes(n int64) string {
 }
 
 var (
-	_ strategies.Allocator     = (*Allocator)(nil)
-	_ strategies.Layouter      = (*Allocator)(nil)
-	_ strategies.Defragmenter  = (*Allocator)(nil)
-	_ strategies.Footprinter   = (*Allocator)(nil)
-	_ strategies.Noter         = (*Allocator)(nil)
-	_ strategies.ProgramLoader = (*Allocator)(nil)
-	_ strategies.Toucher       = (*Allocator)(nil)
+	_ strategies.Allocator        = (*Allocator)(nil)
+	_ strategies.Layouter         = (*Allocator)(nil)
+	_ strategies.Defragmenter     = (*Allocator)(nil)
+	_ strategies.Footprinter      = (*Allocator)(nil)
+	_ strategies.Noter            = (*Allocator)(nil)
+	_ strategies.ProgramLoader    = (*Allocator)(nil)
+	_ strategies.Toucher          = (*Allocator)(nil)
+	_ strategies.AllocatedPeaker  = (*Allocator)(nil)
+	_ strategies.FootprintWatcher = (*Allocator)(nil)
 )
