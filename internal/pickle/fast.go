@@ -559,6 +559,7 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 		c.depth[idx%memoChunk] = skipDepth(v)
 	}
 	d.nmemo++
+	d.memoHi = max(d.memoHi, int(idx)+1)
 	d.fs.puts = append(d.fs.puts, uint32(idx))
 	return k, true
 }
@@ -591,8 +592,8 @@ func getArg(buf []byte, j int) (uint, int) {
 // fastString reads the SHORT_BINUNICODE or BINUNICODE (of at most 4096
 // bytes, read in place as readText does) at buf[j], and a PUT after it.
 // A string whose node is NodeSkip (skip) is kept only when a PUT follows,
-// as pushStr decides; a kept one is interned (or kept whole when long)
-// and counts as text.
+// as pushStr decides; a kept one is interned (or kept whole when long,
+// or, skipped, as strSkipped keeps it) and counts as text.
 func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 	var n uint64
 	k := j + 2
@@ -621,9 +622,14 @@ func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 	if d.text+int64(n) > d.lim.MaxText {
 		return j, false
 	}
-	s, ok := d.strKept(b)
+	s, ok := Val{}, false
+	if skip {
+		s, ok = d.strSkipped(b)
+	}
 	if !ok {
-		return j, false
+		if s, ok = d.strKept(b); !ok {
+			return j, false
+		}
 	}
 	*v = s
 	d.text += int64(n)
