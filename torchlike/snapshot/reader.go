@@ -384,7 +384,13 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			m = append(m, traces.KV{Key: "torch." + snapMetaKey(k), Value: snapMetaValue(st.Raw[k])})
+			mk := ""
+			if i := knownSetting(k); i >= 0 {
+				mk = metaKeys[i]
+			} else {
+				mk = "torch." + snapMetaKey(k)
+			}
+			m = append(m, traces.KV{Key: mk, Value: snapMetaValue(st.Raw[k])})
 		}
 	}
 	return m
