@@ -367,6 +367,14 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 	gen := -3 // the item that was last a generic container
 	memo, memoN := d.memo, uint(d.memoN)
 	for j < len(buf) {
+		k, n, dm, do, ok := refRun(buf, j, memo)
+		if !ok {
+			return k, 0, 0, 0, false
+		}
+		j, cnt, dmax, dor = k, cnt+n, max(dmax, dm), dor|do
+		if j >= len(buf) {
+			break
+		}
 		var idx uint
 		switch buf[j] {
 		case OpLongBinGet:
@@ -425,6 +433,49 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 		cnt++
 	}
 	return j, 0, 0, 0, false
+}
+
+// refRun reads the memo references at buf[j] of a batch into a skipped
+// list as fastBatch does, as long as each has its depth byte (most of a
+// snapshot's frames lists): the end of the run (the first other opcode,
+// a reference for fastBatch's general case, or the window's last bytes),
+// their number, the greatest depth byte (six bits) and the union of the
+// bytes; false for a reference beyond the memo. It calls nothing, so
+// that its loop keeps everything in registers. (A branch on the
+// reference's width is cheaper than computing it: predicted, it lets
+// the next reference load before this one's opcode is read.)
+func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+	cnt := 0
+	var dmax, dor uint8
+	for j+5 <= len(buf) {
+		b := buf[j : j+5]
+		var idx uint
+		switch b[0] {
+		case OpLongBinGet:
+			idx = uint(binary.LittleEndian.Uint32(b[1:]))
+			j += 5
+		case OpBinGet:
+			idx = uint(b[1])
+			j += 2
+		default:
+			return j, cnt, dmax, dor, true
+		}
+		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
+		if idx/memoChunk >= uint(len(memo)) {
+			return j, 0, 0, 0, false
+		}
+		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		if dp == 0 {
+			// fastBatch's general case reads it again.
+			if b[0] == OpBinGet {
+				return j - 2, cnt, dmax, dor, true
+			}
+			return j - 5, cnt, dmax, dor, true
+		}
+		dmax, dor = max(dmax, dp&63), dor|dp
+		cnt++
+	}
+	return j, cnt, dmax, dor, true
 }
 
 // fastFrame reads an item of a skipped list: a memo reference (to
