@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -45,8 +46,13 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	fail := func(event int, err error) (traces.Reader, error) {
 		return nil, &traces.PosError{File: name, Event: event, Err: err}
 	}
-	br := getReader(r)
-	defer putReader(br)
+	// A bufio.Reader (what traces.Open gives) is read as it is: a
+	// second buffer would copy the file once more.
+	br, buffered := r.(*bufio.Reader)
+	if !buffered {
+		br = getReader(r)
+		defer putReader(br)
+	}
 	encoding := "pickle"
 	for {
 		b, err := br.Peek(1)

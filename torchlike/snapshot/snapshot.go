@@ -116,10 +116,14 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	return DecodePickle(br)
 }
 
-// readerPool holds the 64 KiB read buffers of Decode and the trace
-// reader: a small snapshot would otherwise pay for a fresh one (and the
-// page faults of touching it) every time it is opened.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+// readerPool holds the read buffers of Decode and the trace reader: a
+// small snapshot would otherwise pay for a fresh one (and the page faults
+// of touching it) every time it is opened. They are smaller (32 KiB) than
+// the pickle machine's reads (it refills a 64 KiB window when less than
+// 16 KiB is left), so that once the bytes read to sniff the format are
+// served, bufio passes each read straight to the input rather than
+// copying the whole file through its buffer.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 func getReader(r io.Reader) *bufio.Reader {
 	br := readerPool.Get().(*bufio.Reader)
