@@ -674,7 +674,7 @@ func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 		return j, false
 	}
 	s, ok := Val{}, false
-	if skip {
+	if skip && len(b) >= skipInternMin {
 		s, ok = d.strSkipped(b)
 	}
 	if !ok {

@@ -101,6 +101,40 @@ func (t *rawTrace) entries() []TraceEntry {
 	return out
 }
 
+// sameAsGeneric compares the streaming decoder, both of whose paths
+// share the machine's handling of strings (interning, the strings of
+// skipped frames kept outside the intern table for the memo), with the
+// generic reference: pickle.Decode, which keeps every string as a Go
+// string and builds every container, and FromValue.
+func sameAsGeneric(t testing.TB, what string, data []byte) {
+	t.Helper()
+	got, err := DecodePickle(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	v, err := pickle.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: generic decode: %v", what, err)
+	}
+	want, err := FromValue(v)
+	if err != nil {
+		t.Fatalf("%s: FromValue: %v", what, err)
+	}
+	for _, s := range []*Snapshot{got, want} {
+		if len(s.Segments) == 0 {
+			s.Segments = nil
+		}
+		for i := range s.Segments {
+			if len(s.Segments[i].Blocks) == 0 {
+				s.Segments[i].Blocks = nil // the decoders differ in nil and empty
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: streaming and generic decodes differ: %s", what, firstDiff(got, want))
+	}
+}
+
 // firstDiff describes where two snapshots differ first.
 func firstDiff(a, b *Snapshot) string {
 	if len(a.Segments) != len(b.Segments) {
@@ -332,7 +366,11 @@ func (g *pgen) dict(body func()) {
 var (
 	genActions = []string{"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom", "snapshot"}
 	genNames   = []string{"forward", "empty_cache", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned long, CUstream_st*)", "??", "_call_impl", strings.Repeat("long_function_name_", 5)}
-	genFiles   = []string{"??", "/home/x/model.py", "CUDACachingAllocator.cpp", "torch/cuda/memory.py"}
+	// Two file names are block states: a frame may be where a string
+	// of 16 bytes or more is first written (skipped, but kept for the
+	// memo outside the intern table), and a block's state (a value the
+	// schema reads) a reference to it.
+	genFiles = []string{"??", "/home/x/model.py", "CUDACachingAllocator.cpp", "torch/cuda/memory.py", "active_allocated", "active_pending_free"}
 )
 
 // record writes a trace entry (block false) or a block.
@@ -503,11 +541,21 @@ func TestFastPathGenerated(t *testing.T) {
 	if testing.Short() {
 		n = 60
 	}
-	decoded := 0
+	decoded, compared := 0, 0
 	for i := range n {
-		data := genPickle(r, 1+r.IntN(60), i%2 == 1)
+		g := &pgen{r: r, proto4: r.IntN(2) == 0, strs: map[string]int{}} // genPickle's
+		data := g.snapshot(1+r.IntN(60), i%2 == 1)
 		if sameDecode(t, fmt.Sprintf("generated %d", i), data, DefaultLimits) == nil {
 			decoded++
+			// Not when frames lists hold generic containers (the
+			// allocator_settings written first): the memo's copy of a
+			// generic container keeps the depth and tags it had when
+			// stored, empty, so a frame built as one loses its tags
+			// for later references (a known fault of both paths).
+			if i%2 == 0 && len(g.generic) == 0 {
+				sameAsGeneric(t, fmt.Sprintf("generated %d", i), data)
+				compared++
+			}
 		}
 		for k := range 20 {
 			m := mutate(r, data)
@@ -520,8 +568,8 @@ func TestFastPathGenerated(t *testing.T) {
 			sameDecode(t, fmt.Sprintf("generated %d, limits", i), data, tightLimits(r))
 		}
 	}
-	if decoded < n/3 {
-		t.Fatalf("only %d of %d generated snapshots decode", decoded, n)
+	if decoded < n/3 || compared < n/5 {
+		t.Fatalf("only %d of %d generated snapshots decode, %d compared with the generic decode", decoded, n, compared)
 	}
 }
 
