@@ -884,6 +884,13 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 	var err error
 	short := n <= 4096
 	if short {
+		// The byte after the text too, when the input has it: b is a
+		// slice of the window, and nextIsPut below must not refill the
+		// window under it (a string ending the window came back as
+		// the bytes read after it).
+		if d.n-d.i <= int(n) && d.rerr == nil {
+			d.fill(int(n) + 1)
+		}
 		b, err = d.peekN(int(n))
 	} else {
 		b, err = d.readData(n)
