@@ -234,7 +234,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		}
 		// The value, whose node is the Builder's Child: with neither a
 		// dict among the values nor a container as key, newNode has
-		// nothing else to look at. (Nine bytes are in the window.)
+		// nothing else to look at. (Ten bytes are in the window.)
 		v := &fs.kv[2*np+1]
 		switch buf[j] {
 		case OpBinInt1:
@@ -243,6 +243,16 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		case OpBinInt:
 			*v = Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(buf[j+1:])))}
 			j += 5
+		case OpLong1:
+			// An address or a time: smallLong's reading of up to eight
+			// bytes, in one load (the ten bytes are in the window).
+			n := int(buf[j+1])
+			if n > 8 {
+				return j, 0, false
+			}
+			shift := uint(64 - 8*n) // 64 for no bytes: the value is 0
+			*v = Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint64(buf[j+2:])<<shift) >> shift}
+			j += 2 + n
 		case OpEmptyList:
 			if d.b.Child(c, k) != NodeSkip {
 				return j, 0, false

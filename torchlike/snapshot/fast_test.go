@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -428,6 +429,13 @@ func (g *pgen) record(odd, block bool) {
 				g.int(1763324225770003 + int64(r.IntN(1<<20)))
 			case k == "stream" || k == "device_free":
 				g.int(int64(r.IntN(3)))
+			case r.IntN(16) == 0:
+				// Negative and short LONG1s (sign bits, no bytes).
+				if r.IntN(4) == 0 {
+					g.b.WriteString("\x8a\x00") // 0
+				} else {
+					g.int([]int64{-1, -128, -129, -(1 << 40), math.MinInt64 + 1, 1 << 62}[r.IntN(6)])
+				}
 			default:
 				g.int(int64(r.IntN(1<<40)) * 512)
 			}
