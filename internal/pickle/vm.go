@@ -329,6 +329,7 @@ type Machine struct {
 	flat   FlatBuilder         // the Builder's, or nil (no fast path)
 	fs     fastScan            // the fast path's working state
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
+	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -967,8 +968,58 @@ func (d *Machine) deepen(c *Val, items []Val) error {
 	}
 	if c.Kind == KindSkipped {
 		d.memoRefresh(c)
+	} else if c.Kind == KindValue && d.gmemo != nil {
+		d.memoRefreshValue(c)
 	}
 	return nil
+}
+
+// memoRefreshValue is memoRefresh for a generic list, set or dict: the
+// memo's copy, taken when it was empty (Python stores a container before
+// filling it), would otherwise give every later reference a depth of one
+// and no tags, which let a pickle nest past MaxDepth through the memo and
+// lose the tags of a frame built as a generic dict.
+func (d *Machine) memoRefreshValue(c *Val) {
+	m, ok := d.gmemo[c.N]
+	if !ok {
+		return
+	}
+	idx := m - 1
+	if idx < uint64(d.memoN) {
+		if s := &d.memo[idx/memoChunk].v[idx%memoChunk]; s.Kind == KindValue && s.N == c.N {
+			s.Depth, s.Tag = c.Depth, c.Tag
+		}
+		return
+	}
+	if s, ok := d.sparse[idx]; ok && s.Kind == KindValue && s.N == c.N {
+		s.Depth, s.Tag = c.Depth, c.Tag
+		d.sparse[idx] = s
+	}
+}
+
+// memoValue notes that the generic container v was stored in memo slot
+// idx, for memoRefreshValue. A container stored twice keeps its first
+// slot while that slot still holds it.
+func (d *Machine) memoValue(v *Val, idx uint64) {
+	if v.Kind != KindValue || v.Shape == ShapeTuple {
+		return
+	}
+	if m, ok := d.gmemo[v.N]; ok && m-1 != idx {
+		k := m - 1
+		var s Val
+		if k < uint64(d.memoN) {
+			s = d.memo[k/memoChunk].v[k%memoChunk]
+		} else {
+			s = d.sparse[k]
+		}
+		if s.Kind == KindValue && s.N == v.N {
+			return
+		}
+	}
+	if d.gmemo == nil {
+		d.gmemo = make(map[int64]uint64)
+	}
+	d.gmemo[v.N] = idx + 1
 }
 
 // memoRefresh copies the depth and tags of a skipped container that is
@@ -1221,6 +1272,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		d.memoHi = max(d.memoHi, int(idx)+1)
 		*s = v
 		c.depth[idx%memoChunk] = skipDepth(&v)
+		d.memoValue(&v, idx)
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -1230,6 +1282,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		d.nmemo++
 	}
 	d.sparse[idx] = v
+	d.memoValue(&v, idx)
 	return d.memoLimit()
 }
 
@@ -1317,7 +1370,7 @@ func (d *Machine) release() {
 		memoPool.Put(c)
 	}
 	d.memoHi = 0
-	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
+	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
 	d.stack, d.marks = nil, nil
 }
@@ -1377,6 +1430,7 @@ func (d *Machine) run() (Val, error) {
 							} else {
 								*s = *v
 								c.depth[idx%memoChunk] = skipDepth(v)
+								d.memoValue(v, uint64(idx))
 							}
 							d.nmemo++
 							d.memoHi = max(d.memoHi, int(idx)+1)
