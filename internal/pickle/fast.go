@@ -234,7 +234,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		}
 		// The value, whose node is the Builder's Child: with neither a
 		// dict among the values nor a container as key, newNode has
-		// nothing else to look at. (Nine bytes are in the window.)
+		// nothing else to look at. (Ten bytes are in the window.)
 		v := &fs.kv[2*np+1]
 		switch buf[j] {
 		case OpBinInt1:
@@ -243,6 +243,16 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		case OpBinInt:
 			*v = Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(buf[j+1:])))}
 			j += 5
+		case OpLong1:
+			// An address or a time: smallLong's reading of up to eight
+			// bytes, in one load (the ten bytes are in the window).
+			n := int(buf[j+1])
+			if n > 8 {
+				return j, 0, false
+			}
+			shift := uint(64 - 8*n) // 64 for no bytes: the value is 0
+			*v = Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint64(buf[j+2:])<<shift) >> shift}
+			j += 2 + n
 		case OpEmptyList:
 			if d.b.Child(c, k) != NodeSkip {
 				return j, 0, false
@@ -367,6 +377,14 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 	gen := -3 // the item that was last a generic container
 	memo, memoN := d.memo, uint(d.memoN)
 	for j < len(buf) {
+		k, n, dm, do, ok := refRun(buf, j, memo)
+		if !ok {
+			return k, 0, 0, 0, false
+		}
+		j, cnt, dmax, dor = k, cnt+n, max(dmax, dm), dor|do
+		if j >= len(buf) {
+			break
+		}
 		var idx uint
 		switch buf[j] {
 		case OpLongBinGet:
@@ -425,6 +443,49 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 		cnt++
 	}
 	return j, 0, 0, 0, false
+}
+
+// refRun reads the memo references at buf[j] of a batch into a skipped
+// list as fastBatch does, as long as each has its depth byte (most of a
+// snapshot's frames lists): the end of the run (the first other opcode,
+// a reference for fastBatch's general case, or the window's last bytes),
+// their number, the greatest depth byte (six bits) and the union of the
+// bytes; false for a reference beyond the memo. It calls nothing, so
+// that its loop keeps everything in registers. (A branch on the
+// reference's width is cheaper than computing it: predicted, it lets
+// the next reference load before this one's opcode is read.)
+func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+	cnt := 0
+	var dmax, dor uint8
+	for j+5 <= len(buf) {
+		b := buf[j : j+5]
+		var idx uint
+		switch b[0] {
+		case OpLongBinGet:
+			idx = uint(binary.LittleEndian.Uint32(b[1:]))
+			j += 5
+		case OpBinGet:
+			idx = uint(b[1])
+			j += 2
+		default:
+			return j, cnt, dmax, dor, true
+		}
+		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
+		if idx/memoChunk >= uint(len(memo)) {
+			return j, 0, 0, 0, false
+		}
+		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		if dp == 0 {
+			// fastBatch's general case reads it again.
+			if b[0] == OpBinGet {
+				return j - 2, cnt, dmax, dor, true
+			}
+			return j - 5, cnt, dmax, dor, true
+		}
+		dmax, dor = max(dmax, dp&63), dor|dp
+		cnt++
+	}
+	return j, cnt, dmax, dor, true
 }
 
 // fastFrame reads an item of a skipped list: a memo reference (to
@@ -559,6 +620,7 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 		c.depth[idx%memoChunk] = skipDepth(v)
 	}
 	d.nmemo++
+	d.memoHi = max(d.memoHi, int(idx)+1)
 	d.fs.puts = append(d.fs.puts, uint32(idx))
 	return k, true
 }
@@ -591,8 +653,8 @@ func getArg(buf []byte, j int) (uint, int) {
 // fastString reads the SHORT_BINUNICODE or BINUNICODE (of at most 4096
 // bytes, read in place as readText does) at buf[j], and a PUT after it.
 // A string whose node is NodeSkip (skip) is kept only when a PUT follows,
-// as pushStr decides; a kept one is interned (or kept whole when long)
-// and counts as text.
+// as pushStr decides; a kept one is interned (or kept whole when long,
+// or, skipped, as strSkipped keeps it) and counts as text.
 func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 	var n uint64
 	k := j + 2
@@ -621,9 +683,14 @@ func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 	if d.text+int64(n) > d.lim.MaxText {
 		return j, false
 	}
-	s, ok := d.strKept(b)
+	s, ok := Val{}, false
+	if skip && len(b) >= skipInternMin {
+		s, ok = d.strSkipped(b)
+	}
 	if !ok {
-		return j, false
+		if s, ok = d.strKept(b); !ok {
+			return j, false
+		}
 	}
 	*v = s
 	d.text += int64(n)

@@ -54,6 +54,12 @@ func TestHostile(t *testing.T) {
 		{"5M nested lists", &repeatReader{head: "\x80\x02", body: "]", n: 5 << 20, tail: "."}, "exceeds the limit of 262144", -1},
 		{"5M marks", &repeatReader{head: "\x80\x02", body: "(", n: 5 << 20, tail: "."}, "exceeds the limit of 262144", -1},
 		{"nested via APPEND", &repeatReader{head: "\x80\x02", body: "]", n: 2000, tail: strings.Repeat("a", 1999) + "."}, "nesting depth 1001 exceeds the limit of 1000", -1},
+		// A list stored in the memo before it is filled (as Python
+		// stores every container) and referenced afterwards: the memo's
+		// copy must have its depth, or 900 levels, then 900 more around
+		// a reference to it, decode at 1801.
+		{"nested through the memo", strings.NewReader("\x80\x04]\x94" + strings.Repeat("]", 900) + strings.Repeat("a", 900) + "0" +
+			strings.Repeat("]", 900) + "h\x00" + strings.Repeat("a", 900) + "."), "nesting depth 1001 exceeds the limit of 1000", -1},
 		// Defect 4: no bound on the stack or the memo.
 		{"stack of Nones", &repeatReader{head: "\x80\x02", body: "N", n: 1 << 30}, "stack of 262144 values and marks exceeds the limit of 262144", -1},
 		{"memo of Nones", &repeatReader{head: "\x80\x02N", body: "\x94", n: 1 << 30}, "memo of 1048577 entries exceeds the limit of 1048576", -1},

@@ -32,8 +32,11 @@ type Dict struct {
 }
 
 // linearMax is the size up to which Dict looks keys up by scanning, which
-// is faster than a map for the small dicts that snapshots are made of.
-const linearMax = 8
+// is faster than a map for the small dicts that snapshots are made of
+// (their allocator_settings has about ten keys, and its
+// roundup_power2_divisions sixteen: a map for each cost more than the
+// rest of their decoding).
+const linearMax = 16
 
 // NewDict returns an empty Dict.
 func NewDict() *Dict { return &Dict{} }

@@ -307,6 +307,7 @@ type Machine struct {
 	marks  []int        // stack heights at each MARK
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
+	memoHi int          // one past the highest memo slot ever stored (release cleans below it)
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
@@ -327,6 +328,8 @@ type Machine struct {
 	stags  []uint8             // the tag of each string in strs
 	flat   FlatBuilder         // the Builder's, or nil (no fast path)
 	fs     fastScan            // the fast path's working state
+	tslab  []any               // what is left of the small tuples' backing array (tuple)
+	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -571,8 +574,13 @@ func (d *Machine) nextIsPut() bool {
 // pushStr pushes a string read from the input (b is only valid until the
 // next read).
 func (d *Machine) pushStr(b []byte, node Node) error {
-	if node == NodeSkip && !d.nextIsPut() {
-		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
+	if node == NodeSkip {
+		if !d.nextIsPut() {
+			return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
+		}
+		if v, ok := d.strSkipped(b); ok {
+			return d.push(v)
+		}
 	}
 	return d.push(d.str(b))
 }
@@ -626,6 +634,42 @@ func (d *Machine) strKept(b []byte) (Val, bool) {
 	return Val{}, false
 }
 
+// skipInternMin is the shortest string strSkipped keeps without the
+// intern table: at that length the string's slot in strs (17 bytes)
+// costs no more than the text MaxText counts for it, so that MaxText
+// bounds the slots as it does longStr's.
+const skipInternMin = 16
+
+// strSkipped is str for a string the schema skips but a PUT keeps (a
+// stack frame's function or file name, which only a later GET can use):
+// a snapshot's frames are hundreds of such strings, most of them met
+// once, and only a Tagger's tag of them is ever read, so they skip the
+// intern map (a hash, a failed probe and an insert each). They are
+// still found again when they repeat closely (the direct-mapped cache,
+// which such a string joins), and a GET that uses one as a key or a
+// value sees an ordinary KindStr. Short ones are interned as before
+// (false: the caller runs str), since a slot would cost more than their
+// text. Both paths, general and fast, keep such strings here, so the
+// intern table fills the same way in each.
+func (d *Machine) strSkipped(b []byte) (Val, bool) {
+	if len(b) < skipInternMin {
+		return Val{}, false
+	}
+	if len(b) > internMax {
+		return d.longStr(d.keep(b)), true
+	}
+	h := (uint(len(b))*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
+	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
+		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+	}
+	if len(d.strs) >= math.MaxInt32 {
+		return Val{}, false
+	}
+	v := d.longStr(d.keep(b))
+	d.scache[h] = int32(v.N)
+	return v, true
+}
+
 // arenaChunk is the size of the blocks kept strings are copied into.
 const arenaChunk = 16 << 10
 
@@ -641,13 +685,24 @@ func (d *Machine) Recycle() {
 	}
 	clear(d.blocks)
 	d.blocks, d.arena = d.blocks[:0], nil
-	if len(d.strs) <= internCap {
+	if len(d.intern) <= internCap {
+		// The intern map is bounded; the string tables are kept when
+		// they are of a common size (strSkipped and longStr add to them
+		// without bound but MaxText's).
 		clear(d.intern)
-		clear(d.strs)
-		textPool.Put(&textTables{intern: d.intern, strs: d.strs[:0], stags: d.stags[:0], blocks: d.blocks})
+		strs, stags := d.strs, d.stags
+		if cap(strs) > recycleStrs {
+			strs, stags = nil, nil
+		}
+		clear(strs)
+		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks})
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
 }
+
+// recycleStrs is the largest string table Recycle keeps for the next
+// machine (1 MiB of string headers).
+const recycleStrs = 1 << 16
 
 // textTables are the string tables of a recycled machine.
 type textTables struct {
@@ -830,6 +885,13 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 	var err error
 	short := n <= 4096
 	if short {
+		// The byte after the text too, when the input has it: b is a
+		// slice of the window, and nextIsPut below must not refill the
+		// window under it (a string ending the window came back as
+		// the bytes read after it).
+		if d.n-d.i <= int(n) && d.rerr == nil {
+			d.fill(int(n) + 1)
+		}
 		b, err = d.peekN(int(n))
 	} else {
 		b, err = d.readData(n)
@@ -837,13 +899,19 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 	if err != nil {
 		return err
 	}
-	if node == NodeSkip && !d.nextIsPut() {
+	skip := node == NodeSkip
+	if skip && !d.nextIsPut() {
 		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
 	}
 	switch {
 	case short && kind == KindStr:
 		if err := d.addText(len(b)); err != nil {
 			return err
+		}
+		if skip {
+			if v, ok := d.strSkipped(b); ok {
+				return d.push(v)
+			}
 		}
 		return d.push(d.str(b))
 	case short:
@@ -900,8 +968,58 @@ func (d *Machine) deepen(c *Val, items []Val) error {
 	}
 	if c.Kind == KindSkipped {
 		d.memoRefresh(c)
+	} else if c.Kind == KindValue && d.gmemo != nil {
+		d.memoRefreshValue(c)
 	}
 	return nil
+}
+
+// memoRefreshValue is memoRefresh for a generic list, set or dict: the
+// memo's copy, taken when it was empty (Python stores a container before
+// filling it), would otherwise give every later reference a depth of one
+// and no tags, which let a pickle nest past MaxDepth through the memo and
+// lose the tags of a frame built as a generic dict.
+func (d *Machine) memoRefreshValue(c *Val) {
+	m, ok := d.gmemo[c.N]
+	if !ok {
+		return
+	}
+	idx := m - 1
+	if idx < uint64(d.memoN) {
+		if s := &d.memo[idx/memoChunk].v[idx%memoChunk]; s.Kind == KindValue && s.N == c.N {
+			s.Depth, s.Tag = c.Depth, c.Tag
+		}
+		return
+	}
+	if s, ok := d.sparse[idx]; ok && s.Kind == KindValue && s.N == c.N {
+		s.Depth, s.Tag = c.Depth, c.Tag
+		d.sparse[idx] = s
+	}
+}
+
+// memoValue notes that the generic container v was stored in memo slot
+// idx, for memoRefreshValue. A container stored twice keeps its first
+// slot while that slot still holds it.
+func (d *Machine) memoValue(v *Val, idx uint64) {
+	if v.Kind != KindValue || v.Shape == ShapeTuple {
+		return
+	}
+	if m, ok := d.gmemo[v.N]; ok && m-1 != idx {
+		k := m - 1
+		var s Val
+		if k < uint64(d.memoN) {
+			s = d.memo[k/memoChunk].v[k%memoChunk]
+		} else {
+			s = d.sparse[k]
+		}
+		if s.Kind == KindValue && s.N == v.N {
+			return
+		}
+	}
+	if d.gmemo == nil {
+		d.gmemo = make(map[int64]uint64)
+	}
+	d.gmemo[v.N] = idx + 1
 }
 
 // memoRefresh copies the depth and tags of a skipped container that is
@@ -1048,7 +1166,7 @@ func (d *Machine) fromItems(shape Shape) error {
 		case ShapeDict:
 			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
 		case ShapeTuple:
-			t := make(Tuple, len(items))
+			t := d.tuple(len(items))
 			*c = Val{Kind: KindValue, Shape: shape, Depth: 1}
 			if err := d.deepen(c, items); err != nil {
 				return err
@@ -1097,6 +1215,27 @@ func (d *Machine) fromItems(shape Shape) error {
 }
 
 // tupleN pushes a tuple of the top n values (TUPLE1, TUPLE2, TUPLE3).
+// tupleSlab is how many items the backing array of small tuples
+// (tuple) holds.
+const tupleSlab = 256
+
+// tuple returns a new Tuple of n items. Small ones are cut from a shared
+// backing array, each with its capacity at its length (so that an append
+// to one copies it rather than overwrite the next): a snapshot's
+// segments have a segment_pool_id pair each, which would otherwise cost
+// an allocation of its own on top of its boxing.
+func (d *Machine) tuple(n int) Tuple {
+	if n > 4 {
+		return make(Tuple, n)
+	}
+	if len(d.tslab) < n {
+		d.tslab = make([]any, tupleSlab)
+	}
+	t := d.tslab[:n:n]
+	d.tslab = d.tslab[n:]
+	return t
+}
+
 func (d *Machine) tupleN(n int) error {
 	if len(d.stack)-d.base() < n {
 		return d.errf(nil, "stack underflow")
@@ -1119,8 +1258,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 	}
 	if idx >= uint64(d.memoN) && idx <= 2*uint64(d.nmemo)+memoSlack {
 		for uint64(d.memoN) <= idx {
-			c := memoPool.Get().(*memoBlock)
-			*c = memoBlock{}
+			c := memoPool.Get().(*memoBlock) // clean: see release
 			d.memo = append(d.memo, c)
 			d.memoN += memoChunk
 		}
@@ -1131,8 +1269,10 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		if s.Kind == kindUnset {
 			d.nmemo++
 		}
+		d.memoHi = max(d.memoHi, int(idx)+1)
 		*s = v
 		c.depth[idx%memoChunk] = skipDepth(&v)
+		d.memoValue(&v, idx)
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -1142,6 +1282,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		d.nmemo++
 	}
 	d.sparse[idx] = v
+	d.memoValue(&v, idx)
 	return d.memoLimit()
 }
 
@@ -1219,10 +1360,17 @@ func (d *Machine) release() {
 	if len(d.buf) == windowSize {
 		windowPool.Put((*[windowSize]byte)(d.buf))
 	}
-	for _, c := range d.memo {
+	// A block goes back clean, which costs the slots used rather than
+	// the whole block (17 KiB, most of a small snapshot's memo).
+	for k, c := range d.memo {
+		if n := min(d.memoHi-k*memoChunk, memoChunk); n > 0 {
+			clear(c.v[:n])
+			clear(c.depth[:n])
+		}
 		memoPool.Put(c)
 	}
-	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
+	d.memoHi = 0
+	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
 	d.stack, d.marks = nil, nil
 }
@@ -1282,8 +1430,10 @@ func (d *Machine) run() (Val, error) {
 							} else {
 								*s = *v
 								c.depth[idx%memoChunk] = skipDepth(v)
+								d.memoValue(v, uint64(idx))
 							}
 							d.nmemo++
+							d.memoHi = max(d.memoHi, int(idx)+1)
 							continue
 						}
 					}

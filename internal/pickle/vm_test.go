@@ -96,3 +96,40 @@ func TestSkipBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoBlocksComeBackClean: a machine's memo chunks go back to the
+// pool with only their used slots cleaned, so the slots a pickle stored
+// in (through MEMOIZE, BINPUT and LONG_BINPUT, in the first chunk and
+// the second) must read as undefined to the next pickle, which
+// allocates both chunks again (500 MEMOIZEs, then a LONG_BINPUT into the
+// second chunk) but does not store in them.
+func TestMemoBlocksComeBackClean(t *testing.T) {
+	var p bytes.Buffer
+	p.WriteString("\x80\x04")
+	for i := 0; i < 1500; i++ {
+		p.WriteString("N\x940") // None, MEMOIZE, POP
+	}
+	p.WriteString("Nq\x050")             // BINPUT 5 again
+	p.WriteString("Nr\xe0\x05\x00\x000") // LONG_BINPUT 1504
+	p.WriteString("N.")
+	var q bytes.Buffer
+	q.WriteString("\x80\x04")
+	for i := 0; i < 500; i++ {
+		q.WriteString("N\x940")
+	}
+	q.WriteString("Nr\x24\x04\x00\x000") // LONG_BINPUT 1060
+	for _, idx := range []int{500, 777, 1023, 1024, 1499, 1504, 1600} {
+		if _, err := Decode(bytes.NewReader(p.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+		get := q.String() + "j" + string([]byte{byte(idx), byte(idx >> 8), 0, 0}) + "."
+		_, err := Decode(strings.NewReader(get))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("memo index %d not defined", idx)) {
+			t.Errorf("GET %d after a pickle that stored it: %v, want memo index not defined", idx, err)
+		}
+	}
+	// The second pickle's own slots are defined.
+	if v, err := Decode(strings.NewReader(q.String() + "j\x24\x04\x00\x00.")); err != nil || v != nil {
+		t.Errorf("GET 1060: %v, %v; want None", v, err)
+	}
+}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -45,8 +46,13 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	fail := func(event int, err error) (traces.Reader, error) {
 		return nil, &traces.PosError{File: name, Event: event, Err: err}
 	}
-	br := getReader(r)
-	defer putReader(br)
+	// A bufio.Reader (what traces.Open gives) is read as it is: a
+	// second buffer would copy the file once more.
+	br, buffered := r.(*bufio.Reader)
+	if !buffered {
+		br = getReader(r)
+		defer putReader(br)
+	}
 	encoding := "pickle"
 	for {
 		b, err := br.Peek(1)
@@ -384,7 +390,13 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			m = append(m, traces.KV{Key: "torch." + snapMetaKey(k), Value: snapMetaValue(st.Raw[k])})
+			mk := ""
+			if i := knownSetting(k); i >= 0 {
+				mk = metaKeys[i]
+			} else {
+				mk = "torch." + snapMetaKey(k)
+			}
+			m = append(m, traces.KV{Key: mk, Value: snapMetaValue(st.Raw[k])})
 		}
 	}
 	return m

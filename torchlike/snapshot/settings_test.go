@@ -2,7 +2,10 @@ package snapshot
 
 import (
 	"bytes"
+	"math"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestMaxSplitSizeUnsigned: a writer that stores max_split_size as the
@@ -17,5 +20,34 @@ func TestMaxSplitSizeUnsigned(t *testing.T) {
 	}
 	if s.Settings == nil || s.Settings.MaxSplitSize != -1 {
 		t.Fatalf("settings %+v", s.Settings)
+	}
+}
+
+// TestFormatScalarSetting: formatValue renders scalars without a
+// builder, and known keys as shared constants; the text must be what the
+// general writer (writeValue) gives, long strings cut the same way, and
+// a copy (the decoder's strings are recycled).
+func TestFormatScalarSetting(t *testing.T) {
+	long := strings.Repeat("x", maxSettingText+10)
+	for _, v := range []any{
+		nil, true, false, int64(0), int64(99), int64(100), int64(-1), int64(math.MinInt64),
+		"", "max_split_size", "roundup_power2_divisions", "expandable_segments:True", long,
+	} {
+		var b strings.Builder
+		writeValue(&b, v, 0)
+		want := b.String()
+		if got := formatValue(v, 0); got != want {
+			t.Errorf("formatValue(%#v) = %q, want %q", v, got, want)
+		}
+		if s, ok := v.(string); ok && len(s) > 0 && knownSetting(s) < 0 {
+			if got := formatValue(v, 0); unsafe.StringData(got) == unsafe.StringData(s) {
+				t.Errorf("formatValue(%q) shares the decoder's string", s)
+			}
+		}
+	}
+	for i, k := range settingKeys {
+		if knownSetting(k) != i || metaKeys[i] != "torch."+snapMetaKey(k) {
+			t.Errorf("key %q: index %d, meta key %q", k, knownSetting(k), metaKeys[i])
+		}
 	}
 }

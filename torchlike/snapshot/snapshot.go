@@ -116,10 +116,14 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	return DecodePickle(br)
 }
 
-// readerPool holds the 64 KiB read buffers of Decode and the trace
-// reader: a small snapshot would otherwise pay for a fresh one (and the
-// page faults of touching it) every time it is opened.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+// readerPool holds the read buffers of Decode and the trace reader: a
+// small snapshot would otherwise pay for a fresh one (and the page faults
+// of touching it) every time it is opened. They are smaller (32 KiB) than
+// the pickle machine's reads (it refills a 64 KiB window when less than
+// 16 KiB is left), so that once the bytes read to sniff the format are
+// served, bufio passes each read straight to the input rather than
+// copying the whole file through its buffer.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 func getReader(r io.Reader) *bufio.Reader {
 	br := readerPool.Get().(*bufio.Reader)
@@ -565,10 +569,59 @@ const (
 	maxSettings    = 256
 )
 
+// settingKeys are the allocator_settings keys PyTorch writes (2.x), and
+// metaKeys the metadata keys a reader gives them: formatting a known key
+// costs no allocation.
+var (
+	settingKeys = [...]string{
+		"PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
+		"expandable_segments", "pinned_num_register_threads", "release_lock_on_cudamalloc",
+		"pinned_use_cuda_host_register", "graph_capture_record_stream_reuse",
+		"roundup_power2_divisions", "last_allocator_settings",
+	}
+	metaKeys = func() (m [len(settingKeys)]string) {
+		for i, k := range settingKeys {
+			m[i] = "torch." + snapMetaKey(k)
+		}
+		return m
+	}()
+)
+
+// knownSetting is the index of s in settingKeys, or -1.
+func knownSetting(s string) int {
+	for i, k := range settingKeys {
+		if k == s {
+			return i
+		}
+	}
+	return -1
+}
+
 // formatValue renders a settings value as text for metadata: Python-like,
 // with nested containers cut off below a small depth (pickles can be
 // cyclic) and the whole cut at maxSettingText bytes.
 func formatValue(v any, depth int) string {
+	if depth <= 4 {
+		// Scalars, which are nearly all of a settings dict, without a
+		// builder: every import of a snapshot formats them.
+		switch v := v.(type) {
+		case nil:
+			return "None"
+		case bool:
+			if v {
+				return "True"
+			}
+			return "False"
+		case int64:
+			return strconv.FormatInt(v, 10)
+		case string:
+			if k := knownSetting(v); k >= 0 {
+				return settingKeys[k]
+			}
+			// A copy: the decoder's strings do not outlive it.
+			return strings.Clone(v[:min(len(v), maxSettingText)])
+		}
+	}
 	var b strings.Builder
 	writeValue(&b, v, depth)
 	if b.Len() > maxSettingText {

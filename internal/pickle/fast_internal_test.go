@@ -1,0 +1,119 @@
+package pickle
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"membench/internal/cpuclock"
+)
+
+// refRunRef is refRun's reference: one reference at a time, as
+// fastBatch read them before refRun.
+func refRunRef(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+	cnt := 0
+	var dmax, dor uint8
+	for j+5 <= len(buf) {
+		var idx uint
+		n := 0
+		switch buf[j] {
+		case OpLongBinGet:
+			idx, n = uint(binary.LittleEndian.Uint32(buf[j+1:])), 5
+		case OpBinGet:
+			idx, n = uint(buf[j+1]), 2
+		default:
+			return j, cnt, dmax, dor, true
+		}
+		if idx >= uint(len(memo)*memoChunk) {
+			return j + n, 0, 0, 0, false
+		}
+		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		if dp == 0 {
+			return j, cnt, dmax, dor, true
+		}
+		dmax, dor = max(dmax, dp&63), dor|dp
+		cnt++
+		j += n
+	}
+	return j, cnt, dmax, dor, true
+}
+
+// TestRefRun compares refRun with its reference on random runs of
+// references of both widths, to slots with and without a depth byte and
+// beyond the memo, cut anywhere by the window's end or another opcode.
+func TestRefRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	memo := []*memoBlock{new(memoBlock), new(memoBlock)}
+	for i := range 2 * memoChunk {
+		if rng.IntN(8) != 0 {
+			memo[i/memoChunk].depth[i%memoChunk] = uint8(1+rng.IntN(62)) | uint8(rng.IntN(4))<<6
+		}
+	}
+	for range 20000 {
+		var buf []byte
+		for range rng.IntN(40) {
+			idx := rng.IntN(2*memoChunk + 64)
+			if idx < 256 && rng.IntN(2) == 0 {
+				buf = append(buf, OpBinGet, byte(idx))
+			} else {
+				buf = append(buf, OpLongBinGet)
+				buf = binary.LittleEndian.AppendUint32(buf, uint32(idx))
+			}
+		}
+		if rng.IntN(2) == 0 {
+			buf = append(buf, OpAppends, OpEmptyDict, OpMark, OpStop, 0)
+		}
+		buf = buf[:rng.IntN(len(buf)+1)]
+		j0 := 0
+		if len(buf) > 0 {
+			j0 = rng.IntN(len(buf))
+		}
+		j, n, dm, do, ok := refRun(buf, j0, memo)
+		rj, rn, rdm, rdo, rok := refRunRef(buf, j0, memo)
+		if ok != rok || (ok && (j != rj || n != rn || dm != rdm || do != rdo)) {
+			t.Fatalf("refRun(% x, %d) = %d %d %d %d %v, want %d %d %d %d %v", buf, j0, j, n, dm, do, ok, rj, rn, rdm, rdo, rok)
+		}
+	}
+}
+
+// BenchmarkFastBatch is fastBatch over a frames list of fifty memo
+// references (cpu-ns/ref): all LONG_BINGET, or mixed with BINGET.
+func BenchmarkFastBatch(b *testing.B) {
+	for _, mixed := range []bool{false, true} {
+		name := "long"
+		if mixed {
+			name = "mixed"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := NewMachine(bytes.NewReader(nil), nil, NodeValue, DefaultLimits)
+			for i := range 2048 {
+				if err := d.memoPut(uint64(i), Val{Kind: KindSkipped, Shape: ShapeDict, Depth: 1, Tag: uint8(i % 3)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var buf []byte
+			for i := range 50 {
+				idx := 300 + (i*37)%1700
+				if mixed && i%3 == 0 {
+					idx = (i * 7) % 256
+				}
+				if idx < 256 {
+					buf = append(buf, OpBinGet, byte(idx))
+				} else {
+					buf = append(buf, OpLongBinGet)
+					buf = binary.LittleEndian.AppendUint32(buf, uint32(idx))
+				}
+			}
+			buf = append(buf, OpAppends, 0, 0, 0, 0, 0, 0, 0, 0)
+			c0 := cpuclock.Now()
+			for b.Loop() {
+				d.fs.h = 0
+				if _, cnt, _, _, ok := d.fastBatch(buf, 0); !ok || cnt != 50 {
+					b.Fatal(cnt, ok)
+				}
+			}
+			b.ReportMetric(float64((cpuclock.Now()-c0).Nanoseconds())/float64(b.N)/50, "cpu-ns/ref")
+		})
+	}
+}
