@@ -60,6 +60,16 @@ func TestHostile(t *testing.T) {
 		// a reference to it, decode at 1801.
 		{"nested through the memo", strings.NewReader("\x80\x04]\x94" + strings.Repeat("]", 900) + strings.Repeat("a", 900) + "0" +
 			strings.Repeat("]", 900) + "h\x00" + strings.Repeat("a", 900) + "."), "nesting depth 1001 exceeds the limit of 1000", -1},
+		// The same with a tuple built in between: a tuple's depth must
+		// not land on the memo copy of the generic container that holds
+		// object 0 (it did, from the tuple's Val before its object was
+		// assigned), which let the 1801 levels through ...
+		{"nested through the memo, a tuple between", strings.NewReader("\x80\x04]\x94" + strings.Repeat("]", 900) + strings.Repeat("a", 900) + "0" +
+			"N\x850" + strings.Repeat("]", 900) + "h\x00" + strings.Repeat("a", 900) + "."), "nesting depth 1001 exceeds the limit of 1000", -1},
+		// ... and refused a valid pickle: an empty list at object 0 in
+		// the memo, a tuple 1000 deep (allowed), then [the list].
+		{"a deep tuple beside a memoized list", strings.NewReader("\x80\x04]\x940" + strings.Repeat("]", 999) + strings.Repeat("a", 998) + "\x850" +
+			"]h\x00a."), "", -1},
 		// Defect 4: no bound on the stack or the memo.
 		{"stack of Nones", &repeatReader{head: "\x80\x02", body: "N", n: 1 << 30}, "stack of 262144 values and marks exceeds the limit of 262144", -1},
 		{"memo of Nones", &repeatReader{head: "\x80\x02N", body: "\x94", n: 1 << 30}, "memo of 1048577 entries exceeds the limit of 1048576", -1},

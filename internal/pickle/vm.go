@@ -968,7 +968,9 @@ func (d *Machine) deepen(c *Val, items []Val) error {
 	}
 	if c.Kind == KindSkipped {
 		d.memoRefresh(c)
-	} else if c.Kind == KindValue && d.gmemo != nil {
+	} else if c.Kind == KindValue && c.Shape != ShapeTuple && d.gmemo != nil {
+		// A tuple is built whole and never stored before it is (and its
+		// N is not yet its object's here): no memo copy to refresh.
 		d.memoRefreshValue(c)
 	}
 	return nil
