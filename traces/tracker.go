@@ -104,7 +104,11 @@ func (t *Tracker[V]) ref(key uint64, create bool) *pageRef[V] {
 			return nil
 		}
 		t.dir = append(t.dir, make([]pageRef[V], int(key)+1-len(t.dir))...)
-		t.dir = t.dir[:cap(t.dir)]
+		// The capacity append gave is used, but never past dirPages:
+		// recycle and Free tell a page of the map by key >= dirPages,
+		// and a directory longer than that served keys the map then
+		// took for its own (a 7-line trace crashed the replay).
+		t.dir = t.dir[:min(cap(t.dir), dirPages)]
 		t.dirSeen = append(t.dirSeen, make([][valPageSize / 64]uint64, len(t.dir)-len(t.dirSeen))...)
 		r = &t.dir[key]
 	default:

@@ -214,3 +214,40 @@ func trackerAgainstModel(t *testing.T, tr *Tracker[int64], mode string) {
 		t.Error("dense ids turned the tracker sparse")
 	}
 }
+
+// TestTrackerDirectoryEndsAtDirPages: the directory grows by append's
+// capacity but never past dirPages, whose keys belong to the map. A
+// directory that did served a key in that gap; when its page emptied,
+// recycle took it for a page of the map and gave the map's next page a
+// ref that was not its own (found by review: a 7-line trace panicked
+// with index out of range).
+func TestTrackerDirectoryEndsAtDirPages(t *testing.T) {
+	var tr Tracker[int]
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tr.Alloc(900000*valPageSize, 1, 1))
+	must(tr.Alloc((dirPages-1)*valPageSize, 1, 2))
+	if len(tr.dir) > dirPages {
+		t.Fatalf("directory of %d pages, more than %d", len(tr.dir), dirPages)
+	}
+	gap := uint64(dirPages+10) * valPageSize
+	must(tr.Alloc(gap, 1, 3))
+	if v, err := tr.Free(gap); err != nil || v != 3 {
+		t.Fatalf("free of %d: %v, %v", gap, v, err)
+	}
+	hi := uint64(50_000_000) * valPageSize
+	must(tr.Alloc(hi, 1, 4))
+	must(tr.Alloc(hi+valPageSize, 1, 5))
+	for id, want := range map[uint64]int{hi: 4, hi + valPageSize: 5, 900000 * valPageSize: 1, (dirPages - 1) * valPageSize: 2} {
+		if v, err := tr.Free(id); err != nil || v != want {
+			t.Errorf("free of %d: %v, %v; want %d", id, v, err, want)
+		}
+	}
+	if tr.Live() != 0 {
+		t.Errorf("%d live after freeing all", tr.Live())
+	}
+}
