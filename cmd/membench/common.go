@@ -329,6 +329,7 @@ type noteKey struct{ dev, name, note string }
 // strategy the jobs have on that device.
 type noteGroup struct {
 	specs []string
+	has   map[string]bool // specs, as a set
 	of    int
 }
 
@@ -337,7 +338,6 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 	type nameDev struct{ dev, name string }
 	specs := map[nameDev]map[string]bool{}
 	groups := map[noteKey]*noteGroup{}
-	seen := map[noteKey]map[string]bool{}
 	for _, j := range jobs {
 		nd := nameDev{j.Device.Label(), specName(j.Spec)}
 		if specs[nd] == nil {
@@ -346,12 +346,14 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 		specs[nd][j.Spec] = true
 		for _, n := range j.Notes {
 			k := noteKey{nd.dev, nd.name, n}
-			if groups[k] == nil {
-				groups[k], seen[k] = &noteGroup{}, map[string]bool{}
+			g := groups[k]
+			if g == nil {
+				g = &noteGroup{has: map[string]bool{}}
+				groups[k] = g
 			}
-			if !seen[k][j.Spec] {
-				seen[k][j.Spec] = true
-				groups[k].specs = append(groups[k].specs, j.Spec)
+			if !g.has[j.Spec] {
+				g.has[j.Spec] = true
+				g.specs = append(g.specs, j.Spec)
 			}
 		}
 	}

@@ -460,11 +460,16 @@ func decodeLong(b []byte) (Val, *big.Int) {
 // smallLong is the little-endian two's-complement integer of at most
 // eight bytes b (0 for none), sign-extended.
 func smallLong(b []byte) int64 {
+	shift := uint(64 - 8*len(b)) // 64 for no bytes: the value is 0
+	if cap(b) >= 8 {
+		// Eight bytes are behind b (the fast path's window): one load,
+		// the bytes past b shifted out.
+		return int64(binary.LittleEndian.Uint64(b[:8])<<shift) >> shift
+	}
 	var u uint64
 	for i := len(b) - 1; i >= 0; i-- {
 		u = u<<8 | uint64(b[i])
 	}
-	shift := uint(64 - 8*len(b)) // 64 for no bytes: u is 0 and stays 0
 	return int64(u<<shift) >> shift
 }
 

@@ -403,3 +403,34 @@ func BenchmarkDecodeOpt125m(b *testing.B) {
 		}
 	}
 }
+
+// TestSmallLongOneLoad: smallLong reads eight bytes at once when they are
+// behind its slice, and byte by byte when they are not; both give what
+// Python's int.from_bytes(b, 'little', signed=True) gives, whatever lies
+// past the slice.
+func TestSmallLongOneLoad(t *testing.T) {
+	for n := 0; n <= 8; n++ {
+		for _, fill := range []byte{0x00, 0x7f, 0x80, 0xff} {
+			b := bytes.Repeat([]byte{fill}, 16)
+			want := new(big.Int)
+			if n > 0 {
+				// Two's complement of n bytes, little-endian.
+				be := make([]byte, n)
+				for i := range n {
+					be[n-1-i] = b[i]
+				}
+				want.SetBytes(be)
+				if fill&0x80 != 0 {
+					want.Sub(want, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+				}
+			}
+			for i := range 16 - n {
+				b[n+i] = ^fill // bytes past the slice must not count
+			}
+			wide, narrow := smallLong(b[:n]), smallLong(b[:n:n])
+			if wide != want.Int64() || narrow != want.Int64() {
+				t.Errorf("%d bytes of %#x: %d (one load), %d (byte by byte), want %s", n, fill, wide, narrow, want)
+			}
+		}
+	}
+}

@@ -244,14 +244,13 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 			*v = Val{Kind: KindInt, N: int64(int32(binary.LittleEndian.Uint32(buf[j+1:])))}
 			j += 5
 		case OpLong1:
-			// An address or a time: smallLong's reading of up to eight
-			// bytes, in one load (the ten bytes are in the window).
+			// An address or a time, of up to eight bytes: the ten
+			// bytes in the window let smallLong read it in one load.
 			n := int(buf[j+1])
 			if n > 8 {
 				return j, 0, false
 			}
-			shift := uint(64 - 8*n) // 64 for no bytes: the value is 0
-			*v = Val{Kind: KindInt, N: int64(binary.LittleEndian.Uint64(buf[j+2:])<<shift) >> shift}
+			*v = Val{Kind: KindInt, N: smallLong(buf[j+2 : j+2+n])}
 			j += 2 + n
 		case OpEmptyList:
 			if d.b.Child(c, k) != NodeSkip {

@@ -182,17 +182,24 @@ func (s *Set) Largest() int64 {
 // is not above x.
 func (s *Set) descend(x int64) (int32, int) {
 	s.fOK = false
+	node := s.walk(x, &s.path, &s.idx)
+	lp := &s.leaves[node]
+	return node, upper(lp.start[:lp.n], x)
+}
+
+// walk goes down the inner nodes to the leaf where x belongs, taking at
+// each the last child whose separator is not above x (child 0 when none
+// is), and records the way in path and idx: descend's, or a Prefetch's
+// kept for a later Join.
+func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		// The last child whose separator is not above x (child 0
-		// when none is), by binary search over separators 1..n-1.
 		i := upper(in.sep[1:in.n], x)
-		s.path[l], s.idx[l] = node, int32(i)
+		path[l], idx[l] = node, int32(i)
 		node = in.child[i]
 	}
-	lp := &s.leaves[node]
-	return node, upper(lp.start[:lp.n], x)
+	return node
 }
 
 // upper is the number of xs, which are sorted, not above x, counted in
@@ -281,13 +288,7 @@ func (s *Set) Prefetch(x int64) {
 	if !e.ok {
 		s.aheadN++
 	}
-	node := s.root
-	for l := 0; l < s.height; l++ {
-		in := &s.inners[node]
-		i := upper(in.sep[1:in.n], x)
-		e.path[l], e.idx[l] = node, int32(i)
-		node = in.child[i]
-	}
+	node := s.walk(x, &e.path, &e.idx)
 	e.x, e.shape, e.leaf, e.ok = x, s.shape, node, true
 	prefetchLeaf(&s.leaves[node])
 }
