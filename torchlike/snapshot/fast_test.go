@@ -434,7 +434,7 @@ func (g *pgen) record(odd, block bool) {
 				if r.IntN(4) == 0 {
 					g.b.WriteString("\x8a\x00") // 0
 				} else {
-					g.int([]int64{-1, -128, -129, -(1 << 40), math.MinInt64 + 1, 1 << 62}[r.IntN(6)])
+					g.int([]int64{-1, -128, -129, -(1 << 40), math.MinInt64 + 1, math.MinInt64, 1 << 62}[r.IntN(7)])
 				}
 			default:
 				g.int(int64(r.IntN(1<<40)) * 512)

@@ -445,6 +445,17 @@ func decodeBlock(b *Block, x any, next int64) error {
 	return err
 }
 
+// hasAddress reports whether block x gives its address (None counts as
+// absent, as getInt reads it); a block that does not tiles its segment.
+func hasAddress(x any) bool {
+	d, ok := x.(*pickle.Dict)
+	if !ok {
+		return false
+	}
+	v, ok := d.Get("address")
+	return ok && v != nil
+}
+
 func decodeEntry(e *TraceEntry, v any) error {
 	d, err := asDict(v)
 	if err != nil {

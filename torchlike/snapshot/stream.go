@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -60,10 +59,6 @@ const (
 	fState
 )
 
-// noAddr marks a block without an address until its segment is complete
-// (old releases: blocks tile the segment).
-const noAddr = math.MinInt64
-
 // rec is a container of the schema being built. Trace entries and
 // blocks, the many, are small; the other nodes (segments, lists, the top
 // level) have their fields in a recExt.
@@ -91,7 +86,13 @@ type recExt struct {
 	seg    Segment
 	segs   []Segment
 	blocks []Block
-	traces [][]TraceEntry
+	// untiled lists, in order, the blocks that gave no address (old
+	// releases): they tile their segment from its address once the
+	// segment is complete. Every int64 is a valid address in the
+	// pickle, so a marker value in Block.Address could not tell them
+	// apart (it once read a block at math.MinInt64 as missing).
+	untiled []int32
+	traces  [][]TraceEntry
 	// raws replaces traces when the builder keeps its traces raw
 	// (builder.keepRaw).
 	raws [][]entryRaw
@@ -809,10 +810,10 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 				return err
 			}
 			if l != nil {
-				sg.Blocks = l.blocks
+				sg.Blocks, r.untiled = l.blocks, l.untiled
 				b.putExt(l)
 			} else {
-				sg.Blocks = nil
+				sg.Blocks, r.untiled = nil, nil
 			}
 		default:
 			b.dropVal(v)
@@ -821,9 +822,7 @@ func (b *builder) setItem(r *rec, key field, v *pickle.Val) error {
 		bl := &r.blk
 		switch key {
 		case kAddress:
-			if !b.int(r, key, v, &bl.Address) {
-				bl.Address = noAddr
-			}
+			r.mark(fAddress, b.int(r, key, v, &bl.Address))
 		case kSize:
 			r.mark(fSize, b.int(r, key, v, &bl.Size))
 		case kRequestedSize:
@@ -901,7 +900,10 @@ func (b *builder) takeList(r *rec, v *pickle.Val, want pickle.Node, path string)
 				perr = decodeSegment(&c.segs[i], it)
 			case nBlocks:
 				c.blocks = append(c.blocks, Block{})
-				perr = decodeBlock(&c.blocks[i], it, noAddr)
+				perr = decodeBlock(&c.blocks[i], it, 0)
+				if !hasAddress(it) {
+					c.untiled = append(c.untiled, int32(i))
+				}
 			case nTraces:
 				var tr []TraceEntry
 				if tr, perr = b.genericTrace(it); perr == nil {
@@ -1077,6 +1079,9 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
 			case nBlock:
+				if cr.seen&fAddress == 0 {
+					r.untiled = append(r.untiled, int32(idx))
+				}
 				b.appendBlock(r.recExt, &cr.blk)
 			case nTrace:
 				b.addTrace(r.recExt, cr)
@@ -1094,7 +1099,10 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				perr = decodeSegment(&r.segs[idx], b.m.Obj(v))
 			case nBlock:
 				r.blocks = append(r.blocks, Block{})
-				perr = decodeBlock(&r.blocks[idx], b.m.Obj(v), noAddr)
+				perr = decodeBlock(&r.blocks[idx], b.m.Obj(v), 0)
+				if !hasAddress(b.m.Obj(v)) {
+					r.untiled = append(r.untiled, int32(idx))
+				}
 			case nTrace:
 				var tr []TraceEntry
 				if tr, perr = b.genericTrace(b.m.Obj(v)); perr == nil {
@@ -1168,13 +1176,17 @@ func finish(r *rec) *pathErr {
 				sg.SegmentType = "small"
 			}
 		}
-		next := sg.Address // old snapshots give no block addresses: blocks tile the segment
-		for i := range sg.Blocks {
-			bl := &sg.Blocks[i]
-			if bl.Address == noAddr {
-				bl.Address = next
+		if len(r.untiled) > 0 {
+			// Old snapshots give no block addresses: blocks tile the
+			// segment (decodeSegment's rule).
+			next, u := sg.Address, r.untiled
+			for i := range sg.Blocks {
+				bl := &sg.Blocks[i]
+				if len(u) > 0 && int(u[0]) == i {
+					bl.Address, u = next, u[1:]
+				}
+				next = bl.Address + bl.Size
 			}
-			next = bl.Address + bl.Size
 		}
 	}
 	return nil
