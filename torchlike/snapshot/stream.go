@@ -399,6 +399,17 @@ func (b *builder) key(k *pickle.Val) field {
 	return f
 }
 
+// knownKey is the field of a str key (the caller has checked k.Kind)
+// whose string key has met before, or 0: key without its call, inlined
+// where a snapshot asks about every key of every trace entry
+// (setEntryItems and Child, nine times an entry).
+func (b *builder) knownKey(k *pickle.Val) field {
+	if n := uint64(k.N); n < uint64(len(b.fields)) {
+		return b.fields[n]
+	}
+	return 0
+}
+
 func (b *builder) Describe(n pickle.Node) string {
 	if int(n) < len(nodeNames) && nodeNames[n] != "" {
 		return nodeNames[n]
@@ -508,7 +519,11 @@ func (b *builder) Child(c *pickle.Val, key *pickle.Val) pickle.Node {
 		if b.ents[c.N].bad || key == nil || key.Kind != pickle.KindStr {
 			return pickle.NodeSkip
 		}
-		switch b.key(key) {
+		f := b.knownKey(key)
+		if f == 0 {
+			f = b.key(key)
+		}
+		switch f {
 		case kAction, kAddr, kSize, kStream, kTimeUS, kDeviceFree:
 			return pickle.NodeValue
 		}
@@ -669,7 +684,10 @@ func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
 			b.dropVal(v)
 			continue
 		}
-		key := b.key(k)
+		key := b.knownKey(k)
+		if key == 0 {
+			key = b.key(k)
+		}
 		var dst *int64
 		switch key {
 		case kAction:
