@@ -3,6 +3,7 @@ package pickle
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 )
 
 // The schema-shaped fast path.
@@ -456,32 +457,41 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
 	cnt := 0
 	var dmax, dor uint8
+	// The loop's condition keeps five bytes in buf at j, so that an
+	// opcode and its argument are read without the bounds checks and
+	// slice headers that indexing costs (in cachegrind, 38 instructions
+	// a reference before, most of them those).
+	p := unsafe.Pointer(unsafe.SliceData(buf))
 	for j+5 <= len(buf) {
-		b := buf[j : j+5]
+		q := unsafe.Add(p, j)
 		var idx uint
-		switch b[0] {
+		switch *(*byte)(q) {
 		case OpLongBinGet:
-			idx = uint(binary.LittleEndian.Uint32(b[1:]))
+			idx = uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:]))
 			j += 5
 		case OpBinGet:
-			idx = uint(b[1])
+			idx = uint(*(*byte)(unsafe.Add(q, 1)))
 			j += 2
 		default:
 			return j, cnt, dmax, dor, true
 		}
 		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
-		if idx/memoChunk >= uint(len(memo)) {
+		blk := idx / memoChunk
+		if blk >= uint(len(memo)) {
 			return j, 0, 0, 0, false
 		}
-		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		dp := memo[blk].depth[idx%memoChunk]
 		if dp == 0 {
 			// fastBatch's general case reads it again.
-			if b[0] == OpBinGet {
+			if *(*byte)(q) == OpBinGet {
 				return j - 2, cnt, dmax, dor, true
 			}
 			return j - 5, cnt, dmax, dor, true
 		}
-		dmax, dor = max(dmax, dp&63), dor|dp
+		if d := dp & 63; d > dmax {
+			dmax = d
+		}
+		dor |= dp
 		cnt++
 	}
 	return j, cnt, dmax, dor, true
