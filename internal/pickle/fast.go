@@ -193,7 +193,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 	}
 	j++
 	np := 0
-	memo, memoN := d.memo, uint(d.memoN)
+	memo := d.memo
 	// deepen(c, kv), as the pairs are read.
 	depth, tag := c.Depth, c.Tag
 	for {
@@ -204,23 +204,29 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 		if op == OpSetItems {
 			break
 		}
-		if np == fastPairs {
+		if np >= fastPairs {
 			return j, 0, false
 		}
 		// The key: a str, new (always kept: the key of a Builder's dict
 		// is NodeValue) or from the memo. Keys and the ints below are
 		// read here rather than by fastGet and fastScalar: they are most
-		// of a record's opcodes.
+		// of a record's opcodes. (np < fastPairs, stated as such, spares
+		// the pair's two bounds checks.)
 		k := &fs.kv[2*np]
 		switch op {
 		case OpLongBinGet, OpBinGet:
 			idx, n := getArg(buf, j)
-			if n == 0 || idx >= memoN {
+			// memo has memoN/memoChunk blocks: this is the idx < memoN
+			// check.
+			blk := idx / memoChunk
+			if n == 0 || blk >= uint(len(memo)) {
 				return j, 0, false
 			}
-			if *k = memo[idx/memoChunk].v[idx%memoChunk]; k.Kind != KindStr {
+			kv := memo[blk].v[idx%memoChunk]
+			if kv.Kind != KindStr {
 				return j, 0, false
 			}
+			*k = kv
 			j = n
 		case OpShortBinUnicode, OpBinUnicode:
 			if j, ok = d.fastString(buf, j, k, false); !ok {
