@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"membench/harness"
+	"membench/internal/fuzzbound"
 	"membench/strategies"
 	"membench/traces"
 )
@@ -448,6 +450,43 @@ func TestReadResults(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad.txt:2") {
 		t.Errorf("error %v, want one at bad.txt:2", err)
 	}
+	// NaN and infinities are no measurement (a report drew them as
+	// nothing, silently).
+	for _, c := range []struct{ in, want string }{
+		{"BenchmarkCapacity/trace=a/device=b/strategy=tf 1 5 min-card-B\nBenchmarkCapacity/trace=a/device=b/strategy=torch 1 NaN min-card-B\n", "nan.txt:2: min-card-B: NaN is not a finite number"},
+		{"BenchmarkCapacity/trace=a/device=b/strategy=tf 1 5 min-card-B +Inf fit\n", "nan.txt:1: fit: +Inf is not a finite number"},
+	} {
+		if _, err := ReadResults(strings.NewReader(c.in), "nan.txt"); err == nil || err.Error() != c.want {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}
+
+// FuzzReadResults reads any input as `membench report --results` does,
+// under fuzzbound's bound: results or an error, never a panic or a hang,
+// and every result it keeps is named by its file and a line.
+func FuzzReadResults(f *testing.F) {
+	f.Add([]byte(capacityResults))
+	f.Add([]byte("Unit x-B assume=exact\nBenchmarkReplay/trace=a/device=b/strategy=torch 1 5 peak-live-B 7 modeled-alloc-sec\n"))
+	f.Add([]byte("BenchmarkPlacement/trace=a 1 NaN min-card-B\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzbound.Check(t, func() {
+			ms, err := ReadResults(bytes.NewReader(b), "fuzz.txt")
+			if err != nil {
+				return
+			}
+			for _, m := range ms {
+				if m.File != "fuzz.txt" || m.Line < 1 {
+					t.Fatalf("result %+v is not placed in its file", m)
+				}
+				for _, v := range m.Values {
+					if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+						t.Fatalf("result %+v keeps a value that is not finite", m)
+					}
+				}
+			}
+		})
+	})
 }
 
 // TestStateAggregates: a layout of 200,000 small blocks becomes at most

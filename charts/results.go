@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 
 	"golang.org/x/perf/benchfmt"
 )
@@ -50,6 +51,12 @@ func ReadResults(r io.Reader, name string) ([]Measurement, error) {
 				u, x := v.Unit, v.Value
 				if v.OrigUnit != "" {
 					u, x = v.OrigUnit, v.OrigValue
+				}
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					// benchfmt reads NaN and ±Inf, which no
+					// measurement is; the page would draw
+					// nothing or nonsense for them.
+					return out, &benchfmt.SyntaxError{FileName: name, Line: m.Line, Msg: fmt.Sprintf("%s: %v is not a finite number", u, x)}
 				}
 				m.Values = append(m.Values, Value{Unit: u, Value: x})
 			}

@@ -384,6 +384,10 @@ func TestCompareErrors(t *testing.T) {
 	bad := write("bad.txt", "Unit x-B assume=exact\nBenchmarkX 1 10 ns/op\nBenchmarkY 1 ten ns/op\nBenchmarkZ 1 5\n")
 	assume := write("assume.txt", "Unit x-B assume=gaussian\nBenchmarkX 1 10 x-B\n")
 	empty := write("empty.txt", "goos: linux\n")
+	// NaN hung the comparison (the U test of a NaN sample never
+	// returns); infinities printed as +InfT.
+	nan := write("nan.txt", "BenchmarkX 1 10 ns/op\nBenchmarkX 1 NaN ns/op\nBenchmarkX 1 3 ns/op 1 B/op\n")
+	inf := write("inf.txt", "BenchmarkX 1 10 ns/op -Inf x-B\n")
 
 	// Syntax errors name the file and line, every one of them.
 	_, err := ReadFiles([]string{good, bad}, nil, DefaultOptions)
@@ -403,6 +407,8 @@ func TestCompareErrors(t *testing.T) {
 		{[]string{good, filepath.Join(dir, "missing.txt")}, nil, "missing.txt: no such file"},
 		{[]string{assume}, nil, assume + ":1: unit x-B: assume=gaussian"},
 		{[]string{empty}, nil, "no benchmark results"},
+		{[]string{good, nan}, nil, nan + ":2: ns/op: NaN is not a finite number"},
+		{[]string{inf, good}, nil, inf + ":1: x-B: -Inf is not a finite number"},
 		{[]string{good}, func(o *Options) { o.Filter = ".name:Nope" }, `no result matches -filter ".name:Nope"`},
 		{[]string{good}, func(o *Options) { o.Filter = "(" }, "parsing -filter"},
 		{[]string{good}, func(o *Options) { o.Col = "/x@bogus" }, "parsing -col"},

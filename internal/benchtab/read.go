@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -89,6 +90,10 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 					bad = append(bad, err)
 				}
 			case *benchfmt.Result:
+				if err := finite(rec); err != nil {
+					bad = append(bad, err)
+					continue
+				}
 				b.Add(rec)
 			}
 		}
@@ -100,4 +105,24 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 		return nil, errors.Join(bad...)
 	}
 	return b.Build()
+}
+
+// finite refuses a result with a value that is not a finite number, as a
+// syntax error at its line. benchfmt reads NaN and ±Inf as floats, but
+// no measurement is one, and the statistics cannot take them: the
+// Mann-Whitney U test of a NaN sample never returns (go-moremath's
+// MannWhitneyUTest; found by FuzzRead), and an infinite one prints as
+// "+InfT" in a table of its own.
+func finite(r *benchfmt.Result) error {
+	for _, v := range r.Values {
+		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+			unit, x := v.Unit, v.Value
+			if v.OrigUnit != "" {
+				unit, x = v.OrigUnit, v.OrigValue
+			}
+			file, line := r.Pos()
+			return &benchfmt.SyntaxError{FileName: file, Line: line, Msg: fmt.Sprintf("%s: %v is not a finite number", unit, x)}
+		}
+	}
+	return nil
 }
