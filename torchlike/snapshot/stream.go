@@ -678,9 +678,10 @@ func (b *builder) dropVal(v *pickle.Val) {
 // thousands of entries and a handful of segments.
 func (b *builder) setEntryItems(r *entRec, kv []pickle.Val) {
 	e := &r.entry
-	for i := 0; i+1 < len(kv); i += 2 {
-		k, v := &kv[i], &kv[i+1]
-		if r.bad || k.Kind != pickle.KindStr {
+	bad := r.bad // set when the entry was opened, never after
+	for ; len(kv) >= 2; kv = kv[2:] {
+		k, v := &kv[0], &kv[1]
+		if bad || k.Kind != pickle.KindStr {
 			b.dropVal(v)
 			continue
 		}
