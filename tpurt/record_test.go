@@ -1,6 +1,7 @@
 package tpurt
 
 import (
+	"math"
 	"testing"
 
 	"membench/strategies"
@@ -49,6 +50,29 @@ func TestRecordSizes(t *testing.T) {
 		}
 		if a.Allocated() != 0 {
 			t.Errorf("granule %d: %d B in use after every free", g, a.Allocated())
+		}
+	}
+}
+
+// TestRoundByMask: Round rounds by a mask when the granule is a power of
+// two, and must answer as the division it replaced for every request,
+// negative ones and those near the overflow included.
+func TestRoundByMask(t *testing.T) {
+	for _, g := range []int64{1, 2, 128, 4096, 96, 1000} {
+		d, _ := strategies.ParseDevice("tpu-v6e:capacity=64MiB")
+		a := New(Options{Granule: g}, strategies.NewMemory(&d))
+		ns := []int64{0, 1, g - 1, g, g + 1, 2*g - 1, 1 << 40, math.MaxInt64 - g, math.MaxInt64 - g + 1, math.MaxInt64, -1, -g, -g - 1, -(1 << 40), math.MinInt64 + g}
+		for n := int64(-300); n <= 300; n++ {
+			ns = append(ns, n)
+		}
+		for _, n := range ns {
+			want := int64(math.MaxInt64)
+			if n <= math.MaxInt64-g {
+				want = (n + g - 1) / g * g
+			}
+			if got := a.Round(n); got != want {
+				t.Fatalf("granule %d: Round(%d) = %d, want %d", g, n, got, want)
+			}
 		}
 	}
 }

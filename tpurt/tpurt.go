@@ -207,6 +207,12 @@ func (a *Allocator) Round(n int64) int64 {
 	if n > math.MaxInt64-a.granule {
 		return math.MaxInt64
 	}
+	if a.gmask >= 0 && n >= 0 {
+		// A mask, as sizeOf rounds: the division it replaces was a
+		// tenth of the model's cost per allocation (cachegrind and
+		// pprof on gpt-generate).
+		return (n + a.gmask) &^ a.gmask
+	}
 	return (n + a.granule - 1) / a.granule * a.granule
 }
 
