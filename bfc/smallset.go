@@ -64,18 +64,23 @@ func (s *smallSet) find(k smallKey) int {
 	return i
 }
 
-// removeAt deletes the entry at i.
+// removeAt deletes the entry at i. Its moves are a loop, not copy: for
+// the few entries moved, memmove's call and dispatch cost more than the
+// moves.
 func (s *smallSet) removeAt(i int) {
-	copy(s.keys[i:s.n-1], s.keys[i+1:s.n])
 	s.n--
-	s.keys[s.n] = smallKey{}
+	for ; i < s.n; i++ {
+		s.keys[i] = s.keys[i+1]
+	}
 }
 
 // insert adds k, which is not in the set; the caller has checked that
 // there is room.
 func (s *smallSet) insert(k smallKey) {
 	i := s.index(k, 0)
-	copy(s.keys[i+1:s.n+1], s.keys[i:s.n])
+	for j := s.n; j > i; j-- {
+		s.keys[j] = s.keys[j-1]
+	}
 	s.keys[i] = k
 	s.n++
 }
@@ -90,13 +95,17 @@ func (s *smallSet) replaceAt(i int, k smallKey) {
 		for j < i && smallLess(s.keys[j], k) {
 			j++
 		}
-		copy(s.keys[j+1:i+1], s.keys[j:i])
+		for ; i > j; i-- {
+			s.keys[i] = s.keys[i-1]
+		}
 		s.keys[j] = k
 		return
 	}
 	// k belongs at or above i: the entries after i that are less than
 	// k move down by one.
 	j := s.index(k, i+1)
-	copy(s.keys[i:j-1], s.keys[i+1:j])
+	for ; i < j-1; i++ {
+		s.keys[i] = s.keys[i+1]
+	}
 	s.keys[j-1] = k
 }
