@@ -302,7 +302,7 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 		// the same best fit, split or whole, in the sorted array.
 		s := &a.free.few
 		i := s.fit(r)
-		if i == s.n {
+		if i < 0 {
 			return -1, false
 		}
 		e := s.at(i)

@@ -118,7 +118,7 @@ func (s *freeBins) next(b int) (int, bool) {
 // the extra call.
 func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
 	if s.inFew {
-		if i := s.few.fit(k.Size); i < s.few.n {
+		if i := s.few.fit(k.Size); i >= 0 {
 			return s.few.at(i).key(), true
 		}
 		return freeset.Key{}, false
@@ -245,8 +245,7 @@ func (s *freeBins) replace(old, new freeset.Key) {
 // Contains reports whether k, with its chunk index, is a free chunk.
 func (s *freeBins) Contains(k freeset.Key) bool {
 	if s.inFew {
-		i := s.few.index(toSmall(k), 0)
-		return i < s.few.n && *s.few.at(i) == toSmall(k)
+		return s.few.contains(toSmall(k))
 	}
 	if s.one != nil {
 		return s.one.Contains(k)
@@ -275,7 +274,7 @@ func (s *freeBins) Max() (freeset.Key, bool) {
 		if s.few.n == 0 {
 			return freeset.Key{}, false
 		}
-		return s.few.at(s.few.n - 1).key(), true
+		return s.few.at(0).key(), true
 	}
 	if s.one != nil {
 		return s.one.Max()

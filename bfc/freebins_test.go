@@ -267,10 +267,15 @@ func TestSmallSetMatchesFreeset(t *testing.T) {
 			}
 		}
 		if step%1000 == 0 {
+			// The array is largest first, the set smallest first.
 			items := ref.Items()
-			for i, k := range bins.few.items() {
-				if k.key() != items[i] {
-					t.Fatalf("step %d: entry %d is %+v, the set's %+v", step, i, k.key(), items[i])
+			few := bins.few.items()
+			if len(few) != len(items) {
+				t.Fatalf("step %d: %d entries, the set %d", step, len(few), len(items))
+			}
+			for i, k := range few {
+				if k.key() != items[len(items)-1-i] {
+					t.Fatalf("step %d: entry %d is %+v, the set's %+v", step, i, k.key(), items[len(items)-1-i])
 				}
 			}
 		}
