@@ -345,6 +345,9 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 		size = r
 	} else if one != nil {
 		one.Remove(k)
+		if one.Len() <= fewAgain {
+			a.free.backToFew()
+		}
 	} else {
 		a.free.remove(k)
 	}
@@ -439,6 +442,11 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	switch one := a.free.one; {
 	case merged && one != nil:
 		one.Replace(gone, a.key(h))
+		// A merge of both neighbours removed one chunk (the
+		// lower count is in one's Len).
+		if one.Len() <= fewAgain {
+			a.free.backToFew()
+		}
 	case merged:
 		a.free.replace(gone, a.key(h))
 	case one != nil && one.Len() < a.free.at:

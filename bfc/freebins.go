@@ -33,9 +33,13 @@ import (
 // B+tree's search and moves.
 type freeBins struct {
 	// few holds every free chunk while inFew, until more than
-	// smallMax are free; one (made then) takes over.
+	// smallMax are free; one takes over then, and gives them back
+	// when no more than fewAgain are left (backToFew).
 	few   smallSet
 	inFew bool
+	// spareOne is one, emptied, while few holds the chunks: the set
+	// to take them again, made once.
+	spareOne *freeset.Set
 	// one holds every free chunk until the bins take over (nil after),
 	// when more than at are free.
 	one *freeset.Set
@@ -64,14 +68,45 @@ const binAt = 256
 
 func newFreeBins() *freeBins { return &freeBins{inFew: true, at: binAt} }
 
-// toOne moves the chunks of few to one, for good, as spread moves
-// one's to the bins.
+// toOne moves the chunks of few to one.
 func (s *freeBins) toOne() {
-	s.one = freeset.New(false)
+	if s.one = s.spareOne; s.one == nil {
+		s.one = freeset.New(false)
+	}
+	s.spareOne = nil
 	for _, k := range s.few.items() {
 		s.one.Insert(k.key())
 	}
 	s.few, s.inFew = smallSet{}, false
+}
+
+// fewAgain is the count of free chunks at which one gives them back to
+// few (backToFew): half of smallMax, so that a replay whose free chunks
+// hover around smallMax moves them at most once per smallMax/2 frees or
+// allocations. A real trace's free chunks pass smallMax for a while and
+// fall back (resnet50-train: 121 at most, fewer than 32 nine events in
+// ten), and with one for good every event after the first pass paid the
+// B+tree's cost.
+const fewAgain = smallMax / 2
+
+// backToFew moves the chunks of one, no more than smallMax, to few; one,
+// emptied, waits in spareOne. The allocator calls it after an event that
+// left no more than fewAgain chunks in one (not the bins: a replay that
+// had more than binAt free at once keeps its bins for good).
+func (s *freeBins) backToFew() {
+	n := s.one.Len()
+	// few is largest first.
+	i := n
+	s.one.Ascend(freeset.Key{}, func(k freeset.Key) bool {
+		i--
+		s.few.keys[i] = toSmall(k)
+		return true
+	})
+	s.few.n = n
+	for _, k := range s.few.items() {
+		s.one.Remove(k.key())
+	}
+	s.spareOne, s.one, s.inFew = s.one, nil, true
 }
 
 // spread moves the chunks of one into the bins and the big set, for
