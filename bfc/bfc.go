@@ -297,6 +297,27 @@ func (a *Allocator) Malloc(n, stream int64) (strategies.Handle, bool) {
 // While the free chunks are few, the free set's one set is called here
 // directly (freeBins, whose methods cannot inline).
 func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
+	if a.free.inFew {
+		// The few free chunks of a real trace's replay (smallSet):
+		// the same best fit, split or whole, in the sorted array.
+		s := &a.free.few
+		i := s.fit(r)
+		if i < 0 {
+			return -1, false
+		}
+		e := s.at(i)
+		h, size, addr := e.h, e.size, e.addr
+		if Splits(size, r, a.maxFrag) {
+			nh := a.slot()
+			s.replaceAt(i, smallKey{size - r, addr + r, nh})
+			a.split(h, nh, freeset.Key{Size: size, Addr: addr, B: h}, r)
+			size = r
+		} else {
+			s.removeAt(i)
+		}
+		a.took(h, addr, size, n)
+		return strategies.Handle(h), true
+	}
 	one := a.free.one
 	var k freeset.Key
 	var ok bool
@@ -324,17 +345,26 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 		size = r
 	} else if one != nil {
 		one.Remove(k)
+		if one.Len() <= fewAgain {
+			a.free.backToFew()
+		}
 	} else {
 		a.free.remove(k)
 	}
+	a.took(h, k.Addr, size, n)
+	return strategies.Handle(h), true
+}
+
+// took is the end of find: chunk h, of size bytes at addr, is in use for
+// a request of n bytes.
+func (a *Allocator) took(h int32, addr, size, n int64) {
 	a.setUse(h, true)
 	a.chunks[h].req = n
-	a.highWater = max(a.highWater, k.Addr+size-a.regionBase(k.Addr))
+	a.highWater = max(a.highWater, addr+size-a.regionBase(addr))
 	a.stats.NumAllocs++
 	a.stats.BytesInUse += size
 	a.stats.PeakBytesInUse = max(a.stats.PeakBytesInUse, a.stats.BytesInUse)
 	a.stats.LargestAllocSize = max(a.stats.LargestAllocSize, size)
-	return strategies.Handle(h), true
 }
 
 // Chunk is where the allocation h lies: its chunk's address and size (a
@@ -387,6 +417,10 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	c := &a.chunks[h]
 	a.setUse(h, false)
 	a.stats.BytesInUse -= c.size
+	if a.free.inFew {
+		a.freeSmall(h, c)
+		return
+	}
 	// The merged chunk takes the place of a free neighbour it absorbed
 	// in the free set (freeset.Set.Replace): one step where removing the
 	// neighbour and inserting the merged chunk take two.
@@ -408,12 +442,48 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	switch one := a.free.one; {
 	case merged && one != nil:
 		one.Replace(gone, a.key(h))
+		// A merge of both neighbours removed one chunk (the
+		// lower count is in one's Len).
+		if one.Len() <= fewAgain {
+			a.free.backToFew()
+		}
 	case merged:
 		a.free.replace(gone, a.key(h))
 	case one != nil && one.Len() < a.free.at:
 		one.Insert(a.key(h))
 	default:
 		a.free.Insert(a.key(h))
+	}
+}
+
+// freeSmall is the rest of Free while the free chunks are in the small
+// set (smallSet): the same merges, the merged chunk taking the place of a
+// neighbour it absorbed in the set, as in Free.
+func (a *Allocator) freeSmall(h int32, c *chunk) {
+	s := &a.free.few
+	i := -1 // where the absorbed neighbour was in the set
+	if nx := c.next; nx != none && !a.inUse(nx) {
+		n := &a.chunks[nx]
+		i = s.find(smallKey{n.size, n.ptr, nx})
+		a.merge(h, nx)
+	}
+	if pv := c.prev; pv != none && !a.inUse(pv) {
+		if i >= 0 {
+			s.removeAt(i)
+		}
+		p := &a.chunks[pv]
+		i = s.find(smallKey{p.size, p.ptr, pv})
+		a.merge(pv, h)
+		h, c = pv, p
+	}
+	k := smallKey{c.size, c.ptr, h}
+	switch {
+	case i >= 0:
+		s.replaceAt(i, k)
+	case s.n < smallMax:
+		s.insert(k)
+	default:
+		a.free.Insert(k.key())
 	}
 }
 

@@ -12,8 +12,11 @@
 // upwards, each in (size, address) order; since the bins partition sizes
 // into ordered ranges, that scan finds exactly the first chunk of one
 // (size, address)-ordered set at or above the request, which is what this
-// package finds. While few chunks are free it keeps them in such a set;
-// once more than 256 are free at once, in finer bins that find it sooner:
+// package finds. While no more than 32 chunks are free it keeps them in
+// a sorted array, largest first (smallSet: a real trace's replay keeps a
+// dozen free, and takes and returns mostly the smallest); past 32, in one
+// such set, a B+tree, until no more than 16 are left; once more than 256
+// are free at once, for good, in finer bins that find it sooner:
 // one for each size below 1 MiB (every size is a multiple of 256 bytes),
 // each by address, with a bitmap of the bins that hold a chunk, and one
 // set in (size, address) order for the larger chunks (freeBins). The chunk is split only

@@ -27,8 +27,19 @@ import (
 // (one), which for a few dozen chunks is a single node, searched in one
 // pass, and which a replay makes at once, where each bin's set is made
 // when first used (a real trace's short replay of a few hundred sizes
-// spent more on making them than it saved).
+// spent more on making them than it saved). And until more than smallMax
+// are free at once, they are in a sorted array (few, a smallSet), which
+// for the dozen chunks a real trace keeps free costs a fraction of the
+// B+tree's search and moves.
 type freeBins struct {
+	// few holds every free chunk while inFew, until more than
+	// smallMax are free; one takes over then, and gives them back
+	// when no more than fewAgain are left (backToFew).
+	few   smallSet
+	inFew bool
+	// spareOne is one, emptied, while few holds the chunks: the set
+	// to take them again, made once.
+	spareOne *freeset.Set
 	// one holds every free chunk until the bins take over (nil after),
 	// when more than at are free.
 	one *freeset.Set
@@ -55,7 +66,48 @@ const (
 // binAt is the most free chunks one holds: more go to the bins.
 const binAt = 256
 
-func newFreeBins() *freeBins { return &freeBins{one: freeset.New(false), at: binAt} }
+func newFreeBins() *freeBins { return &freeBins{inFew: true, at: binAt} }
+
+// toOne moves the chunks of few to one.
+func (s *freeBins) toOne() {
+	if s.one = s.spareOne; s.one == nil {
+		s.one = freeset.New(false)
+	}
+	s.spareOne = nil
+	for _, k := range s.few.items() {
+		s.one.Insert(k.key())
+	}
+	s.few, s.inFew = smallSet{}, false
+}
+
+// fewAgain is the count of free chunks at which one gives them back to
+// few (backToFew): half of smallMax, so that a replay whose free chunks
+// hover around smallMax moves them at most once per smallMax/2 frees or
+// allocations. A real trace's free chunks pass smallMax for a while and
+// fall back (resnet50-train: 121 at most, fewer than 32 nine events in
+// ten), and with one for good every event after the first pass paid the
+// B+tree's cost.
+const fewAgain = smallMax / 2
+
+// backToFew moves the chunks of one, no more than smallMax, to few; one,
+// emptied, waits in spareOne. The allocator calls it after an event that
+// left no more than fewAgain chunks in one (not the bins: a replay that
+// had more than binAt free at once keeps its bins for good).
+func (s *freeBins) backToFew() {
+	n := s.one.Len()
+	// few is largest first.
+	i := n
+	s.one.Ascend(freeset.Key{}, func(k freeset.Key) bool {
+		i--
+		s.few.keys[i] = toSmall(k)
+		return true
+	})
+	s.few.n = n
+	for _, k := range s.few.items() {
+		s.one.Remove(k.key())
+	}
+	s.spareOne, s.one, s.inFew = s.one, nil, true
+}
 
 // spread moves the chunks of one into the bins and the big set, for
 // good: a replay that had many free chunks at once is likely to again.
@@ -100,6 +152,12 @@ func (s *freeBins) next(b int) (int, bool) {
 // a replay of a real trace, which keeps few chunks free, was 4% slower for
 // the extra call.
 func (s *freeBins) LowerBound(k freeset.Key) (freeset.Key, bool) {
+	if s.inFew {
+		if i := s.few.fit(k.Size); i >= 0 {
+			return s.few.at(i).key(), true
+		}
+		return freeset.Key{}, false
+	}
 	if s.one != nil {
 		return s.one.LowerBound(k)
 	}
@@ -122,6 +180,13 @@ func (s *freeBins) lowerBound(k freeset.Key) (freeset.Key, bool) {
 
 // Insert adds the free chunk k.
 func (s *freeBins) Insert(k freeset.Key) {
+	if s.inFew {
+		if s.few.n < smallMax {
+			s.few.insert(toSmall(k))
+			return
+		}
+		s.toOne()
+	}
 	if s.one != nil {
 		s.one.Insert(k)
 		if s.one.Len() > s.at {
@@ -152,6 +217,10 @@ func (s *freeBins) Insert(k freeset.Key) {
 
 // Remove deletes the free chunk k.
 func (s *freeBins) Remove(k freeset.Key) {
+	if s.inFew {
+		s.few.removeAt(s.few.find(toSmall(k)))
+		return
+	}
 	if s.one != nil {
 		s.one.Remove(k)
 		return
@@ -183,6 +252,10 @@ func (s *freeBins) remove(k freeset.Key) {
 // both sizes are in the same bin (or both in the big set), else as a
 // Remove and an Insert.
 func (s *freeBins) Replace(old, new freeset.Key) {
+	if s.inFew {
+		s.few.replaceAt(s.few.find(toSmall(old)), toSmall(new))
+		return
+	}
 	if s.one != nil {
 		s.one.Replace(old, new)
 		return
@@ -206,6 +279,9 @@ func (s *freeBins) replace(old, new freeset.Key) {
 
 // Contains reports whether k, with its chunk index, is a free chunk.
 func (s *freeBins) Contains(k freeset.Key) bool {
+	if s.inFew {
+		return s.few.contains(toSmall(k))
+	}
 	if s.one != nil {
 		return s.one.Contains(k)
 	}
@@ -218,6 +294,9 @@ func (s *freeBins) Contains(k freeset.Key) bool {
 
 // Len is the number of free chunks.
 func (s *freeBins) Len() int {
+	if s.inFew {
+		return s.few.n
+	}
 	if s.one != nil {
 		return s.one.Len()
 	}
@@ -226,6 +305,12 @@ func (s *freeBins) Len() int {
 
 // Max is the last free chunk in (size, address) order: the largest.
 func (s *freeBins) Max() (freeset.Key, bool) {
+	if s.inFew {
+		if s.few.n == 0 {
+			return freeset.Key{}, false
+		}
+		return s.few.at(0).key(), true
+	}
 	if s.one != nil {
 		return s.one.Max()
 	}

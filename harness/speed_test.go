@@ -265,6 +265,18 @@ func BenchmarkReplayLive(b *testing.B) {
 					b.Fatalf("%d allocations failed: the benchmark measures a steady state that fits", res.OOMCount)
 				}
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				// wall/cpu above 1 says the replay waited for a core: the
+				// machine was oversubscribed, and then the other work
+				// also slows the replay's memory accesses, more at 10^6
+				// live blocks, whose records miss the cache, than at
+				// 10^3. Of 52 runs of tf and jax at 10^6 on the shared
+				// 2-core machine, 22 of the 27 with wall/cpu at most 1.1
+				// had x-live1k-cpu at most 2, and 10 of the 25 above it:
+				// read x-live1k-cpu from runs where both sizes show
+				// wall/cpu near 1.
+				if cpu > 0 {
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cpu.Nanoseconds()), "wall/cpu")
+				}
 				if live == 1000 {
 					smallNs += float64(b.Elapsed().Nanoseconds())
 					smallCPU += float64(cpu.Nanoseconds())
