@@ -268,14 +268,9 @@ func (a *Allocator) Malloc(n, _ int64) (strategies.Handle, bool) {
 // them: the rule that reproduces every placement of the v6e recording
 // (package comment).
 func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
-	sp, ok := a.free.HighestFit(r)
+	sp, ok := a.free.Carve(r)
 	if !ok {
 		return -1, false
-	}
-	if sp.Size == r {
-		a.free.Remove(sp.Start)
-	} else {
-		a.free.SetSize(sp.Start, sp.Size-r)
 	}
 	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r

@@ -276,6 +276,34 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 	return Span{lp.start[j], lp.size[j]}, true
 }
 
+// Carve takes size bytes from the highest span that holds them, as the
+// TPU model places a buffer: it finds the span as HighestFit does and
+// returns it as it was; the span then keeps its low end and shrinks by
+// size, or goes when it held exactly size. It is HighestFit followed by
+// SetSize or Remove at the same span, without their search for it (the
+// finger) and their calls: the placement's whole sequence in one.
+func (s *Set) Carve(size int64) (Span, bool) {
+	if size <= 0 {
+		panic("spanset: carving nothing")
+	}
+	sp, ok := s.HighestFit(size)
+	if !ok {
+		return sp, false
+	}
+	lf, pos := s.fLeaf, int(s.fPos)
+	if sp.Size == size {
+		s.removeAt(lf, pos)
+		return sp, true
+	}
+	s.leaves[lf].size[pos] = sp.Size - size
+	if s.height > 0 && sp.Size >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]] {
+		// The leaf's largest span shrank.
+		s.fixMax(lf)
+	}
+	s.fOK = false
+	return sp, true
+}
+
 // Prefetch asks the processor for the leaf that a Join at x would read,
 // without waiting for it and without changing the spans: the TPU model
 // calls it for a buffer a few events before the buffer's free (the
@@ -609,9 +637,20 @@ func (s *Set) removeChild(l int) {
 // overlap a span in the set.
 func (s *Set) Join(start, size int64) Span {
 	end := start + size
-	lf, pos, ok := s.prefetched(start)
-	if !ok {
-		lf, pos = s.descend(start)
+	var lf int32
+	var pos int
+	if s.height == 0 {
+		// The root is the only leaf (a replay's few free ranges): no
+		// path to find or keep, and nothing was prefetched (Prefetch
+		// is for sets of thousands).
+		s.fOK = false
+		lf = s.root
+		pos = upper(s.leaves[lf].start[:s.leaves[lf].n], start)
+	} else {
+		var ok bool
+		if lf, pos, ok = s.prefetched(start); !ok {
+			lf, pos = s.descend(start)
+		}
 	}
 	lp := &s.leaves[lf]
 	n := int(lp.n)

@@ -18,7 +18,28 @@ func TestAgainstModel(t *testing.T) {
 	// by construction: slot i may hold a span [i KiB, i KiB + size).
 	used := map[int64]bool{}
 	for step := 0; step < 40000; step++ {
-		if len(model) > 0 && rng.IntN(100) < 10 {
+		if len(model) > 0 && rng.IntN(100) < 8 {
+			// Carve: the highest span that holds size shrinks by it,
+			// or goes when it held exactly size.
+			size := 1 + rng.Int64N(1100)
+			if rng.IntN(4) == 0 {
+				size = model[rng.IntN(len(model))].Size
+			}
+			i := len(model) - 1
+			for i >= 0 && model[i].Size < size {
+				i--
+			}
+			got, ok := s.Carve(size)
+			if ok != (i >= 0) || ok && got != model[i] {
+				t.Fatalf("step %d: Carve(%d) = %v %v, want %v", step, size, got, ok, i >= 0)
+			}
+			if ok && got.Size == size {
+				model = slices.Delete(model, i, i+1)
+				delete(used, got.Start>>10)
+			} else if ok {
+				model[i].Size -= size
+			}
+		} else if len(model) > 0 && rng.IntN(100) < 10 {
 			i := rng.IntN(len(model))
 			model[i].Size = 1 + rng.Int64N(1024)
 			s.SetSize(model[i].Start, model[i].Size)
@@ -401,5 +422,60 @@ func TestPrefetchedPath(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCarveAsFitAndResize: on a set of tens of thousands of spans (a tree
+// of several levels), Carve does what the TPU model did before it:
+// HighestFit, then Remove or SetSize of the span found. Two sets built
+// alike, one carved and one changed the old way, return the same spans
+// and end alike, sound at every check.
+func TestCarveAsFitAndResize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a, b := New(), New()
+	for i := int64(0); i < 40000; i++ {
+		sp := Span{Start: i << 20, Size: 1 + rng.Int64N(1<<20)}
+		a.Insert(sp)
+		b.Insert(sp)
+	}
+	for step := 0; step < 60000; step++ {
+		size := 1 + rng.Int64N(1<<20)
+		if rng.IntN(8) == 0 {
+			size = rng.Int64N(64) + 1
+		}
+		got, ok1 := a.Carve(size)
+		want, ok2 := b.HighestFit(size)
+		if ok1 != ok2 || got != want {
+			t.Fatalf("step %d: Carve(%d) = %v %v, HighestFit %v %v", step, size, got, ok1, want, ok2)
+		}
+		if ok2 {
+			if want.Size == size {
+				b.Remove(want.Start)
+			} else {
+				b.SetSize(want.Start, want.Size-size)
+			}
+		}
+		if rng.IntN(3) == 0 {
+			// Frees keep the set from emptying, as a replay's do.
+			x := rng.Int64N(40000) << 20
+			if sp, ok := a.Floor(x + 1<<20 - 1); !ok || sp.End() <= x+1<<20-4096 {
+				a.Join(x+1<<20-4096, 4096)
+				b.Join(x+1<<20-4096, 4096)
+			}
+		}
+		if step%10000 == 0 {
+			if err := a.Check(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var sa, sb []Span
+	a.Ascend(func(sp Span) bool { sa = append(sa, sp); return true })
+	b.Ascend(func(sp Span) bool { sb = append(sb, sp); return true })
+	if !slices.Equal(sa, sb) {
+		t.Fatalf("the sets differ: %d and %d spans", len(sa), len(sb))
 	}
 }
