@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"membench/internal/binset"
 	"membench/internal/freeset"
 	"membench/internal/prefetch"
 	"membench/strategies"
@@ -34,7 +35,7 @@ func (b *block) isSplit() bool { return b.prev != none || b.next != none }
 // expandable segments the unmapped address ranges.
 type pool struct {
 	small    bool
-	blocks   *freeset.Set // free, mapped blocks by (stream, size, addr)
+	blocks   *binset.Set  // free, mapped blocks by (stream, size, addr)
 	unmapped *freeset.Set // unmapped expandable ranges by (stream, addr)
 	// getFreeBlocksCallCount ages cached blocks for garbage collection.
 	getFreeBlocksCallCount int64
@@ -104,8 +105,8 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 	if b, ok := released.Get().(*buffers); ok {
 		a.arena, a.freeB = b.arena, b.freeB
 	}
-	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
-	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
+	a.small = pool{small: true, blocks: binset.New(), unmapped: freeset.New(true)}
+	a.large = pool{blocks: binset.New(), unmapped: freeset.New(true)}
 	if cfg.FractionSet {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
