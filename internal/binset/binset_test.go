@@ -67,95 +67,104 @@ func TestAgainstFreeset(t *testing.T) {
 	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(len(w.name)), 99))
-			s, ref := New(), freeset.New(false)
-			var in []freeset.Key
-			used := map[[2]int64]bool{} // (stream, addr) in the set
-			var clone *Set
-			var cloneRef *freeset.Set
-			fresh := func() freeset.Key {
-				for {
-					k := freeset.Key{Stream: w.streams[r.IntN(len(w.streams))], Size: w.sizes(r), Addr: Gran * r.Int64N(w.addrs), B: r.Int32()}
-					if w.name == "high-addresses" {
-						k.Addr = -k.Addr
-					}
-					if !used[[2]int64{k.Stream, k.Addr}] {
-						used[[2]int64{k.Stream, k.Addr}] = true
-						return k
-					}
-				}
-			}
-			for step := range 20000 {
-				target := 200
-				if step%4000 > 2000 {
-					target = 10
-				}
-				switch op := r.IntN(10); {
-				case op < 4 && len(in) < target || len(in) == 0:
-					k := fresh()
-					s.Insert(k)
-					ref.Insert(k)
-					in = append(in, k)
-				case op < 7:
-					j := r.IntN(len(in))
-					k := in[j]
-					s.Remove(k)
-					ref.Remove(k)
-					in[j] = in[len(in)-1]
-					in = in[:len(in)-1]
-					delete(used, [2]int64{k.Stream, k.Addr})
-				default:
-					j := r.IntN(len(in))
-					old := in[j]
-					var k freeset.Key
-					if r.IntN(2) == 0 {
-						// A split remainder or a merge: the
-						// same stream, a nearby address.
-						k = old
-						k.Size = w.sizes(r)
-						delete(used, [2]int64{k.Stream, k.Addr})
-						if r.IntN(2) == 0 {
-							k.Addr += Gran
-						}
-						if used[[2]int64{k.Stream, k.Addr}] {
-							k = fresh()
-						} else {
-							used[[2]int64{k.Stream, k.Addr}] = true
-						}
-					} else {
-						k = fresh()
-						delete(used, [2]int64{old.Stream, old.Addr})
-					}
-					s.Replace(old, k)
-					ref.Replace(old, k)
-					in[j] = k
-				}
-				if err := agree(r, w, s, ref, in); err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				if step == 7000 {
-					clone, cloneRef = s.Clone(), ref.Clone()
-				}
-			}
-			if clone != nil {
-				items := cloneRef.Items()
-				if got := clone.Items(); !slices.Equal(got, items) {
-					t.Fatalf("the clone's items changed with the original's")
-				}
-				for _, k := range items {
-					clone.Remove(k)
-				}
-				if clone.Len() != 0 {
-					t.Fatalf("the clone holds %d keys after removing all", clone.Len())
-				}
-			}
-			s.Reset()
-			if s.Len() != 0 || len(s.Items()) != 0 {
-				t.Fatalf("Reset left %d keys", s.Len())
-			}
-			if _, ok := s.Min(); ok {
-				t.Fatalf("Reset left a minimum")
+			s := New()
+			for round := range 2 {
+				// The second round reuses the set, Reset.
+				roundOf(t, r, w, s, round)
 			}
 		})
+	}
+}
+
+// roundOf is one round of TestAgainstFreeset on s, which must be empty.
+func roundOf(t *testing.T, r *rand.Rand, w workload, s *Set, round int) {
+	ref := freeset.New(false)
+	var in []freeset.Key
+	used := map[[2]int64]bool{} // (stream, addr) in the set
+	var clone *Set
+	var cloneRef *freeset.Set
+	fresh := func() freeset.Key {
+		for {
+			k := freeset.Key{Stream: w.streams[r.IntN(len(w.streams))], Size: w.sizes(r), Addr: Gran * r.Int64N(w.addrs), B: r.Int32()}
+			if w.name == "high-addresses" {
+				k.Addr = -k.Addr
+			}
+			if !used[[2]int64{k.Stream, k.Addr}] {
+				used[[2]int64{k.Stream, k.Addr}] = true
+				return k
+			}
+		}
+	}
+	for step := range 20000 {
+		target := 200
+		if step%4000 > 2000 {
+			target = 10
+		}
+		switch op := r.IntN(10); {
+		case op < 4 && len(in) < target || len(in) == 0:
+			k := fresh()
+			s.Insert(k)
+			ref.Insert(k)
+			in = append(in, k)
+		case op < 7:
+			j := r.IntN(len(in))
+			k := in[j]
+			s.Remove(k)
+			ref.Remove(k)
+			in[j] = in[len(in)-1]
+			in = in[:len(in)-1]
+			delete(used, [2]int64{k.Stream, k.Addr})
+		default:
+			j := r.IntN(len(in))
+			old := in[j]
+			var k freeset.Key
+			if r.IntN(2) == 0 {
+				// A split remainder or a merge: the
+				// same stream, a nearby address.
+				k = old
+				k.Size = w.sizes(r)
+				delete(used, [2]int64{k.Stream, k.Addr})
+				if r.IntN(2) == 0 {
+					k.Addr += Gran
+				}
+				if used[[2]int64{k.Stream, k.Addr}] {
+					k = fresh()
+				} else {
+					used[[2]int64{k.Stream, k.Addr}] = true
+				}
+			} else {
+				k = fresh()
+				delete(used, [2]int64{old.Stream, old.Addr})
+			}
+			s.Replace(old, k)
+			ref.Replace(old, k)
+			in[j] = k
+		}
+		if err := agree(r, w, s, ref, in); err != nil {
+			t.Fatalf("round %d, step %d: %v", round, step, err)
+		}
+		if step == 7000 {
+			clone, cloneRef = s.Clone(), ref.Clone()
+		}
+	}
+	if clone != nil {
+		items := cloneRef.Items()
+		if got := clone.Items(); !slices.Equal(got, items) {
+			t.Fatalf("the clone's items changed with the original's")
+		}
+		for _, k := range items {
+			clone.Remove(k)
+		}
+		if clone.Len() != 0 {
+			t.Fatalf("the clone holds %d keys after removing all", clone.Len())
+		}
+	}
+	s.Reset()
+	if s.Len() != 0 || len(s.Items()) != 0 {
+		t.Fatalf("Reset left %d keys", s.Len())
+	}
+	if _, ok := s.Min(); ok {
+		t.Fatalf("Reset left a minimum")
 	}
 }
 
