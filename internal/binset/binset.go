@@ -343,7 +343,16 @@ func higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool
 // LowerBound is the first key not less than k. On the class stream with
 // nothing counted in low, a chunk key found is the answer without asking the
 // tree, whose keys of that stream are then all larger than any class's.
+//
+// A best-fit search — a key of the class stream with address 0 and a size
+// up to the largest class's — is answered here, without chunkLower's call.
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
+	if k.Stream == s.stream && s.low == 0 && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
+		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
+			ch := &s.chunks[s.meta[c]-1]
+			return freeset.Key{Stream: s.stream, Size: int64(c+1) * Gran, Addr: ch.addr[0], B: ch.b[0]}, true
+		}
+	}
 	x, ok := s.chunkLower(k)
 	if ok && s.low == 0 && k.Stream == s.stream {
 		return x, true
@@ -515,9 +524,27 @@ func (s *Set) Remove(k freeset.Key) {
 // must not be): the tree's Replace when neither belongs to a class (the
 // tree's keys have a finger there), else a Remove and an Insert, each of
 // which touches one class.
+//
+// The commonest case, old alone in its class and new's class empty (a
+// split's remainder, a block merged with its neighbour), moves old's
+// chunk to new's class.
 func (s *Set) Replace(old, new freeset.Key) {
-	if _, ok := s.classOf(old); !ok {
-		if _, ok := s.classOf(new); !ok {
+	co, okOld := s.classOf(old)
+	cn, okNew := s.classOf(new)
+	if okOld && okNew {
+		if mo, mn := s.meta[co], s.meta[cn]; mo > 0 && mn == 0 {
+			ch := &s.chunks[mo-1]
+			if ch.n == 1 && ch.addr[0] == old.Addr && ch.b[0] == old.B {
+				ch.addr[0], ch.b[0] = new.Addr, new.B
+				s.meta[co], s.meta[cn] = 0, mo
+				s.clearBit(co)
+				s.setBit(cn)
+				return
+			}
+		}
+	}
+	if !okOld {
+		if !okNew {
 			s.tree.Replace(old, new)
 			if s.isLow(old) {
 				s.low--
