@@ -364,8 +364,24 @@ func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
 	return lower(x, ok, y, yok)
 }
 
-// After is the first key greater than k.
+// After is the first key greater than k. From a key of a chunk with
+// nothing counted in low (expandable segments' best fit steps on from the
+// key LowerBound found) it is answered here: the next key of the chunk,
+// else the first of the next class.
 func (s *Set) After(k freeset.Key) (freeset.Key, bool) {
+	if c, ok := s.classOf(k); ok && s.low == 0 {
+		if m := s.meta[c]; m > 0 {
+			ch := &s.chunks[m-1]
+			if ch.addr[0] == k.Addr && ch.b[0] == k.B {
+				if ch.n > 1 {
+					return s.key(c, ch, 1), true
+				}
+				if c := s.nextSet(c + 1); c >= 0 {
+					return s.first(c), true
+				}
+			}
+		}
+	}
 	x, ok := s.chunkAfter(k)
 	if ok && s.low == 0 && k.Stream == s.stream {
 		return x, true
