@@ -118,7 +118,7 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 }
 
 // buffers are the block arena and its list of free slots, and the pools'
-// free sets (of 17 KiB each), which an allocator released (Release)
+// free sets (of 65 KiB each), which an allocator released (Release)
 // leaves to the next one built, empty: they are nearly all a short replay
 // allocates.
 type buffers struct {

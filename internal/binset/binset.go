@@ -14,11 +14,12 @@
 // remainder touches only its own class.
 //
 // A class holds the keys of one size (a multiple of Gran up to Classes ×
-// Gran) on the set's class stream, the stream of the first such key
-// inserted, in a chunk of up to ChunkMax keys sorted by address. A class
-// that would grow past ChunkMax spills: its keys all move to the tree,
-// where the class stays until it is empty, so that every operation is
-// O(log n) however many blocks share a size. Keys of other streams, of
+// Gran) on the set's class stream, the stream of the first key inserted:
+// its lowest key in its record, and when it has two or more, all of them
+// in a chunk of up to ChunkMax keys sorted by address. A class that would
+// grow past ChunkMax spills: its keys all move to the tree, where the
+// class stays until it is empty, so that every operation is O(log n)
+// however many blocks share a size. Keys of other streams, of
 // larger sizes or of sizes off the granule are the tree's. Every
 // operation gives the answer freeset.Set would; binset_test.go checks that
 // against a freeset.Set on random workloads.
@@ -44,11 +45,25 @@ const (
 	words    = Classes / 64
 )
 
-// chunk is one class's keys, sorted by address (unsigned).
+// chunk is the keys of a class of two or more, sorted by address
+// (unsigned).
 type chunk struct {
 	n    int32
 	b    [ChunkMax]int32
 	addr [ChunkMax]int64
+}
+
+// class is one exact-size class. Its lowest key is kept here, so that a
+// best fit reads one record after the bitmap (gpt-generate's classes
+// hold one free block nine times in ten); a class of two or more keeps
+// them all in a chunk as well.
+type class struct {
+	addr int64 // the lowest key's address, when m > 0
+	b    int32 // its block
+	// m is 0 for an empty class, 1 for a class of one key, i+2 for a
+	// class whose keys are in chunks[i], and -n for a spilled class of
+	// n keys, all in the tree.
+	m int32
 }
 
 // Set is the ordered set. The zero value is not usable; call New.
@@ -56,19 +71,17 @@ type Set struct {
 	tree      *freeset.Set
 	stream    int64 // the class stream, once hasStream
 	hasStream bool
-	n         int // keys in chunks
+	n         int // keys in classes (not spilled)
 	// low counts the tree's keys on the class stream of sizes up to
 	// Classes × Gran: spilled classes' keys and sizes off the granule.
-	// While there are none, a chunk key found on the class stream is
+	// While there are none, a class key found on the class stream is
 	// the answer, as the tree's keys of that stream are all larger.
 	low     int
 	summary uint64
-	bits    [words]uint64 // classes held in chunks
-	// meta[c] is 0 for an empty class, i+1 for a class in chunks[i],
-	// and -n for a spilled class with n keys in the tree.
-	meta   [Classes]int32
-	chunks []chunk
-	freeC  []int32
+	bits    [words]uint64 // the non-empty classes that are not spilled
+	cls     [Classes]class
+	chunks  []chunk
+	freeC   []int32
 }
 
 // New returns an empty set.
@@ -77,10 +90,26 @@ func New() *Set {
 }
 
 // Reset empties the set, keeping its memory for reuse.
+// Only the classes in use are cleared (the 64 KiB of class records are
+// most of the set, and a replay touches few of them): the non-empty ones,
+// which the bitmap lists, and the spilled ones, whose keys are the tree's.
 func (s *Set) Reset() {
-	tree, chunks, freeC := s.tree, s.chunks[:0], s.freeC[:0]
-	tree.Reset()
-	*s = Set{tree: tree, chunks: chunks, freeC: freeC}
+	for w, word := range s.bits {
+		for ; word != 0; word &= word - 1 {
+			s.cls[w<<6+bits.TrailingZeros64(word)] = class{}
+		}
+		s.bits[w] = 0
+	}
+	if s.low > 0 {
+		for _, k := range s.tree.Items() {
+			if c, ok := s.classOf(k); ok {
+				s.cls[c] = class{}
+			}
+		}
+	}
+	s.tree.Reset()
+	s.stream, s.hasStream, s.n, s.low, s.summary = 0, false, 0, 0, 0
+	s.chunks, s.freeC = s.chunks[:0], s.freeC[:0]
 }
 
 // Len is the number of keys.
@@ -182,17 +211,37 @@ func (s *Set) clearBit(c int) {
 	}
 }
 
-func (s *Set) key(c int, ch *chunk, i int) freeset.Key {
+// count is the number of keys class c holds (0 if spilled).
+func (s *Set) count(c int) int {
+	switch m := s.cls[c].m; {
+	case m == 1:
+		return 1
+	case m >= 2:
+		return int(s.chunks[m-2].n)
+	}
+	return 0
+}
+
+// key is the i-th key of class c, which holds at least i+1.
+func (s *Set) key(c, i int) freeset.Key {
+	cl := &s.cls[c]
+	if cl.m == 1 {
+		return freeset.Key{Stream: s.stream, Size: int64(c+1) * Gran, Addr: cl.addr, B: cl.b}
+	}
+	ch := &s.chunks[cl.m-2]
 	return freeset.Key{Stream: s.stream, Size: int64(c+1) * Gran, Addr: ch.addr[i], B: ch.b[i]}
 }
 
-// first is the lowest key of chunk class c.
+// first is the lowest key of non-empty class c.
 func (s *Set) first(c int) freeset.Key {
-	ch := &s.chunks[s.meta[c]-1]
-	return s.key(c, ch, 0)
+	cl := &s.cls[c]
+	return freeset.Key{Stream: s.stream, Size: int64(c+1) * Gran, Addr: cl.addr, B: cl.b}
 }
 
-// chunkLower is the first chunk key not less than k.
+// last is the highest key of non-empty class c.
+func (s *Set) last(c int) freeset.Key { return s.key(c, s.count(c)-1) }
+
+// chunkLower is the first class key not less than k.
 func (s *Set) chunkLower(k freeset.Key) (freeset.Key, bool) {
 	if !s.hasStream || s.n == 0 {
 		return freeset.Key{}, false
@@ -213,12 +262,9 @@ func (s *Set) chunkLower(k freeset.Key) (freeset.Key, bool) {
 		}
 		if k.Size&(Gran-1) == 0 && uint64(k.Addr) > 0 {
 			// Within k's own class, the keys from k.Addr on.
-			if m := s.meta[c]; m > 0 {
-				ch := &s.chunks[m-1]
-				for i := range int(ch.n) {
-					if uint64(ch.addr[i]) >= uint64(k.Addr) {
-						return s.key(c, ch, i), true
-					}
+			for i := range s.count(c) {
+				if x := s.key(c, i); uint64(x.Addr) >= uint64(k.Addr) {
+					return x, true
 				}
 			}
 			c++
@@ -230,7 +276,7 @@ func (s *Set) chunkLower(k freeset.Key) (freeset.Key, bool) {
 	return s.first(c), true
 }
 
-// chunkAfter is the first chunk key greater than k.
+// chunkAfter is the first class key greater than k.
 func (s *Set) chunkAfter(k freeset.Key) (freeset.Key, bool) {
 	if !s.hasStream || s.n == 0 {
 		return freeset.Key{}, false
@@ -249,14 +295,11 @@ func (s *Set) chunkAfter(k freeset.Key) (freeset.Key, bool) {
 		return freeset.Key{}, false
 	}
 	if k.Size&(Gran-1) == 0 {
-		if m := s.meta[c]; m > 0 {
-			ch := &s.chunks[m-1]
-			for i := range int(ch.n) {
-				// As freeset.Set.After: a key equal in the
-				// order but of another block counts as after.
-				if uint64(ch.addr[i]) > uint64(k.Addr) || ch.addr[i] == k.Addr && ch.b[i] != k.B {
-					return s.key(c, ch, i), true
-				}
+		for i := range s.count(c) {
+			// As freeset.Set.After: a key equal in the order but
+			// of another block counts as after.
+			if x := s.key(c, i); uint64(x.Addr) > uint64(k.Addr) || x.Addr == k.Addr && x.B != k.B {
+				return x, true
 			}
 		}
 		c++
@@ -267,7 +310,7 @@ func (s *Set) chunkAfter(k freeset.Key) (freeset.Key, bool) {
 	return s.first(c), true
 }
 
-// chunkBefore is the last chunk key less than k: on the class stream,
+// chunkBefore is the last class key less than k: on the class stream,
 // the keys of the classes below k's size, and those of its own size below
 // its address.
 func (s *Set) chunkBefore(k freeset.Key) (freeset.Key, bool) {
@@ -284,12 +327,9 @@ func (s *Set) chunkBefore(k freeset.Key) (freeset.Key, bool) {
 		return freeset.Key{}, false
 	}
 	if kc, ok := exactClass(k.Size); ok {
-		if m := s.meta[kc]; m > 0 {
-			ch := &s.chunks[m-1]
-			for i := int(ch.n) - 1; i >= 0; i-- {
-				if uint64(ch.addr[i]) < uint64(k.Addr) {
-					return s.key(kc, ch, i), true
-				}
+		for i := s.count(kc) - 1; i >= 0; i-- {
+			if x := s.key(kc, i); uint64(x.Addr) < uint64(k.Addr) {
+				return x, true
 			}
 		}
 	}
@@ -299,8 +339,7 @@ func (s *Set) chunkBefore(k freeset.Key) (freeset.Key, bool) {
 	if c < 0 {
 		return freeset.Key{}, false
 	}
-	ch := &s.chunks[s.meta[c]-1]
-	return s.key(c, ch, int(ch.n)-1), true
+	return s.last(c), true
 }
 
 func (s *Set) chunkMin() (freeset.Key, bool) {
@@ -314,9 +353,7 @@ func (s *Set) chunkMax() (freeset.Key, bool) {
 	if s.n == 0 {
 		return freeset.Key{}, false
 	}
-	c := s.prevSet(Classes - 1)
-	ch := &s.chunks[s.meta[c]-1]
-	return s.key(c, ch, int(ch.n)-1), true
+	return s.last(s.prevSet(Classes - 1)), true
 }
 
 // lower returns the lesser of two candidates.
@@ -341,16 +378,17 @@ func higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool
 }
 
 // LowerBound is the first key not less than k. On the class stream with
-// nothing counted in low, a chunk key found is the answer without asking the
-// tree, whose keys of that stream are then all larger than any class's.
+// nothing counted in low, a class key found is the answer without asking
+// the tree, whose keys of that stream are then all larger than any
+// class's.
 //
 // A best-fit search — a key of the class stream with address 0 and a size
-// up to the largest class's — is answered here, without chunkLower's call.
+// up to the largest class's — is answered here, without chunkLower's call:
+// a bitmap search and one read of the class found.
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
 	if k.Stream == s.stream && s.low == 0 && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
 		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
-			ch := &s.chunks[s.meta[c]-1]
-			return freeset.Key{Stream: s.stream, Size: int64(c+1) * Gran, Addr: ch.addr[0], B: ch.b[0]}, true
+			return s.first(c), true
 		}
 	}
 	x, ok := s.chunkLower(k)
@@ -364,21 +402,18 @@ func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
 	return lower(x, ok, y, yok)
 }
 
-// After is the first key greater than k. From a key of a chunk with
-// nothing counted in low (expandable segments' best fit steps on from the
-// key LowerBound found) it is answered here: the next key of the chunk,
-// else the first of the next class.
+// After is the first key greater than k. From the lowest key of a class
+// with nothing counted in low (expandable segments' best fit steps on
+// from the key LowerBound found) it is answered here: the class's next
+// key, else the first of the next class.
 func (s *Set) After(k freeset.Key) (freeset.Key, bool) {
 	if c, ok := s.classOf(k); ok && s.low == 0 {
-		if m := s.meta[c]; m > 0 {
-			ch := &s.chunks[m-1]
-			if ch.addr[0] == k.Addr && ch.b[0] == k.B {
-				if ch.n > 1 {
-					return s.key(c, ch, 1), true
-				}
-				if c := s.nextSet(c + 1); c >= 0 {
-					return s.first(c), true
-				}
+		if cl := &s.cls[c]; cl.m > 0 && cl.addr == k.Addr && cl.b == k.B {
+			if cl.m >= 2 {
+				return s.key(c, 1), true
+			}
+			if c := s.nextSet(c + 1); c >= 0 {
+				return s.first(c), true
 			}
 		}
 	}
@@ -420,17 +455,12 @@ func (s *Set) Max() (freeset.Key, bool) {
 // Contains reports whether k (with its arena index) is in the set.
 func (s *Set) Contains(k freeset.Key) bool {
 	c, ok := s.classOf(k)
-	if !ok || s.meta[c] < 0 {
+	if !ok || s.cls[c].m < 0 {
 		return s.tree.Contains(k)
 	}
-	m := s.meta[c]
-	if m == 0 {
-		return false
-	}
-	ch := &s.chunks[m-1]
-	for i := range int(ch.n) {
-		if ch.addr[i] == k.Addr {
-			return ch.b[i] == k.B
+	for i := range s.count(c) {
+		if x := s.key(c, i); x.Addr == k.Addr {
+			return x.B == k.B
 		}
 	}
 	return false
@@ -447,9 +477,14 @@ func (s *Set) Insert(k freeset.Key) {
 		s.toTree(k)
 		return
 	}
-	m := s.meta[c]
-	switch {
+	cl := &s.cls[c]
+	switch m := cl.m; {
 	case m == 0:
+		cl.addr, cl.b, cl.m = k.Addr, k.B, 1
+		s.setBit(c)
+		s.n++
+	case m == 1:
+		// A second key: both go to a chunk.
 		var i int32
 		if n := len(s.freeC); n > 0 {
 			i = s.freeC[n-1]
@@ -459,12 +494,17 @@ func (s *Set) Insert(k freeset.Key) {
 			i = int32(len(s.chunks) - 1)
 		}
 		ch := &s.chunks[i]
-		ch.n, ch.addr[0], ch.b[0] = 1, k.Addr, k.B
-		s.meta[c] = i + 1
-		s.setBit(c)
+		ch.n = 2
+		if uint64(k.Addr) < uint64(cl.addr) {
+			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = k.Addr, k.B, cl.addr, cl.b
+			cl.addr, cl.b = k.Addr, k.B
+		} else {
+			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
+		}
+		cl.m = i + 2
 		s.n++
-	case m > 0:
-		ch := &s.chunks[m-1]
+	case m >= 2:
+		ch := &s.chunks[m-2]
 		n := int(ch.n)
 		if n == ChunkMax {
 			s.spill(c, k)
@@ -477,25 +517,27 @@ func (s *Set) Insert(k freeset.Key) {
 		}
 		ch.addr[i], ch.b[i] = k.Addr, k.B
 		ch.n++
+		cl.addr, cl.b = ch.addr[0], ch.b[0]
 		s.n++
 	default:
 		s.toTree(k)
-		s.meta[c]--
+		cl.m--
 	}
 }
 
-// spill moves full class c and k, a new key of it, to the tree.
+// spill moves class c, whose chunk is full, and k, a new key of it, to
+// the tree.
 func (s *Set) spill(c int, k freeset.Key) {
-	m := s.meta[c]
-	ch := &s.chunks[m-1]
+	cl := &s.cls[c]
+	ch := &s.chunks[cl.m-2]
 	for i := range int(ch.n) {
-		s.toTree(s.key(c, ch, i))
+		s.toTree(freeset.Key{Stream: s.stream, Size: k.Size, Addr: ch.addr[i], B: ch.b[i]})
 	}
 	s.toTree(k)
 	s.n -= int(ch.n)
-	s.meta[c] = -(ch.n + 1)
+	s.freeC = append(s.freeC, cl.m-2)
+	*cl = class{m: -(ch.n + 1)}
 	ch.n = 0
-	s.freeC = append(s.freeC, m-1)
 	s.clearBit(c)
 }
 
@@ -506,33 +548,42 @@ func (s *Set) Remove(k freeset.Key) {
 		s.fromTree(k)
 		return
 	}
-	m := s.meta[c]
-	if m < 0 {
-		s.fromTree(k)
-		s.meta[c]++
-		return
-	}
-	if m == 0 {
-		panic("binset: removing a block that is not in its set")
-	}
-	ch := &s.chunks[m-1]
-	n := int(ch.n)
-	i := 0
-	for i < n && ch.addr[i] != k.Addr {
-		i++
-	}
-	if i == n || ch.b[i] != k.B {
-		panic("binset: removing a block that is not in its set")
-	}
-	for ; i < n-1; i++ {
-		ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
-	}
-	ch.n--
-	s.n--
-	if ch.n == 0 {
-		s.meta[c] = 0
-		s.freeC = append(s.freeC, m-1)
+	cl := &s.cls[c]
+	switch m := cl.m; {
+	case m == 1:
+		if cl.addr != k.Addr || cl.b != k.B {
+			panic("binset: removing a block that is not in its set")
+		}
+		*cl = class{}
+		s.n--
 		s.clearBit(c)
+	case m >= 2:
+		ch := &s.chunks[m-2]
+		n := int(ch.n)
+		i := 0
+		for i < n && ch.addr[i] != k.Addr {
+			i++
+		}
+		if i == n || ch.b[i] != k.B {
+			panic("binset: removing a block that is not in its set")
+		}
+		for ; i < n-1; i++ {
+			ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
+		}
+		ch.n--
+		s.n--
+		cl.addr, cl.b = ch.addr[0], ch.b[0]
+		if ch.n == 1 {
+			// One key left: the class record holds it alone.
+			ch.n = 0
+			s.freeC = append(s.freeC, m-2)
+			cl.m = 1
+		}
+	case m < 0:
+		s.fromTree(k)
+		cl.m++
+	default:
+		panic("binset: removing a block that is not in its set")
 	}
 }
 
@@ -542,21 +593,17 @@ func (s *Set) Remove(k freeset.Key) {
 // which touches one class.
 //
 // The commonest case, old alone in its class and new's class empty (a
-// split's remainder, a block merged with its neighbour), moves old's
-// chunk to new's class.
+// split's remainder, a block merged with its neighbour), moves the record.
 func (s *Set) Replace(old, new freeset.Key) {
 	co, okOld := s.classOf(old)
 	cn, okNew := s.classOf(new)
 	if okOld && okNew {
-		if mo, mn := s.meta[co], s.meta[cn]; mo > 0 && mn == 0 {
-			ch := &s.chunks[mo-1]
-			if ch.n == 1 && ch.addr[0] == old.Addr && ch.b[0] == old.B {
-				ch.addr[0], ch.b[0] = new.Addr, new.B
-				s.meta[co], s.meta[cn] = 0, mo
-				s.clearBit(co)
-				s.setBit(cn)
-				return
-			}
+		if o, n := &s.cls[co], &s.cls[cn]; o.m == 1 && n.m == 0 && o.addr == old.Addr && o.b == old.B {
+			*o = class{}
+			*n = class{addr: new.Addr, b: new.B, m: 1}
+			s.clearBit(co)
+			s.setBit(cn)
+			return
 		}
 	}
 	if !okOld {
@@ -585,9 +632,8 @@ func (s *Set) Items() []freeset.Key {
 	out := make([]freeset.Key, 0, s.Len())
 	i := 0
 	for c := s.nextSet(0); c >= 0; c = s.nextSet(c + 1) {
-		ch := &s.chunks[s.meta[c]-1]
-		for j := range int(ch.n) {
-			k := s.key(c, ch, j)
+		for j := range s.count(c) {
+			k := s.key(c, j)
 			for i < len(tree) && Less(tree[i], k) {
 				out = append(out, tree[i])
 				i++

@@ -159,12 +159,30 @@ func roundOf(t *testing.T, r *rand.Rand, w workload, s *Set, round int) {
 			t.Fatalf("the clone holds %d keys after removing all", clone.Len())
 		}
 	}
+	// Leave a spilled class, and a class of a chunk, for Reset to clear.
+	if s.hasStream {
+		for i := range ChunkMax + 3 {
+			size := int64(Classes * Gran)
+			if i > ChunkMax {
+				size -= Gran
+			}
+			s.Insert(freeset.Key{Stream: s.stream, Size: size, Addr: int64(i+1) << 50, B: int32(i)})
+		}
+		if s.low == 0 {
+			t.Fatalf("no class spilled")
+		}
+	}
 	s.Reset()
 	if s.Len() != 0 || len(s.Items()) != 0 {
 		t.Fatalf("Reset left %d keys", s.Len())
 	}
 	if _, ok := s.Min(); ok {
 		t.Fatalf("Reset left a minimum")
+	}
+	for c := range s.cls {
+		if s.cls[c] != (class{}) {
+			t.Fatalf("Reset left class %d as %+v", c, s.cls[c])
+		}
 	}
 }
 
