@@ -132,8 +132,9 @@ var released sync.Pool // of *buffers
 // Release implements strategies.Releaser: the arena and the pools' free
 // sets, emptied, go to the next allocator built. A slot is zero when it is
 // taken (slot appends a zero block, deleteBlock clears a freed one), so
-// nothing of this allocator's blocks reaches the next. The allocator must not be used after Release
-// (strategies.Releaser); nothing checks that it is not.
+// nothing of this allocator's blocks reaches the next. The allocator must
+// not be used after Release (strategies.Releaser); nothing checks that it
+// is not.
 func (a *Allocator) Release() {
 	if a.arena == nil {
 		return

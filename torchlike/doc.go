@@ -46,8 +46,8 @@
 // exact-size classes found through a bitmap, so that a best fit is a
 // bitmap search and a read of the class's lowest address, and a split or
 // a merge touches only the classes involved; the rest (other streams,
-// larger blocks, and any size shared by more than eight free blocks) are
-// in internal/freeset's B+tree behind them, in the same order. A split's
+// blocks above 2 MiB, and any size shared by more than eight free blocks)
+// are in internal/freeset's B+tree behind them, in the same order. A split's
 // remainder and a merged block take the place of the block they came from
 // (Replace).
 // The expandable segments' unmapped ranges sit in a second set per pool
