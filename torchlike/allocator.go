@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"membench/internal/binset"
 	"membench/internal/freeset"
 	"membench/internal/prefetch"
 	"membench/strategies"
@@ -34,7 +35,7 @@ func (b *block) isSplit() bool { return b.prev != none || b.next != none }
 // expandable segments the unmapped address ranges.
 type pool struct {
 	small    bool
-	blocks   *freeset.Set // free, mapped blocks by (stream, size, addr)
+	blocks   *binset.Set  // free, mapped blocks by (stream, size, addr)
 	unmapped *freeset.Set // unmapped expandable ranges by (stream, addr)
 	// getFreeBlocksCallCount ages cached blocks for garbage collection.
 	getFreeBlocksCallCount int64
@@ -101,11 +102,14 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 		cfg.MaxSplitSize = unlimited
 	}
 	a := &Allocator{cfg: cfg, mem: mem}
+	a.small = pool{small: true, unmapped: freeset.New(true)}
+	a.large = pool{unmapped: freeset.New(true)}
 	if b, ok := released.Get().(*buffers); ok {
 		a.arena, a.freeB = b.arena, b.freeB
+		a.small.blocks, a.large.blocks = b.small, b.large
+	} else {
+		a.small.blocks, a.large.blocks = binset.New(), binset.New()
 	}
-	a.small = pool{small: true, blocks: freeset.New(false), unmapped: freeset.New(true)}
-	a.large = pool{blocks: freeset.New(false), unmapped: freeset.New(true)}
 	if cfg.FractionSet {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
@@ -113,27 +117,32 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 	return a
 }
 
-// buffers are the block arena and its list of free slots, which an
-// allocator released (Release) leaves to the next one built, empty: the
-// arena is nearly all a short replay allocates.
+// buffers are the block arena and its list of free slots, and the pools'
+// free sets (of 65 KiB each), which an allocator released (Release)
+// leaves to the next one built, empty: they are nearly all a short replay
+// allocates.
 type buffers struct {
-	arena []block
-	freeB []int32
+	arena        []block
+	freeB        []int32
+	small, large *binset.Set
 }
 
 var released sync.Pool // of *buffers
 
-// Release implements strategies.Releaser: the arena goes to the next
-// allocator built. A slot is zero when it is taken (slot appends a zero
-// block, deleteBlock clears a freed one), so nothing of this allocator's
-// blocks reaches the next. The allocator must not be used after Release
-// (strategies.Releaser); nothing checks that it is not.
+// Release implements strategies.Releaser: the arena and the pools' free
+// sets, emptied, go to the next allocator built. A slot is zero when it is
+// taken (slot appends a zero block, deleteBlock clears a freed one), so
+// nothing of this allocator's blocks reaches the next. The allocator must
+// not be used after Release (strategies.Releaser); nothing checks that it
+// is not.
 func (a *Allocator) Release() {
 	if a.arena == nil {
 		return
 	}
-	released.Put(&buffers{a.arena[:0], a.freeB[:0]})
-	a.arena, a.freeB = nil, nil
+	a.small.blocks.Reset()
+	a.large.blocks.Reset()
+	released.Put(&buffers{a.arena[:0], a.freeB[:0], a.small.blocks, a.large.blocks})
+	a.arena, a.freeB, a.small.blocks, a.large.blocks = nil, nil, nil, nil
 }
 
 // Config returns the configuration the allocator was built with.

@@ -41,9 +41,15 @@
 // Blocks live in an arena and are named by index, so that a Handle stays
 // valid while its allocation lives and a steady-state replay allocates
 // nothing: splitting and merging reuse arena slots. prev/next link a
-// segment's blocks by address. The free sets are internal/freeset's
-// B+trees, whose comparison is inlined; a split's remainder and a merged
-// block take the place of the block they came from (freeset.Set.Replace).
+// segment's blocks by address. The free sets are internal/binset's: the
+// blocks of the first stream seen and of sizes up to 2 MiB sit in
+// exact-size classes found through a bitmap, so that a best fit is a
+// bitmap search and a read of the class's lowest address, and a split or
+// a merge touches only the classes involved; the rest (other streams,
+// blocks above 2 MiB, and any size shared by more than eight free blocks)
+// are in internal/freeset's B+tree behind them, in the same order. A split's
+// remainder and a merged block take the place of the block they came from
+// (Replace).
 // The expandable segments' unmapped ranges sit in a second set per pool
 // ordered by (stream, address), as upstream's BlockComparatorAddress
 // orders them. Statistics are DeviceStats with torch.cuda.memory_stats()
@@ -68,6 +74,6 @@
 // the others), torchlike/snapshot (the memory snapshot format and the
 // reconstruction of a warm start) and torchlike/validate (the comparison
 // with real recordings). This package imports only strategies,
-// internal/freeset and internal/prefetch; the two below it import this
-// one, never the reverse.
+// internal/binset, internal/freeset and internal/prefetch; the two below
+// it import this one, never the reverse.
 package torchlike

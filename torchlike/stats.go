@@ -51,10 +51,19 @@ func poolIndex(small bool) int {
 	return 1
 }
 
+// increase adds n > 0 to a pool's gauge. The aggregate's peak is taken
+// from the pool's new current as computed, not as stored: read back from
+// memory, the value just stored waits for the store to forward it
+// (increase and add written so made BenchmarkModel about 1 ns an event
+// faster, of the 6 that all the statistics cost).
 func (s *stat) increase(small bool, n int64) {
-	g := &s.pool[poolIndex(small)]
-	g.increase(n)
-	s.allPeak = max(s.allPeak, s.pool[0].cur+s.pool[1].cur)
+	i := poolIndex(small)
+	g := &s.pool[i]
+	cur := g.cur + n
+	g.cur = cur
+	g.peak = max(g.peak, cur)
+	g.allocated += n
+	s.allPeak = max(s.allPeak, cur+s.pool[1-i].cur)
 }
 
 func (s *stat) decrease(small bool, n int64) { s.pool[poolIndex(small)].cur -= n }
@@ -64,11 +73,13 @@ func (s *stat) decrease(small bool, n int64) { s.pool[poolIndex(small)].cur -= n
 // sign, unpredictably): a decrease leaves the peaks, which are never
 // below the currents, as they are.
 func (s *stat) add(small bool, n int64) {
-	g := &s.pool[poolIndex(small)]
-	g.cur += n
+	i := poolIndex(small)
+	g := &s.pool[i]
+	cur := g.cur + n
+	g.cur = cur
 	g.allocated += max(n, 0)
-	g.peak = max(g.peak, g.cur)
-	s.allPeak = max(s.allPeak, s.pool[0].cur+s.pool[1].cur)
+	g.peak = max(g.peak, cur)
+	s.allPeak = max(s.allPeak, cur+s.pool[1-i].cur)
 }
 
 // current is the Current of StatArray index i (All, Small or Large).

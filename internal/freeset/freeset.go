@@ -606,6 +606,13 @@ func (s *Set) Ascend(k Key, fn func(Key) bool) {
 	}
 }
 
+// Reset empties the set, keeping its nodes' memory for reuse.
+func (s *Set) Reset() {
+	*s = Set{byAddr: s.byAddr, leaves: s.leaves[:0], inners: s.inners[:0], freeL: s.freeL[:0], freeI: s.freeI[:0]}
+	s.root = s.newLeaf()
+	s.head, s.tail = s.root, s.root
+}
+
 // Clone returns an independent copy of the set.
 func (s *Set) Clone() *Set {
 	c := *s

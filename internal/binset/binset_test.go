@@ -1,0 +1,232 @@
+package binset
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"membench/internal/freeset"
+)
+
+// workload draws keys the way the allocators' pools see them, with knobs
+// that push the set into its corners: many keys of one size (spills),
+// sizes above the classes and off the granule (the tree's), and several
+// streams, some of them above 2^63 as unsigned handles.
+type workload struct {
+	name    string
+	sizes   func(r *rand.Rand) int64
+	streams []int64
+	addrs   int64 // distinct addresses drawn from (× Gran)
+}
+
+var workloads = []workload{
+	{"small-pool", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(64)) }, []int64{0}, 1 << 12},
+	{"one-size", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(3)) }, []int64{0}, 1 << 10},
+	{"all-classes", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(Classes+200)) }, []int64{0}, 1 << 20},
+	{"streams", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(20)) }, []int64{7, 0, -3, 1 << 40}, 1 << 10},
+	{"off-granule", func(r *rand.Rand) int64 {
+		if r.IntN(3) == 0 {
+			return 1 + r.Int64N(40*Gran)
+		}
+		return Gran * (1 + r.Int64N(40))
+	}, []int64{0, 5}, 1 << 10},
+	{"high-addresses", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(8)) }, []int64{-1}, 1 << 10},
+}
+
+// probe draws a search key: often a key of the set, else anything.
+func probe(r *rand.Rand, w workload, in []freeset.Key) freeset.Key {
+	if len(in) > 0 && r.IntN(2) == 0 {
+		k := in[r.IntN(len(in))]
+		switch r.IntN(3) {
+		case 0:
+			k.Addr, k.B = 0, 0
+		case 1:
+			k.Addr++
+		}
+		return k
+	}
+	k := freeset.Key{Stream: w.streams[r.IntN(len(w.streams))], Size: w.sizes(r), Addr: Gran * r.Int64N(w.addrs)}
+	if w.name == "high-addresses" {
+		k.Addr = -k.Addr
+	}
+	switch r.IntN(5) {
+	case 0:
+		k.Size = 0
+	case 1:
+		k.Size = Classes*Gran + r.Int64N(3)
+	}
+	return k
+}
+
+// TestAgainstFreeset runs random inserts, removes and replaces on a Set
+// and a freeset.Set side by side, and checks that every search, the
+// length, the items and membership agree after each step, and that a
+// Clone taken midway goes on agreeing by itself.
+func TestAgainstFreeset(t *testing.T) {
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(len(w.name)), 99))
+			s := New()
+			for round := range 2 {
+				// The second round reuses the set, Reset.
+				roundOf(t, r, w, s, round)
+			}
+		})
+	}
+}
+
+// roundOf is one round of TestAgainstFreeset on s, which must be empty.
+func roundOf(t *testing.T, r *rand.Rand, w workload, s *Set, round int) {
+	ref := freeset.New(false)
+	var in []freeset.Key
+	used := map[[2]int64]bool{} // (stream, addr) in the set
+	var clone *Set
+	var cloneRef *freeset.Set
+	fresh := func() freeset.Key {
+		for {
+			k := freeset.Key{Stream: w.streams[r.IntN(len(w.streams))], Size: w.sizes(r), Addr: Gran * r.Int64N(w.addrs), B: r.Int32()}
+			if w.name == "high-addresses" {
+				k.Addr = -k.Addr
+			}
+			if !used[[2]int64{k.Stream, k.Addr}] {
+				used[[2]int64{k.Stream, k.Addr}] = true
+				return k
+			}
+		}
+	}
+	for step := range 20000 {
+		target := 200
+		if step%4000 > 2000 {
+			target = 10
+		}
+		switch op := r.IntN(10); {
+		case op < 4 && len(in) < target || len(in) == 0:
+			k := fresh()
+			s.Insert(k)
+			ref.Insert(k)
+			in = append(in, k)
+		case op < 7:
+			j := r.IntN(len(in))
+			k := in[j]
+			s.Remove(k)
+			ref.Remove(k)
+			in[j] = in[len(in)-1]
+			in = in[:len(in)-1]
+			delete(used, [2]int64{k.Stream, k.Addr})
+		default:
+			j := r.IntN(len(in))
+			old := in[j]
+			var k freeset.Key
+			if r.IntN(2) == 0 {
+				// A split remainder or a merge: the
+				// same stream, a nearby address.
+				k = old
+				k.Size = w.sizes(r)
+				delete(used, [2]int64{k.Stream, k.Addr})
+				if r.IntN(2) == 0 {
+					k.Addr += Gran
+				}
+				if used[[2]int64{k.Stream, k.Addr}] {
+					k = fresh()
+				} else {
+					used[[2]int64{k.Stream, k.Addr}] = true
+				}
+			} else {
+				k = fresh()
+				delete(used, [2]int64{old.Stream, old.Addr})
+			}
+			s.Replace(old, k)
+			ref.Replace(old, k)
+			in[j] = k
+		}
+		if err := agree(r, w, s, ref, in); err != nil {
+			t.Fatalf("round %d, step %d: %v", round, step, err)
+		}
+		if step == 7000 {
+			clone, cloneRef = s.Clone(), ref.Clone()
+		}
+	}
+	if clone != nil {
+		items := cloneRef.Items()
+		if got := clone.Items(); !slices.Equal(got, items) {
+			t.Fatalf("the clone's items changed with the original's")
+		}
+		for _, k := range items {
+			clone.Remove(k)
+		}
+		if clone.Len() != 0 {
+			t.Fatalf("the clone holds %d keys after removing all", clone.Len())
+		}
+	}
+	// Leave a spilled class, and a class of a chunk, for Reset to clear.
+	if s.hasStream {
+		for i := range ChunkMax + 3 {
+			size := int64(Classes * Gran)
+			if i > ChunkMax {
+				size -= Gran
+			}
+			s.Insert(freeset.Key{Stream: s.stream, Size: size, Addr: int64(i+1) << 50, B: int32(i)})
+		}
+		if s.low == 0 {
+			t.Fatalf("no class spilled")
+		}
+	}
+	s.Reset()
+	if s.Len() != 0 || len(s.Items()) != 0 {
+		t.Fatalf("Reset left %d keys", s.Len())
+	}
+	if _, ok := s.Min(); ok {
+		t.Fatalf("Reset left a minimum")
+	}
+	for c := range s.cls {
+		if s.cls[c] != (class{}) {
+			t.Fatalf("Reset left class %d as %+v", c, s.cls[c])
+		}
+	}
+}
+
+// agree compares s with ref: length, items, membership of the keys in
+// and of keys not in, and every search from probes.
+func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key) error {
+	if s.Len() != ref.Len() {
+		return fmt.Errorf("Len %d, reference %d", s.Len(), ref.Len())
+	}
+	if r.IntN(50) == 0 {
+		if got, want := s.Items(), ref.Items(); !slices.Equal(got, want) {
+			return fmt.Errorf("Items\n got %v\nwant %v", got, want)
+		}
+	}
+	for range 4 {
+		k := probe(r, w, in)
+		if g, want := s.Contains(k), ref.Contains(k); g != want {
+			return fmt.Errorf("Contains(%v) %v, reference %v", k, g, want)
+		}
+		for _, op := range []struct {
+			name string
+			got  func(freeset.Key) (freeset.Key, bool)
+			want func(freeset.Key) (freeset.Key, bool)
+		}{
+			{"LowerBound", s.LowerBound, ref.LowerBound},
+			{"After", s.After, ref.After},
+			{"Before", s.Before, ref.Before},
+		} {
+			g, gok := op.got(k)
+			x, xok := op.want(k)
+			if gok != xok || (gok && g != x) {
+				return fmt.Errorf("%s(%v) = %v %v, reference %v %v", op.name, k, g, gok, x, xok)
+			}
+		}
+	}
+	g, gok := s.Min()
+	x, xok := ref.Min()
+	if gok != xok || g != x {
+		return fmt.Errorf("Min %v, reference %v", g, x)
+	}
+	g, gok = s.Max()
+	x, xok = ref.Max()
+	if gok != xok || g != x {
+		return fmt.Errorf("Max %v, reference %v", g, x)
+	}
+	return nil
+}
