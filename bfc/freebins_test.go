@@ -58,30 +58,7 @@ func TestFreeBinsAgainstSet(t *testing.T) {
 			ref.Replace(keys[i], nk)
 			keys[i] = nk
 		}
-		probe := freeset.Key{Size: size()}
-		got, ok := bins.LowerBound(probe)
-		want, wok := ref.LowerBound(probe)
-		if got != want || ok != wok {
-			t.Fatalf("step %d: best fit for %d B: %+v %v, want %+v %v", step, probe.Size, got, ok, want, wok)
-		}
-		got, ok = bins.Max()
-		want, wok = ref.Max()
-		if got != want || ok != wok {
-			t.Fatalf("step %d: largest %+v %v, want %+v %v", step, got, ok, want, wok)
-		}
-		if bins.Len() != ref.Len() {
-			t.Fatalf("step %d: %d chunks, want %d", step, bins.Len(), ref.Len())
-		}
-		if len(keys) > 0 {
-			k := keys[rng.IntN(len(keys))]
-			if !bins.Contains(k) {
-				t.Fatalf("step %d: lost %+v", step, k)
-			}
-			k.B = -1
-			if bins.Contains(k) {
-				t.Fatalf("step %d: holds %+v", step, k)
-			}
-		}
+		sameAnswers(t, step, bins, ref, freeset.Key{Size: size()}, keys, rng)
 	}
 	// Drained, every bin empties and the bitmap with it.
 	for len(keys) > 0 {
@@ -242,30 +219,7 @@ func TestSmallSetMatchesFreeset(t *testing.T) {
 		if !bins.inFew {
 			t.Fatalf("step %d: %d chunks left the sorted array", step, len(keys))
 		}
-		probe := freeset.Key{Size: size() + MinAllocationSize*(rng.Int64N(3)-1)}
-		got, ok := bins.LowerBound(probe)
-		want, wok := ref.LowerBound(probe)
-		if got != want || ok != wok {
-			t.Fatalf("step %d: best fit for %d B: %+v %v, want %+v %v", step, probe.Size, got, ok, want, wok)
-		}
-		got, ok = bins.Max()
-		want, wok = ref.Max()
-		if got != want || ok != wok {
-			t.Fatalf("step %d: largest %+v %v, want %+v %v", step, got, ok, want, wok)
-		}
-		if bins.Len() != ref.Len() {
-			t.Fatalf("step %d: %d chunks, want %d", step, bins.Len(), ref.Len())
-		}
-		if len(keys) > 0 {
-			k := keys[rng.IntN(len(keys))]
-			if !bins.Contains(k) {
-				t.Fatalf("step %d: lost %+v", step, k)
-			}
-			k.B = -1
-			if bins.Contains(k) {
-				t.Fatalf("step %d: holds %+v", step, k)
-			}
-		}
+		sameAnswers(t, step, bins, ref, freeset.Key{Size: size() + MinAllocationSize*(rng.Int64N(3)-1)}, keys, rng)
 		if step%1000 == 0 {
 			// The array is largest first, the set smallest first.
 			items := ref.Items()
@@ -389,6 +343,36 @@ func TestFewPlaceAsOneSet(t *testing.T) {
 				t.Errorf("growth %v, live %d: at most %d chunks free, moved to one set %d times and back %d", growth, liveN, mostFree, spills, returns)
 			}
 			t.Logf("growth %v, live %d: at most %d chunks free, moved to one set %d times and back %d", growth, liveN, mostFree, spills, returns)
+		}
+	}
+}
+
+// sameAnswers fails t unless bins answers as ref, the one ordered set it
+// stands for: the best fit for probe, the largest chunk, the count, and
+// the membership of a key it holds and of one it does not.
+func sameAnswers(t *testing.T, step int, bins *freeBins, ref *freeset.Set, probe freeset.Key, keys []freeset.Key, rng *rand.Rand) {
+	t.Helper()
+	got, ok := bins.LowerBound(probe)
+	want, wok := ref.LowerBound(probe)
+	if got != want || ok != wok {
+		t.Fatalf("step %d: best fit for %d B: %+v %v, want %+v %v", step, probe.Size, got, ok, want, wok)
+	}
+	got, ok = bins.Max()
+	want, wok = ref.Max()
+	if got != want || ok != wok {
+		t.Fatalf("step %d: largest %+v %v, want %+v %v", step, got, ok, want, wok)
+	}
+	if bins.Len() != ref.Len() {
+		t.Fatalf("step %d: %d chunks, want %d", step, bins.Len(), ref.Len())
+	}
+	if len(keys) > 0 {
+		k := keys[rng.IntN(len(keys))]
+		if !bins.Contains(k) {
+			t.Fatalf("step %d: lost %+v", step, k)
+		}
+		k.B = -1
+		if bins.Contains(k) {
+			t.Fatalf("step %d: holds %+v", step, k)
 		}
 	}
 }
