@@ -345,7 +345,7 @@ func (a *Allocator) find(r, n int64) (strategies.Handle, bool) {
 		size = r
 	} else if one != nil {
 		one.Remove(k)
-		if one.Len() <= fewAgain {
+		if one.Len() <= a.free.backAt {
 			a.free.backToFew()
 		}
 	} else {
@@ -444,7 +444,7 @@ func (a *Allocator) Free(hh strategies.Handle) {
 		one.Replace(gone, a.key(h))
 		// A merge of both neighbours removed one chunk (the
 		// lower count is in one's Len).
-		if one.Len() <= fewAgain {
+		if one.Len() <= a.free.backAt {
 			a.free.backToFew()
 		}
 	case merged:

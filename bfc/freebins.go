@@ -37,6 +37,10 @@ type freeBins struct {
 	// when no more than fewAgain are left (backToFew).
 	few   smallSet
 	inFew bool
+	// backAt is the count of chunks in one at or below which they go
+	// back to few: fewAgain, or -1 to keep them in one for good (a
+	// reference that places as one set does, in the tests).
+	backAt int
 	// spareOne is one, emptied, while few holds the chunks: the set
 	// to take them again, made once.
 	spareOne *freeset.Set
@@ -66,7 +70,7 @@ const (
 // binAt is the most free chunks one holds: more go to the bins.
 const binAt = 256
 
-func newFreeBins() *freeBins { return &freeBins{inFew: true, at: binAt} }
+func newFreeBins() *freeBins { return &freeBins{inFew: true, at: binAt, backAt: fewAgain} }
 
 // toOne moves the chunks of few to one.
 func (s *freeBins) toOne() {

@@ -100,6 +100,9 @@ func TestBinsPlaceAsOneSet(t *testing.T) {
 		as[0].free.toOne()
 		as[1].free.toOne()
 		as[0].free.at, as[1].free.at = 0, 1<<62
+		// Neither goes back to the array: a reference that did would
+		// compare the array with itself (found by review).
+		as[0].free.backAt, as[1].free.backAt = -1, -1
 		rng := rand.New(rand.NewPCG(9, 10))
 		size := func() int64 {
 			if rng.IntN(100) == 0 {
@@ -270,6 +273,7 @@ func TestFewPlaceAsOneSet(t *testing.T) {
 			}
 			as[1].free.toOne()
 			as[1].free.at = 1 << 62
+			as[1].free.backAt = -1 // one set for good
 			rng := rand.New(rand.NewPCG(13, uint64(liveN)))
 			size := func() int64 {
 				if rng.IntN(50) == 0 {
@@ -283,6 +287,9 @@ func TestFewPlaceAsOneSet(t *testing.T) {
 			// from few to one and back.
 			spills, returns, inFew := 0, 0, true
 			for step := range 60000 {
+				if as[1].free.inFew {
+					t.Fatalf("step %d: the reference went back to the sorted array", step)
+				}
 				mostFree = max(mostFree, as[1].free.Len())
 				if now := as[0].free.inFew; now != inFew {
 					if now {
