@@ -31,7 +31,7 @@ type smallKey struct {
 }
 
 // smallMax is the most chunks a smallSet holds; one more moves them to
-// one for good (freeBins.Insert).
+// one (freeBins.Insert), until few are left again (backToFew).
 const smallMax = 32
 
 func toSmall(k freeset.Key) smallKey { return smallKey{k.Size, k.Addr, k.B} }

@@ -20,10 +20,15 @@ type StatArray [3]Stat
 // so a decrease is one subtraction.
 type gauge struct{ cur, peak, allocated int64 }
 
-func (g *gauge) increase(n int64) {
-	g.cur += n
-	g.peak = max(g.peak, g.cur)
+// increase adds n > 0 and returns the new current, as computed: read
+// back from memory, a value just stored waits for the store to forward
+// it (stat.increase takes the aggregate's peak from it).
+func (g *gauge) increase(n int64) int64 {
+	cur := g.cur + n
+	g.cur = cur
+	g.peak = max(g.peak, cur)
 	g.allocated += n
+	return cur
 }
 
 func (g *gauge) decrease(n int64) { g.cur -= n }
@@ -52,17 +57,12 @@ func poolIndex(small bool) int {
 }
 
 // increase adds n > 0 to a pool's gauge. The aggregate's peak is taken
-// from the pool's new current as computed, not as stored: read back from
-// memory, the value just stored waits for the store to forward it
-// (increase and add written so made BenchmarkModel about 1 ns an event
+// from the pool's new current as computed, not as stored (gauge.increase;
+// increase and add written so made BenchmarkModel about 1 ns an event
 // faster, of the 6 that all the statistics cost).
 func (s *stat) increase(small bool, n int64) {
 	i := poolIndex(small)
-	g := &s.pool[i]
-	cur := g.cur + n
-	g.cur = cur
-	g.peak = max(g.peak, cur)
-	g.allocated += n
+	cur := s.pool[i].increase(n)
 	s.allPeak = max(s.allPeak, cur+s.pool[1-i].cur)
 }
 

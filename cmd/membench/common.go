@@ -325,12 +325,12 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 // knobs.
 type noteKey struct{ dev, name, note string }
 
-// noteGroup is the specs that give one note, and how many specs of that
-// strategy the jobs have on that device.
+// noteGroup is the specs that give one note and, when they are several,
+// who says it: "8 of 16 specs, each with defrag_via_host=true", "all 4
+// specs" (written once the jobs are counted, noteGroups).
 type noteGroup struct {
 	specs []string
-	has   map[string]bool // specs, as a set
-	of    int
+	who   string
 }
 
 // noteGroups groups the jobs' notes by noteKey.
@@ -348,17 +348,26 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 			k := noteKey{nd.dev, nd.name, n}
 			g := groups[k]
 			if g == nil {
-				g = &noteGroup{has: map[string]bool{}}
+				g = &noteGroup{}
 				groups[k] = g
 			}
-			if !g.has[j.Spec] {
-				g.has[j.Spec] = true
+			if !slices.Contains(g.specs, j.Spec) {
 				g.specs = append(g.specs, j.Spec)
 			}
 		}
 	}
 	for k, g := range groups {
-		g.of = len(specs[nameDev{k.dev, k.name}])
+		if len(g.specs) < 2 {
+			continue
+		}
+		of := len(specs[nameDev{k.dev, k.name}])
+		g.who = fmt.Sprintf("%d of %d specs", len(g.specs), of)
+		if len(g.specs) == of {
+			g.who = fmt.Sprintf("all %d specs", of)
+		}
+		if shared := sharedKnobs(g.specs); shared != "" {
+			g.who += ", each with " + shared
+		}
 	}
 	return groups
 }
@@ -367,17 +376,10 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 // once for the group, as "tf on a100-80g, 8 of 16 specs, each with
 // defrag_via_host=true".
 func (g *noteGroup) line(spec, dev, note string) string {
-	if len(g.specs) < 2 {
+	if g.who == "" {
 		return fmt.Sprintf("note: %s on %s: %s\n", spec, dev, note)
 	}
-	who := fmt.Sprintf("%d of %d specs", len(g.specs), g.of)
-	if len(g.specs) == g.of {
-		who = fmt.Sprintf("all %d specs", g.of)
-	}
-	if shared := sharedKnobs(g.specs); shared != "" {
-		who += ", each with " + shared
-	}
-	return fmt.Sprintf("note: %s on %s, %s: %s\n", specName(spec), dev, who, note)
+	return fmt.Sprintf("note: %s on %s, %s: %s\n", specName(spec), dev, g.who, note)
 }
 
 // specName is a spec's strategy name; an unparsable spec (Plan has

@@ -115,17 +115,6 @@ func (s *Set) Reset() {
 // Len is the number of keys.
 func (s *Set) Len() int { return s.n + s.tree.Len() }
 
-// Less is the set's order, freeset.Set's.
-func Less(x, y freeset.Key) bool {
-	if x.Stream != y.Stream {
-		return uint64(x.Stream) < uint64(y.Stream)
-	}
-	if x.Size != y.Size {
-		return x.Size < y.Size
-	}
-	return uint64(x.Addr) < uint64(y.Addr)
-}
-
 // exactClass is the class of size when it is one class's size.
 func exactClass(size int64) (int, bool) {
 	if size <= 0 || size&(Gran-1) != 0 || size > Classes*Gran {
@@ -356,22 +345,24 @@ func (s *Set) chunkMax() (freeset.Key, bool) {
 	return s.last(s.prevSet(Classes - 1)), true
 }
 
-// lower returns the lesser of two candidates.
-func lower(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool) {
+// lower returns the lesser of two candidates, in the tree's order (the
+// set's).
+func (s *Set) lower(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool) {
 	if !aok {
 		return b, bok
 	}
-	if !bok || Less(a, b) {
+	if !bok || s.tree.Less(a, b) {
 		return a, true
 	}
 	return b, true
 }
 
-func higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool) {
+// higher returns the greater of two candidates.
+func (s *Set) higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.Key, bool) {
 	if !aok {
 		return b, bok
 	}
-	if !bok || Less(b, a) {
+	if !bok || s.tree.Less(b, a) {
 		return a, true
 	}
 	return b, true
@@ -399,7 +390,7 @@ func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
 		return x, ok
 	}
 	y, yok := s.tree.LowerBound(k)
-	return lower(x, ok, y, yok)
+	return s.lower(x, ok, y, yok)
 }
 
 // After is the first key greater than k. From the lowest key of a class
@@ -425,7 +416,7 @@ func (s *Set) After(k freeset.Key) (freeset.Key, bool) {
 		return x, ok
 	}
 	y, yok := s.tree.After(k)
-	return lower(x, ok, y, yok)
+	return s.lower(x, ok, y, yok)
 }
 
 // Before is the last key less than k.
@@ -435,21 +426,21 @@ func (s *Set) Before(k freeset.Key) (freeset.Key, bool) {
 		return x, ok
 	}
 	y, yok := s.tree.Before(k)
-	return higher(x, ok, y, yok)
+	return s.higher(x, ok, y, yok)
 }
 
 // Min is the first key.
 func (s *Set) Min() (freeset.Key, bool) {
 	x, ok := s.chunkMin()
 	y, yok := s.tree.Min()
-	return lower(x, ok, y, yok)
+	return s.lower(x, ok, y, yok)
 }
 
 // Max is the last key.
 func (s *Set) Max() (freeset.Key, bool) {
 	x, ok := s.chunkMax()
 	y, yok := s.tree.Max()
-	return higher(x, ok, y, yok)
+	return s.higher(x, ok, y, yok)
 }
 
 // Contains reports whether k (with its arena index) is in the set.
@@ -606,17 +597,15 @@ func (s *Set) Replace(old, new freeset.Key) {
 			return
 		}
 	}
-	if !okOld {
-		if !okNew {
-			s.tree.Replace(old, new)
-			if s.isLow(old) {
-				s.low--
-			}
-			if s.isLow(new) {
-				s.low++
-			}
-			return
+	if !okOld && !okNew {
+		s.tree.Replace(old, new)
+		if s.isLow(old) {
+			s.low--
 		}
+		if s.isLow(new) {
+			s.low++
+		}
+		return
 	}
 	s.Remove(old)
 	s.Insert(new)
@@ -634,7 +623,7 @@ func (s *Set) Items() []freeset.Key {
 	for c := s.nextSet(0); c >= 0; c = s.nextSet(c + 1) {
 		for j := range s.count(c) {
 			k := s.key(c, j)
-			for i < len(tree) && Less(tree[i], k) {
+			for i < len(tree) && s.tree.Less(tree[i], k) {
 				out = append(out, tree[i])
 				i++
 			}

@@ -574,10 +574,17 @@ func (d *Machine) nextIsPut() bool {
 // pushStr pushes a string read from the input (b is only valid until the
 // next read).
 func (d *Machine) pushStr(b []byte, node Node) error {
-	if node == NodeSkip {
-		if !d.nextIsPut() {
-			return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
-		}
+	if node == NodeSkip && !d.nextIsPut() {
+		return d.push(Val{Kind: KindSkipped, N: d.opPos, Tag: d.tag(b)})
+	}
+	return d.pushKept(b, node == NodeSkip)
+}
+
+// pushKept pushes a string the machine keeps: one the schema skips but a
+// PUT keeps (skip) outside the intern table when it is long enough
+// (strSkipped), any other interned (str).
+func (d *Machine) pushKept(b []byte, skip bool) error {
+	if skip {
 		if v, ok := d.strSkipped(b); ok {
 			return d.push(v)
 		}
@@ -612,10 +619,7 @@ func (d *Machine) strKept(b []byte) (Val, bool) {
 	}
 	// A direct-mapped cache in front of the map: a snapshot's
 	// strings are few and repeat.
-	h := uint(len(b)) & 255
-	if len(b) > 0 {
-		h = (h*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
-	}
+	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
 		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
 	}
@@ -632,6 +636,16 @@ func (d *Machine) strKept(b []byte) (Val, bool) {
 		return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}, true
 	}
 	return Val{}, false
+}
+
+// scacheSlot is the slot of b in the direct-mapped cache of strings
+// (Machine.scache) that strKept and strSkipped share.
+func scacheSlot(b []byte) uint {
+	h := uint(len(b))
+	if len(b) > 0 {
+		h = h*31 + uint(b[0])*7 + uint(b[len(b)-1])
+	}
+	return h & 255
 }
 
 // skipInternMin is the shortest string strSkipped keeps without the
@@ -658,7 +672,7 @@ func (d *Machine) strSkipped(b []byte) (Val, bool) {
 	if len(b) > internMax {
 		return d.longStr(d.keep(b)), true
 	}
-	h := (uint(len(b))*31 + uint(b[0])*7 + uint(b[len(b)-1])) & 255
+	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
 		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
 	}
@@ -908,12 +922,7 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		if err := d.addText(len(b)); err != nil {
 			return err
 		}
-		if skip {
-			if v, ok := d.strSkipped(b); ok {
-				return d.push(v)
-			}
-		}
-		return d.push(d.str(b))
+		return d.pushKept(b, skip)
 	case short:
 		if err := d.addText(len(b)); err != nil {
 			return err

@@ -295,12 +295,7 @@ func (s *Set) Carve(size int64) (Span, bool) {
 		s.removeAt(lf, pos)
 		return sp, true
 	}
-	s.leaves[lf].size[pos] = sp.Size - size
-	if s.height > 0 && sp.Size >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]] {
-		// The leaf's largest span shrank.
-		s.fixMax(lf)
-	}
-	s.fOK = false
+	s.resizeAt(lf, pos, sp.Size-size)
 	return sp, true
 }
 
@@ -424,17 +419,30 @@ func (s *Set) SetSize(start, size int64) {
 		panic("spanset: resizing a span to nothing")
 	}
 	lf, pos := s.find(start, "resizing")
+	s.resizeAt(lf, pos, size)
+}
+
+// resizeAt sets the size of the span at pos of leaf lf, reached by the
+// path, and mends the maxima above it.
+func (s *Set) resizeAt(lf int32, pos int, size int64) {
 	lp := &s.leaves[lf]
 	old := lp.size[pos]
 	lp.size[pos] = size
-	switch {
-	case size > old:
+	if size > old {
 		s.raiseMax(s.height-1, size)
-	case s.height > 0 && old >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]]:
-		// The leaf's largest span shrank.
-		s.fixMax(lf)
+	} else {
+		s.shrank(lf, old)
 	}
 	s.fOK = false
+}
+
+// shrank mends the maxima above leaf lf, reached by the path, after a
+// span of old bytes in it shrank or went: only when it was the largest
+// under the leaf.
+func (s *Set) shrank(lf int32, old int64) {
+	if s.height > 0 && old >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]] {
+		s.fixMax(lf)
+	}
 }
 
 // Insert adds sp, which must not overlap a span in the set and must have a
@@ -576,10 +584,7 @@ func (s *Set) removeAt(lf int32, pos int) {
 		s.removeChild(s.height - 1)
 		return
 	}
-	if s.height > 0 && old >= s.inners[s.path[s.height-1]].max[s.idx[s.height-1]] {
-		// The largest span under the leaf may have gone.
-		s.fixMax(lf)
-	}
+	s.shrank(lf, old)
 }
 
 func (s *Set) unlinkLeaf(lf int32) {
