@@ -1,15 +1,19 @@
 package harness
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"membench/strategies"
 	"membench/traces"
@@ -474,35 +478,42 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // the outcomes in job order. progress, if not nil, is called after each
 // job with the number done. The first error (in job order) is returned
 // after all jobs have stopped.
+//
+// The workers take jobs longest first (dispatchOrder), each from a shared
+// counter: a long replay started last would leave the other workers idle
+// while it runs, and handing jobs out through a channel costs a wake-up
+// of the sending goroutine per job, which the counter does not.
 func RunJobs[T any](jobs []Job, workers int, fn func(Job) (T, error), progress func(done int)) ([]T, error) {
 	out := make([]T, len(jobs))
 	errs := make([]error, len(jobs))
 	if workers < 1 {
 		workers = 1
 	}
+	order := dispatchOrder(jobs)
 	var mu sync.Mutex
 	done := 0
-	next := make(chan int)
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(workers, len(jobs)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				out[i], errs[i] = fn(jobs[i])
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done)
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(order) {
+					return
 				}
-				mu.Unlock()
+				i := order[k]
+				out[i], errs[i] = fn(jobs[i])
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -510,6 +521,29 @@ func RunJobs[T any](jobs []Job, workers int, fn func(Job) (T, error), progress f
 		}
 	}
 	return out, nil
+}
+
+// dispatchOrder is the order in which RunJobs starts the jobs: by
+// expected length, longest first (the classic longest-processing-time
+// rule, which keeps the last job to finish short), and in job order among
+// equals, so that the order is the same on every run. A cached trace's
+// length is its event count; a streamed one was too long to cache, so it
+// counts as longer than any cached trace.
+func dispatchOrder(jobs []Job) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	length := func(j Job) int {
+		if j.Source == nil || j.Source.events == nil {
+			return math.MaxInt
+		}
+		return len(j.Source.events)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(length(jobs[b]), length(jobs[a]))
+	})
+	return order
 }
 
 // ReplayJob replays one job.
