@@ -307,13 +307,23 @@ func BenchmarkReplayLive(b *testing.B) {
 // x-live1k-cpu, their ratio (issue 15: at most 2). Run it with a fixed
 // count, -benchtime 1000000x: each call warms 10^6 allocations up,
 // untimed.
+//
+// Its first sub-benchmark, strategy=null, replays through nullAllocator:
+// the harness's own cost at each size (the reader, the id tracker and its
+// touches ahead), the part of every strategy's growth that is not the
+// model's.
 func BenchmarkReplayLivePaired(b *testing.B) {
-	for _, sd := range speedSpecs {
-		dev := device(b, sd.dev)
-		if dev.Kind == strategies.TPU {
-			dev = device(b, sd.dev+":capacity=64GiB")
+	for _, sd := range append([]struct{ spec, dev string }{{"null", "none"}}, speedSpecs...) {
+		var dev strategies.Device
+		label := "none"
+		if sd.dev != "none" {
+			dev = device(b, sd.dev)
+			if dev.Kind == strategies.TPU {
+				dev = device(b, sd.dev+":capacity=64GiB")
+			}
+			label = dev.Label()
 		}
-		b.Run("device="+NameValue(dev.Label())+"/strategy="+NameValue(sd.spec), func(b *testing.B) {
+		b.Run("device="+NameValue(label)+"/strategy="+NameValue(sd.spec), func(b *testing.B) {
 			b.StopTimer()
 			sizes := [2]int{1000, 1000000}
 			var cpu, wall [2]time.Duration
@@ -365,7 +375,13 @@ func BenchmarkReplayLivePaired(b *testing.B) {
 					if k == 1 {
 						<-baton[1] // the small replay warms up first
 					}
-					res, err := Replay("live", r, sd.spec, dev, DefaultOptions)
+					var res *Result
+					var err error
+					if sd.spec == "null" {
+						res, err = ReplayWith("live", r, &nullAllocator{mem: strategies.NewMemory(&dev)}, sd.spec, DefaultOptions)
+					} else {
+						res, err = Replay("live", r, sd.spec, dev, DefaultOptions)
+					}
 					pause()
 					errs[k], fit[k] = err, err == nil && res.Fit()
 					done[k].Store(true)

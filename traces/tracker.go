@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"membench/internal/hugepage"
 	"membench/internal/prefetch"
 )
 
@@ -56,6 +57,9 @@ type Tracker[V any] struct {
 	sparse        map[uint64]V
 	sparseDonated map[uint64]bool
 	live          int
+	// slab is what is left of the last block of pages taken at once,
+	// with huge pages asked for (newPage).
+	slab []valPage[V]
 }
 
 const valPageSize = 512
@@ -136,7 +140,7 @@ func (t *Tracker[V]) ref(key uint64, create bool) *pageRef[V] {
 			r.p = t.spare[n-1]
 			t.spare = t.spare[:n-1]
 		} else {
-			r.p = new(valPage[V])
+			r.p = t.newPage()
 		}
 		t.npages++
 	}
@@ -150,6 +154,34 @@ func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
 	}
 	return t.ref(key, false)
 }
+
+// newPage returns a new, empty page. Up to slabFrom pages each is its own
+// allocation; beyond, pages come from blocks of slabBytes taken at once
+// whose whole huge pages are asked for (package hugepage): a large live
+// set's frees read slots at random in hundreds of megabytes of pages, and
+// with 4 KiB pages each read is also a miss in the processor's address
+// translation cache. A block stays allocated while any of its pages is in
+// use, so blocks start only where the pages already hold tens of
+// megabytes.
+func (t *Tracker[V]) newPage() *valPage[V] {
+	if t.npages < slabFrom {
+		return new(valPage[V])
+	}
+	if len(t.slab) == 0 {
+		t.slab = make([]valPage[V], slabBytes/unsafe.Sizeof(valPage[V]{}))
+		hugepage.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*unsafe.Sizeof(t.slab[0]))
+	}
+	p := &t.slab[0]
+	t.slab = t.slab[1:]
+	return p
+}
+
+// Pages come from blocks of slabBytes (at least three whole huge pages)
+// once slabFrom pages (24 MB of a replay's pages, 10^6 ids) are in use.
+const (
+	slabFrom  = 2048
+	slabBytes = 8 << 20
+)
 
 // recycle gives up the page of key, whose last live id r's count just
 // lost, to the spares.
@@ -229,15 +261,18 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 // (a replay through an allocator that does nothing spent a third of its
 // time in Alloc and Free): it records id as live with value v and
 // reports true when id's page is in the directory, id is not live, and
-// the page count is below where Alloc weighs a move to the map; otherwise
-// it changes nothing and reports false, and the caller calls Alloc, which
-// does the rest and reports the errors. It does not check the size: the
-// caller has (1..MaxSize), as Alloc would. (Inlined into the replay loop,
-// which it would be with a few nodes less, it made the loop slower: the
-// loop's values already fill the registers.)
+// Alloc would not move the values to the map after it; otherwise it
+// changes nothing and reports false, and the caller calls Alloc, which
+// does the rest and reports the errors. (It once gave up above
+// sparseCheckPages pages whatever the live count, so that every
+// allocation of a replay with 10^6 live blocks took Alloc's way.) It
+// does not check the size: the caller has (1..MaxSize), as Alloc would.
+// (Inlined into the replay loop, which it would be with a few nodes less,
+// it made the loop slower: the loop's values already fill the
+// registers.)
 func (t *Tracker[V]) TryAlloc(id uint64, v V) bool {
 	key := id / valPageSize
-	if key >= uint64(len(t.dir)) || t.npages > sparseCheckPages {
+	if key >= uint64(len(t.dir)) || t.npages > sparseCheckPages && t.npages*8 > t.live {
 		return false
 	}
 	r := &t.dir[key]
@@ -397,7 +432,7 @@ func (t *Tracker[V]) toSparse() {
 			}
 		}
 	}
-	t.dir, t.dirSeen, t.pages, t.refs, t.unusedRefs, t.spare, t.npages = nil, nil, nil, nil, nil, nil, 0
+	t.dir, t.dirSeen, t.pages, t.refs, t.unusedRefs, t.spare, t.slab, t.npages = nil, nil, nil, nil, nil, nil, nil, 0
 }
 
 // sparsePage moves the live values of the page of key to the map.
@@ -454,6 +489,7 @@ func (t *Tracker[V]) Reset() {
 		t.spare = t.spare[:resetKeepSpare]
 	}
 	t.seen = idBitset{}
+	t.slab = nil
 	t.sparse, t.sparseDonated = nil, nil
 	t.npages, t.live = 0, 0
 }

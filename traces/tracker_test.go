@@ -2,6 +2,7 @@ package traces
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -249,5 +250,137 @@ func TestTrackerDirectoryEndsAtDirPages(t *testing.T) {
 	}
 	if tr.Live() != 0 {
 		t.Errorf("%d live after freeing all", tr.Live())
+	}
+}
+
+// TestTryAllocAsAlloc checks that TryAlloc takes an allocation only where
+// Alloc would end in the same state: above sparseCheckPages pages it must
+// still take allocations while the pages are full enough (a replay with
+// 10^6 live blocks has about 13,000 of them), and decline where Alloc
+// would move the values to the map.
+func TestTryAllocAsAlloc(t *testing.T) {
+	const pages = sparseCheckPages + 100
+	for _, perPage := range []int{2, 7, 8, 9, 20} {
+		t.Run(fmt.Sprint("live-per-page=", perPage), func(t *testing.T) {
+			var try, plain Tracker[int64]
+			both := func(id uint64) {
+				t.Helper()
+				tried := try.TryAlloc(id, int64(id))
+				if !tried {
+					if err := try.Alloc(id, 1, int64(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := plain.Alloc(id, 1, int64(id)); err != nil {
+					t.Fatal(err)
+				}
+				if (try.sparse != nil) != (plain.sparse != nil) || try.Live() != plain.Live() {
+					t.Fatalf("alloc of %d (TryAlloc took it: %v): sparse %v, live %d; Alloc alone: sparse %v, live %d",
+						id, tried, try.sparse != nil, try.Live(), plain.sparse != nil, plain.Live())
+				}
+			}
+			// 20 live ids in each page, then all but perPage freed: pages
+			// stay, the live count falls.
+			for p := range uint64(pages) {
+				for k := range uint64(20) {
+					both(p*valPageSize + k)
+				}
+			}
+			for p := range uint64(pages) {
+				for k := uint64(perPage); k < 20; k++ {
+					if _, err := try.Free(p*valPageSize + k); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := plain.Free(p*valPageSize + k); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			took := 0
+			for p := range uint64(pages) {
+				id := p*valPageSize + 30
+				if try.sparse == nil && try.TryAlloc(id, int64(id)) {
+					took++
+					if err := plain.Alloc(id, 1, int64(id)); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				both(id)
+			}
+			if perPage >= 8 && plain.sparse != nil {
+				t.Errorf("%d live ids a page turned the tracker sparse", perPage)
+			}
+			if perPage >= 8 && took != pages {
+				t.Errorf("TryAlloc took %d of %d allocations into full enough pages", took, pages)
+			}
+			if perPage < 8 && (took != 0 || plain.sparse == nil) {
+				t.Errorf("pages with %d live ids: TryAlloc took %d, sparse %v; want Alloc to move them to the map", perPage, took, plain.sparse != nil)
+			}
+		})
+	}
+}
+
+// TestSlabPages runs a tracker past slabFrom pages, where its pages come
+// from blocks (newPage), and checks every value through allocation, free,
+// recycling into the spares, Reset and reuse: a page handed out twice, or
+// one block's pages overlapping, would show as a wrong value.
+func TestSlabPages(t *testing.T) {
+	var tr Tracker[uint64]
+	const pages = slabFrom + 700
+	const perPage = 9 // at least 8, so that the tracker stays dense
+	for round := range 2 {
+		for p := range uint64(pages) {
+			for k := range uint64(perPage) {
+				id := p*valPageSize + k*37
+				if err := tr.Alloc(id, 1, id^uint64(round)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if tr.sparse != nil || tr.npages != pages {
+			t.Fatalf("round %d: sparse %v, %d pages, want dense with %d", round, tr.sparse != nil, tr.npages, pages)
+		}
+		// Free every other page whole (recycled, then taken again from
+		// the spares), then everything.
+		for p := uint64(0); p < pages; p += 2 {
+			for k := range uint64(perPage) {
+				id := p*valPageSize + k*37
+				if v, err := tr.Free(id); err != nil || v != id^uint64(round) {
+					t.Fatalf("round %d: free %d = %d, %v", round, id, v, err)
+				}
+			}
+		}
+		for p := uint64(0); p < pages; p += 2 {
+			id := p*valPageSize + 500
+			if err := tr.Alloc(id, 1, id+7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for p := range uint64(pages) {
+			for k := range uint64(perPage) {
+				id := p*valPageSize + k*37
+				v, err := tr.Free(id)
+				if p%2 == 0 {
+					if !errors.Is(err, ErrDoubleFree) {
+						t.Fatalf("round %d: second free of %d: %v", round, id, err)
+					}
+					continue
+				}
+				if err != nil || v != id^uint64(round) {
+					t.Fatalf("round %d: free %d = %d, %v", round, id, v, err)
+				}
+			}
+			if p%2 == 0 {
+				id := p*valPageSize + 500
+				if v, err := tr.Free(id); err != nil || v != id+7 {
+					t.Fatalf("round %d: free %d = %d, %v", round, id, v, err)
+				}
+			}
+		}
+		if tr.Live() != 0 || tr.npages != 0 {
+			t.Fatalf("round %d: %d live, %d pages after freeing all", round, tr.Live(), tr.npages)
+		}
+		tr.Reset()
 	}
 }
