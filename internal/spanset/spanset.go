@@ -2,8 +2,10 @@ package spanset
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
+	"membench/internal/hugemem"
 	"membench/internal/prefetch"
 )
 
@@ -51,6 +53,11 @@ type Set struct {
 	inners []inner
 	freeL  []int32 // recycled leaves
 	freeI  []int32 // recycled inner nodes
+	// leafMem and innerMem hold the arenas once they are large
+	// (hugemem: in huge pages, outside the Go heap), unmapped when the
+	// set is collected.
+	leafMem, innerMem hugemem.Region
+	mapped            bool // the set has its finalizer
 
 	// path[l] is the inner node at level l (0 is the root) on the way to
 	// the leaf of the last descent, idx[l] the child taken there.
@@ -143,6 +150,10 @@ func (s *Set) newLeaf() int32 {
 		s.leaves[i].n, s.leaves[i].prev, s.leaves[i].next = 0, nilNode, nilNode
 		return i
 	}
+	if len(s.leaves) == cap(s.leaves) {
+		s.leaves = hugemem.Grow(&s.leafMem, s.leaves, len(s.leaves)+1)
+		s.noteMapped()
+	}
 	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
 	return int32(len(s.leaves) - 1)
 }
@@ -154,8 +165,24 @@ func (s *Set) newInner() int32 {
 		s.inners[i].n = 0
 		return i
 	}
+	if len(s.inners) == cap(s.inners) {
+		s.inners = hugemem.Grow(&s.innerMem, s.inners, len(s.inners)+1)
+		s.noteMapped()
+	}
 	s.inners = append(s.inners, inner{})
 	return int32(len(s.inners) - 1)
+}
+
+// noteMapped gives the set, once an arena is mapped, a finalizer that
+// unmaps its arenas: the garbage collector does not free them.
+func (s *Set) noteMapped() {
+	if !s.mapped && (s.leafMem.Mapped() || s.innerMem.Mapped()) {
+		s.mapped = true
+		runtime.SetFinalizer(s, func(s *Set) {
+			s.leafMem.Free()
+			s.innerMem.Free()
+		})
+	}
 }
 
 // maxOf is the largest of xs, 0 for none.
