@@ -22,6 +22,7 @@ package hugemem
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"unsafe"
 )
 
@@ -31,20 +32,37 @@ import (
 const Threshold = 4 << 20
 
 // Region is the mapping that holds one array, if Grow made one. The zero
-// Region holds none.
+// Region holds none. A mapping is unmapped by Free, by the Grow that
+// moves the array to a larger one, or once no Region refers to it (a
+// finalizer): whoever keeps the array must keep its Region with it (a
+// copy of the Region is as good), in the same struct, and pass both on
+// together.
 type Region struct {
-	mem []byte // the whole mapping, nil when the array is a Go slice
+	m *mapped
+}
+
+// mapped is one mapping, on the heap so that a finalizer can unmap it.
+type mapped struct {
+	mem []byte // the whole mapping; nil once unmapped
+}
+
+func (m *mapped) free() {
+	if m.mem != nil {
+		unmap(m.mem)
+		m.mem = nil
+	}
 }
 
 // Mapped reports whether the region holds a mapping.
-func (r *Region) Mapped() bool { return r.mem != nil }
+func (r *Region) Mapped() bool { return r.m != nil && r.m.mem != nil }
 
 // Free unmaps the region's mapping, if any: the array Grow returned for
 // it must not be used afterwards.
 func (r *Region) Free() {
-	if r.mem != nil {
-		unmap(r.mem)
-		r.mem = nil
+	if r.m != nil {
+		r.m.free()
+		runtime.SetFinalizer(r.m, nil)
+		r.m = nil
 	}
 }
 
@@ -79,7 +97,8 @@ func Grow[T any](r *Region, xs []T, n int) []T {
 	ys := unsafe.Slice((*T)(unsafe.Pointer(&mem.aligned[0])), want)[:len(xs)]
 	copy(ys, xs)
 	r.Free()
-	r.mem = mem.all
+	r.m = &mapped{mem: mem.all}
+	runtime.SetFinalizer(r.m, (*mapped).free)
 	return ys
 }
 

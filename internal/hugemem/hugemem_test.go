@@ -3,6 +3,7 @@ package hugemem
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,4 +119,58 @@ func TestHugePages(t *testing.T) {
 		}
 	}
 	t.Errorf("no mapping at %#x in /proc/self/smaps", start)
+}
+
+// TestDroppedRegionUnmapped: a mapping that no Region refers to any more
+// is unmapped once the collector finds it, and Free unmaps at once.
+func TestDroppedRegionUnmapped(t *testing.T) {
+	if !mapSupported {
+		t.Skip("no mapping on this system")
+	}
+	at := func() uintptr {
+		r := new(Region)
+		xs := Grow(r, []int64(nil), Threshold/8)
+		return uintptr(unsafe.Pointer(&xs[:1][0]))
+	}()
+	for range 10 {
+		runtime.GC()
+		if !inMaps(t, at) {
+			break
+		}
+	}
+	if inMaps(t, at) {
+		t.Errorf("the mapping at %#x outlived its Region", at)
+	}
+	var r Region
+	xs := Grow(&r, []int64(nil), Threshold/8)
+	at = uintptr(unsafe.Pointer(&xs[:1][0]))
+	if !inMaps(t, at) {
+		t.Fatalf("no mapping at %#x", at)
+	}
+	r.Free()
+	if inMaps(t, at) {
+		t.Errorf("Free left the mapping at %#x", at)
+	}
+}
+
+// inMaps reports whether an address is mapped, by /proc/self/maps.
+func inMaps(t *testing.T, x uintptr) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		lo, rest, ok := strings.Cut(line, "-")
+		if !ok {
+			continue
+		}
+		hi, _, _ := strings.Cut(rest, " ")
+		a, errA := strconv.ParseUint(lo, 16, 64)
+		c, errC := strconv.ParseUint(hi, 16, 64)
+		if errA == nil && errC == nil && uint64(x) >= a && uint64(x) < c {
+			return true
+		}
+	}
+	return false
 }

@@ -2,7 +2,6 @@ package spanset
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
 
 	"membench/internal/hugemem"
@@ -54,10 +53,8 @@ type Set struct {
 	freeL  []int32 // recycled leaves
 	freeI  []int32 // recycled inner nodes
 	// leafMem and innerMem hold the arenas once they are large
-	// (hugemem: in huge pages, outside the Go heap), unmapped when the
-	// set is collected.
+	// (hugemem: in huge pages, outside the Go heap).
 	leafMem, innerMem hugemem.Region
-	mapped            bool // the set has its finalizer
 
 	// path[l] is the inner node at level l (0 is the root) on the way to
 	// the leaf of the last descent, idx[l] the child taken there.
@@ -152,7 +149,6 @@ func (s *Set) newLeaf() int32 {
 	}
 	if len(s.leaves) == cap(s.leaves) {
 		s.leaves = hugemem.Grow(&s.leafMem, s.leaves, len(s.leaves)+1)
-		s.noteMapped()
 	}
 	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
 	return int32(len(s.leaves) - 1)
@@ -167,22 +163,9 @@ func (s *Set) newInner() int32 {
 	}
 	if len(s.inners) == cap(s.inners) {
 		s.inners = hugemem.Grow(&s.innerMem, s.inners, len(s.inners)+1)
-		s.noteMapped()
 	}
 	s.inners = append(s.inners, inner{})
 	return int32(len(s.inners) - 1)
-}
-
-// noteMapped gives the set, once an arena is mapped, a finalizer that
-// unmaps its arenas: the garbage collector does not free them.
-func (s *Set) noteMapped() {
-	if !s.mapped && (s.leafMem.Mapped() || s.innerMem.Mapped()) {
-		s.mapped = true
-		runtime.SetFinalizer(s, func(s *Set) {
-			s.leafMem.Free()
-			s.innerMem.Free()
-		})
-	}
 }
 
 // maxOf is the largest of xs, 0 for none.
