@@ -2,10 +2,8 @@
 
 package hugemem
 
-// mapHuge maps nothing where huge pages are not asked for: Grow keeps a
-// Go slice.
-func mapHuge(size int) (mapping, bool) { return mapping{}, false }
+// adviseHuge asks nothing where there is no madvise: the array is only
+// aligned.
+func adviseHuge(b []byte) {}
 
-func unmap(mem []byte) {}
-
-const mapSupported = false
+const adviceSupported = false

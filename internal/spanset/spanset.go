@@ -52,9 +52,6 @@ type Set struct {
 	inners []inner
 	freeL  []int32 // recycled leaves
 	freeI  []int32 // recycled inner nodes
-	// leafMem and innerMem hold the arenas once they are large
-	// (hugemem: in huge pages, outside the Go heap).
-	leafMem, innerMem hugemem.Region
 
 	// path[l] is the inner node at level l (0 is the root) on the way to
 	// the leaf of the last descent, idx[l] the child taken there.
@@ -148,7 +145,7 @@ func (s *Set) newLeaf() int32 {
 		return i
 	}
 	if len(s.leaves) == cap(s.leaves) {
-		s.leaves = hugemem.Grow(&s.leafMem, s.leaves, len(s.leaves)+1)
+		s.leaves = hugemem.Grow(s.leaves, len(s.leaves)+1)
 	}
 	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
 	return int32(len(s.leaves) - 1)
@@ -162,7 +159,7 @@ func (s *Set) newInner() int32 {
 		return i
 	}
 	if len(s.inners) == cap(s.inners) {
-		s.inners = hugemem.Grow(&s.innerMem, s.inners, len(s.inners)+1)
+		s.inners = hugemem.Grow(s.inners, len(s.inners)+1)
 	}
 	s.inners = append(s.inners, inner{})
 	return int32(len(s.inners) - 1)
