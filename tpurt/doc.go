@@ -65,5 +65,5 @@
 // Defragmenter, Footprinter, Noter, ProgramLoader, Placer, Tracer (the
 // heap taken, programs loaded and unloaded, buffers relocated) and
 // Toucher. The package imports strategies, internal/spanset,
-// internal/slab and internal/prefetch only.
+// internal/hugemem and internal/prefetch only.
 package tpurt
