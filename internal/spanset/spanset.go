@@ -127,6 +127,10 @@ func New() *Set {
 // Len is the number of spans.
 func (s *Set) Len() int { return s.n }
 
+// HugePages reports whether the leaves sit in huge pages (hugemem), as
+// they do once their array passes hugemem.Threshold: for tests.
+func (s *Set) HugePages() bool { return hugemem.Huge(s.leaves) }
+
 // Reset empties the set, keeping its storage.
 func (s *Set) Reset() {
 	s.leaves, s.inners, s.freeL, s.freeI = s.leaves[:0], s.inners[:0], s.freeL[:0], s.freeI[:0]
