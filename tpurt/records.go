@@ -12,7 +12,9 @@ type records struct {
 }
 
 // Put stores v in a free slot, a reused one first, and returns its
-// handle.
+// handle. The caller makes room first (full, grow), so that the array
+// grows through hugemem and not by append; Put stays small enough to
+// inline into the placement.
 func (s *records) Put(v buffer) int32 {
 	if k := len(s.unused); k > 0 {
 		h := s.unused[k-1]
@@ -20,12 +22,15 @@ func (s *records) Put(v buffer) int32 {
 		s.items[h] = v
 		return h
 	}
-	if len(s.items) == cap(s.items) {
-		s.items = hugemem.Grow(s.items, len(s.items)+1)
-	}
 	s.items = append(s.items, v)
 	return int32(len(s.items) - 1)
 }
+
+// full reports whether a Put would need a larger array.
+func (s *records) full() bool { return len(s.unused) == 0 && len(s.items) == cap(s.items) }
+
+// grow makes room for more records.
+func (s *records) grow() { s.items = hugemem.Grow(s.items, len(s.items)+1) }
 
 // At is the record of handle h.
 func (s *records) At(h int32) *buffer { return &s.items[h] }

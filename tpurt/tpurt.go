@@ -271,6 +271,9 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	if !ok {
 		return -1, false
 	}
+	if a.bufs.full() {
+		a.bufs.grow()
+	}
 	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r
 	a.inUse += r
