@@ -4,23 +4,24 @@
 // megabytes through a handful of TLB entries.
 //
 // Why: at 10^6 live buffers the TPU model's free set (package spanset)
-// keeps 9 MB of leaves, and the BFC 40 MB of chunk records, that every
-// placement and free reads at random. In 4 KiB pages those are thousands
-// of pages beside the replay's own, more than the processor's TLB holds,
-// so that most of those reads, and the prefetches that ask for them
-// ahead, first walk the page tables, which in a virtual machine costs
-// several memory reads more. The Go runtime does not ask for huge pages
-// for its heap (Go 1.21.1 and later), and the machines this runs on
-// leave transparent huge pages to madvise.
+// keeps 9 MB of leaves, and the model (package tpurt) 16 MB of buffer
+// records, that every placement and free reads at random. In 4 KiB pages
+// those are 6,000 pages beside the replay's own, more than the
+// processor's TLB holds, so that most of those reads, and the prefetches
+// that ask for them ahead, first walk the page tables, which in a
+// virtual machine costs several memory reads more. The Go runtime asks
+// for huge pages for its own metadata only, not for the heap's arenas,
+// and the machines this runs on leave transparent huge pages to madvise.
 //
 // The arrays stay in the Go heap (a byte slice the array is cut from), so
 // that the collector frees them as before and paces itself by the same
-// heap: an earlier version mapped them outside the heap, and the smaller
-// heap made the collector run so much more often that a BFC replay at
-// 10^6 live chunks became half again slower. Arrays below Threshold
-// bytes are ordinary slices, grown as append grows them.
+// heap: an earlier version mapped them outside the heap, and a BFC
+// replay at 10^6 live chunks with its records there became half again
+// slower, most likely because the smaller heap made the collector run
+// more often. Arrays below Threshold bytes are ordinary slices (doubled
+// as they grow).
 //
-// It imports nothing from the module; spanset and bfc use it.
+// It imports nothing from the module; spanset and tpurt use it.
 package hugemem
 
 import (

@@ -3,7 +3,7 @@
 // events, so that both see the same moments of a shared machine: on the
 // 2-core machine that three benchmarking sessions share, separate runs of
 // the 10^6 live-allocation case vary by a third, which hides a change of
-// a tenth. tpurt's and bfc's BenchmarkLiveHugePages use it to time their
+// a tenth. tpurt's BenchmarkLiveHugePages uses it to time the model's
 // arrays in huge pages (internal/hugemem) against ordinary ones.
 package livepair
 
