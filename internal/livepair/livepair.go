@@ -19,8 +19,12 @@ import (
 	"membench/strategies"
 )
 
-// Stretch is the events each build runs before the other takes over.
-const Stretch = 1 << 16
+// Stretch is the events each build runs before the other takes over:
+// long enough that refilling the caches and the TLB with its own data,
+// which the other build's stretch evicted, is a small part of it (a
+// model in small pages needs thousands of TLB entries again, one in huge
+// pages a few dozen, so short stretches would favour the latter).
+const Stretch = 1 << 18
 
 // Run builds models newModel(0) and newModel(1), warms each up with live
 // allocations of the same random sizes, then times b.N events of each,

@@ -62,19 +62,24 @@
 // processor's TLB holds, and a prefetch that misses the TLB waits for the
 // page walk (in a profile, the prefetches were a sixth of the model's
 // time). Timed in one process, a model with huge pages against one
-// without in alternate stretches of 65,536 events
+// without in alternate stretches of 262,144 events
 // (tpurt.BenchmarkLiveHugePages, internal/livepair), the model alone at
-// 10^6 live buffers costs 0.81-0.91 of what it did (median 0.87, six
-// runs; 0.91 with the free set alone in huge pages), and the same at 10^3
-// (0.99-1.02). The earlier attempt that found nothing most likely did not
-// align: a mapping that did not start on a 2 MiB boundary measured 3 %
-// better, within the noise. An array mapped outside the Go heap instead
-// made the collector, paced by a smaller heap, run more often: the BFC's
-// replay at 10^6 became half again slower with its records there. In the whole replay (harness.BenchmarkReplayLivePaired) the
-// gain did not show above the machine's noise (eight interleaved runs
-// each, 333 and 336 cpu-ns/event at 10^6, with the machine's load at
-// 3.5-4.7 on two cores): the replay keeps about 140 MB of its own in
-// small pages, whose TLB misses remain.
+// 10^6 live buffers costs 0.88-0.96 of what it did (median 0.935, six
+// runs), and the same at 10^3 (0.98-1.03). Stretches of 65,536 events
+// read 0.87 (0.91 with the free set alone in huge pages), but favoured
+// the huge side, whose few TLB entries survive the other side's stretch
+// where the small side's thousands do not; separate processes, A B A B,
+// read 0 to 13 % with the machine's noise above that. The earlier
+// attempt that found nothing most likely did not align: a mapping that
+// did not start on a 2 MiB boundary measured 3 % better, within the
+// noise. An array mapped outside the Go heap instead made the BFC's
+// replay at 10^6 half again slower with its records there, most likely
+// because the collector, paced by a smaller heap, ran more often. In the
+// whole replay (harness.BenchmarkReplayLivePaired) the gain did not show
+// above the machine's noise (eight interleaved runs each: 362 and 311
+// cpu-ns/event at 10^6, p=0.23, with the machine's load at 4-8 on two
+// cores): the replay keeps about 140 MB of its own in small pages, whose
+// TLB misses remain.
 //
 // The staircase, examined and not built: the highest fit of any size is
 // one of the spans larger than every span above them (scanning down from
