@@ -41,6 +41,21 @@
 // (issue 15). The exact-size bins serve the same end: with 10^6 live
 // chunks about a thousand are free, a handful to a bin.
 //
+// What remains at 10^6 live chunks (2026-11-24): the allocator alone
+// (BenchmarkLive) costs 72-90 cpu-ns/event against 63-66 at 10^3, and in
+// a CPU profile of harness.BenchmarkReplayLive at 10^6 (jax, 20 million
+// events) its own functions are about a third of the samples (find and
+// its free-set search 28 %, a third of that the untimed warm-up's growth
+// of the records; Free 5 %; Touch's prefetch of the record 5 %), the
+// replay's own trace tracker and event source over half
+// (traces.Tracker's Touch 22 % and Alloc 11 %, harness.liveTrace 22 %).
+// The records in huge pages (package hugemem, as the TPU model's are)
+// measured 0.92-1.03 of their time in one process (median 0.99, six runs
+// of a BenchmarkLiveHugePages like tpurt's), so they stay ordinary
+// slices. Since the BFC barely grows, the replays' growth from 10^3 to
+// 10^6 (x-live1k-cpu 1.6-2.2 for tf and jax on a shared machine) is
+// mostly the replay's.
+//
 // Beyond TSL, the allocator can defragment (Options.Defrag): when a request
 // fails although the free bytes inside its regions would hold it, live
 // chunks are slid to the low end of each region in address order, leaving

@@ -1,9 +1,13 @@
 package tpurt
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
+	"membench/internal/hugemem"
 	"membench/internal/livebench"
+	"membench/internal/livepair"
 	"membench/strategies"
 )
 
@@ -17,4 +21,66 @@ func BenchmarkLive(b *testing.B) {
 		a := New(Options{}, strategies.NewMemory(&d))
 		return livebench.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch}
 	})
+}
+
+// BenchmarkLiveHugePages times the model with its free set's arenas in
+// huge pages (internal/hugemem) against one without, in one process in
+// alternate stretches (internal/livepair): cpu-ns/event-small and -huge,
+// and their ratio.
+func BenchmarkLiveHugePages(b *testing.B) {
+	for _, live := range []int{1000, 1000000} {
+		b.Run("live="+strconv.Itoa(live), func(b *testing.B) {
+			defer func() { hugemem.Off = false }()
+			livepair.Run(b, live, [2]string{"small", "huge"}, func(k int) { hugemem.Off = k == 0 }, func(int) livebench.Model {
+				d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
+				a := New(Options{}, strategies.NewMemory(&d))
+				return livebench.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch}
+			})
+		})
+	}
+}
+
+// TestHugePagesPlaceAlike: with 10^6 live buffers, where the records and
+// the free set's nodes sit in huge pages (internal/hugemem), the model
+// places every buffer where it does with ordinary arrays.
+func TestHugePagesPlaceAlike(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10^6 live buffers, twice")
+	}
+	place := func(off bool) []int64 {
+		hugemem.Off = off
+		defer func() { hugemem.Off = false }()
+		d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
+		a := New(Options{}, strategies.NewMemory(&d))
+		rng := rand.New(rand.NewPCG(7, 8))
+		size := func() int64 { return 512 + rng.Int64N(48<<10) }
+		hs := make([]strategies.Handle, 1000000)
+		var at []int64
+		for i := range hs {
+			hs[i], _ = a.Malloc(size(), 0)
+		}
+		for range 400000 {
+			v := rng.IntN(len(hs))
+			a.Free(hs[v])
+			var ok bool
+			if hs[v], ok = a.Malloc(size(), 0); !ok {
+				t.Fatal("out of memory")
+			}
+			off, _ := a.Block(hs[v])
+			at = append(at, off)
+		}
+		if huge := hugemem.Huge(a.bufs.items) && a.free.HugePages(); huge == off {
+			t.Fatalf("hugemem.Off %v: records and leaves in huge pages %v", off, huge)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	small, huge := place(true), place(false)
+	for i := range small {
+		if small[i] != huge[i] {
+			t.Fatalf("placement %d: at %d in huge pages, %d without", i, huge[i], small[i])
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"membench/internal/prefetch"
-	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/strategies"
 )
@@ -95,7 +94,7 @@ type Allocator struct {
 	base    int64 // the heap's device address, once taken
 	started bool
 
-	bufs slab.Slab[buffer]
+	bufs records
 	free *spanset.Set
 	// freeBytes is the bytes in free ranges; inUse the bytes in live
 	// buffers; reserved the bytes of loaded programs.
@@ -116,7 +115,7 @@ type Allocator struct {
 	touched strategies.Handle
 }
 
-// released holds the buffer slabs (*slab.Slab[buffer]) of allocators
+// released holds the buffer records (*records) of allocators
 // released (Release), cleared, for the next ones built: the slab is nearly
 // all a short replay allocates.
 var released sync.Pool
@@ -131,7 +130,7 @@ func (a *Allocator) Release() {
 	s := a.bufs
 	s.Clear()
 	released.Put(&s)
-	a.bufs = slab.Slab[buffer]{}
+	a.bufs = records{}
 }
 
 // New builds the heap on mem: the device's capacity (or the memory's
@@ -139,7 +138,7 @@ func (a *Allocator) Release() {
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: spanset.New(), touched: -1}
-	if s, ok := released.Get().(*slab.Slab[buffer]); ok {
+	if s, ok := released.Get().(*records); ok {
 		a.bufs = *s
 	}
 	a.granule = opts.Granule
@@ -271,6 +270,9 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	sp, ok := a.free.Carve(r)
 	if !ok {
 		return -1, false
+	}
+	if a.bufs.full() {
+		a.bufs.grow()
 	}
 	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r

@@ -8,3 +8,10 @@ import "unsafe"
 // and returns at once: unlike a load, the prefetch does not hold up the
 // instructions after it while the line is on its way.
 func Line(p unsafe.Pointer) { line(uintptr(p)) }
+
+// Lines asks for every cache line that the n bytes from p touch, as Line
+// does for one, in one call: the TPU model asks for a whole leaf of its
+// free set (nine or ten lines) before the free that reads it, and a call
+// per line was a tenth of that model's instructions at 10^6 live buffers.
+// n must be positive.
+func Lines(p unsafe.Pointer, n uintptr) { lines(uintptr(p), n) }

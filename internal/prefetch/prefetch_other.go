@@ -3,3 +3,5 @@
 package prefetch
 
 func line(addr uintptr) {}
+
+func lines(addr, n uintptr) {}

@@ -18,3 +18,20 @@ func TestLine(t *testing.T) {
 		}
 	}
 }
+
+// TestLines: prefetching a range, aligned or not, of one byte or many
+// lines, changes nothing.
+func TestLines(t *testing.T) {
+	xs := make([]byte, 4096)
+	for i := range xs {
+		xs[i] = byte(i)
+	}
+	for _, c := range []struct{ off, n int }{{0, 1}, {0, 64}, {10, 64}, {63, 2}, {5, 528}, {0, 4096}} {
+		Lines(unsafe.Pointer(&xs[c.off]), uintptr(c.n))
+	}
+	for i := range xs {
+		if xs[i] != byte(i) {
+			t.Fatalf("xs[%d] = %d", i, xs[i])
+		}
+	}
+}

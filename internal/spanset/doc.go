@@ -8,8 +8,9 @@
 // internal/freeset cannot.
 //
 // It is a B+tree whose nodes sit in slices, linked by index, with removed
-// nodes recycled: a steady-state replay allocates nothing. It imports
-// internal/prefetch only; tpurt imports it.
+// nodes recycled: a steady-state replay allocates nothing. Large slices
+// sit in huge pages (see below). It imports internal/prefetch and
+// internal/hugemem only; tpurt imports it.
 //
 // # Large sets
 //
@@ -53,15 +54,70 @@
 // for another costs about three times (200–230 ns alone when the machine
 // is quiet).
 //
+// Huge pages (2026-11-24, package hugemem): the leaves and inner nodes,
+// once their arrays pass 4 MiB, start on a 2 MiB boundary of the Go heap
+// with huge pages asked for (madvise), as do the TPU model's buffer
+// records. In 4 KiB pages the 9 MB of leaves and 16 MB of records are
+// 6,000 pages that frees and placements reach at random, more than the
+// processor's TLB holds, and a prefetch that misses the TLB waits for the
+// page walk (in a profile, the prefetches were a sixth of the model's
+// time). Timed in one process, a model with huge pages against one
+// without in alternate stretches of 262,144 events
+// (tpurt.BenchmarkLiveHugePages, internal/livepair), the model alone at
+// 10^6 live buffers costs 0.88-0.96 of what it did (median 0.935, six
+// runs), and the same at 10^3 (0.98-1.03). Stretches of 65,536 events
+// read 0.87 (0.91 with the free set alone in huge pages), but favoured
+// the huge side, whose few TLB entries survive the other side's stretch
+// where the small side's thousands do not; separate processes, A B A B,
+// read 0 to 13 % with the machine's noise above that. The earlier
+// attempt that found nothing most likely did not align: a mapping that
+// did not start on a 2 MiB boundary measured 3 % better, within the
+// noise. An array mapped outside the Go heap instead made the BFC's
+// replay at 10^6 half again slower with its records there, most likely
+// because the collector, paced by a smaller heap, ran more often. In the
+// whole replay (harness.BenchmarkReplayLivePaired) the gain did not show
+// above the machine's noise (eight interleaved runs each: 362 and 311
+// cpu-ns/event at 10^6, p=0.23, with the machine's load at 4-8 on two
+// cores): the replay keeps about 140 MB of its own in small pages, whose
+// TLB misses remain.
+//
+// The staircase, examined and not built: the highest fit of any size is
+// one of the spans larger than every span above them (scanning down from
+// the top), a list whose sizes rise as addresses fall; a placement could
+// search that list instead of the tree. tpurt.BenchmarkStaircase measures
+// it at 10^6 live buffers: 54 spans long (the top of the heap is packed
+// with small ranges, so it is not the logarithm of the set's size that
+// random sizes would give), the answer 28 spans down it, and each
+// placement brings 2.6 spans into it (3.6 entries new, one of them the
+// carved span itself at its new size). Each span that joins must be
+// found by a search of the tree below the carved span (the highest span
+// below it larger than the span above), each as costly as the HighestFit
+// the list was to save, and the carve must still reach the span's leaf
+// and mend the largest sizes on the path to it. So it would trade one
+// descent for about three.
+//
 // What was tried and did not help: a HighestFit in two halves, its leaf
 // asked for at the allocation and the allocation placed at the model's
 // next call (10 ns more an event at 10^3, nothing at 10^6: the caller's
 // work in between is too short to cover the wait); leaves of 16 or 64
 // spans and inner nodes of 16, 64 or 128 children (none better at both
 // sizes); asking for a HighestFit's leaf sizes before scanning them; a
-// four-way unrolled maximum. Huge pages were not tried again: in a
-// pointer chase over 64 MB they cut a load from 237 to 172 ns, and the
-// previous attempt in the model found nothing. The highest fit's leaf
-// cannot be asked for ahead, since the request's size is not known
-// before it comes, and it remains the largest wait at 10^6.
+// four-way unrolled maximum. On 2026-11-24: scans that start at a node's
+// last slot, unused slots holding size 0, so that the scan need not wait
+// for the node's count (10^3 a quarter slower, 10^6 5 % faster); and
+// largest sizes that above the two lowest inner levels may be too high
+// (a carve then leaves them, and a HighestFit that finds no fit under
+// such a size corrects it on its way back up): the carve's 336
+// instructions an event pair that mend those levels at 10^6 moved into
+// the HighestFits that correct them (cachegrind: 10^6 31 fewer
+// instructions an event pair, 10^3 the same; no change in time).
+//
+// Where the time goes at 10^6, in cachegrind (BenchmarkLive, 400,000
+// events less 200,000): the model runs about 2,800 instructions an event
+// pair, against 1,700 at 10^3 — HighestFit 497 (295 at 10^3: longer
+// scans of three inner levels), the descents by address 381 (198), the
+// mending of the largest sizes 534 (137), the Join's kept path and leaf
+// scan 174 — and its time is about three times 10^3's; the rest is
+// waiting for memory, which the prefetches cover only partly, a free
+// being known one event pair ahead.
 package spanset

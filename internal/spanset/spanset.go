@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"membench/internal/hugemem"
 	"membench/internal/prefetch"
 )
 
@@ -126,6 +127,10 @@ func New() *Set {
 // Len is the number of spans.
 func (s *Set) Len() int { return s.n }
 
+// HugePages reports whether the leaves sit in huge pages (hugemem), as
+// they do once their array passes hugemem.Threshold: for tests.
+func (s *Set) HugePages() bool { return hugemem.Huge(s.leaves) }
+
 // Reset empties the set, keeping its storage.
 func (s *Set) Reset() {
 	s.leaves, s.inners, s.freeL, s.freeI = s.leaves[:0], s.inners[:0], s.freeL[:0], s.freeI[:0]
@@ -143,6 +148,9 @@ func (s *Set) newLeaf() int32 {
 		s.leaves[i].n, s.leaves[i].prev, s.leaves[i].next = 0, nilNode, nilNode
 		return i
 	}
+	if len(s.leaves) == cap(s.leaves) {
+		s.leaves = hugemem.Grow(s.leaves, len(s.leaves)+1)
+	}
 	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
 	return int32(len(s.leaves) - 1)
 }
@@ -153,6 +161,9 @@ func (s *Set) newInner() int32 {
 		s.freeI = s.freeI[:n-1]
 		s.inners[i].n = 0
 		return i
+	}
+	if len(s.inners) == cap(s.inners) {
+		s.inners = hugemem.Grow(s.inners, len(s.inners)+1)
 	}
 	s.inners = append(s.inners, inner{})
 	return int32(len(s.inners) - 1)
@@ -329,8 +340,9 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 			e.ok = false
 			s.aheadN--
 			s.fOK = false
-			copy(s.path[:s.height], e.path[:s.height])
-			copy(s.idx[:s.height], e.idx[:s.height])
+			// Whole arrays: a fixed copy of 64 bytes each, where
+			// copying the height's entries called memmove twice.
+			s.path, s.idx = e.path, e.idx
 			lp := &s.leaves[e.leaf]
 			return e.leaf, upper(lp.start[:lp.n], x), true
 		}
@@ -338,14 +350,8 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 	return 0, 0, false
 }
 
-// prefetchLeaf asks for every cache line of a leaf.
-func prefetchLeaf(lp *leaf) {
-	p := unsafe.Pointer(lp)
-	for o := uintptr(0); o < unsafe.Sizeof(leaf{}); o += 64 {
-		prefetch.Line(unsafe.Add(p, o))
-	}
-	prefetch.Line(unsafe.Add(p, unsafe.Sizeof(leaf{})-1))
-}
+// prefetchLeaf asks for every cache line of a leaf, in one call.
+func prefetchLeaf(lp *leaf) { prefetch.Lines(unsafe.Pointer(lp), unsafe.Sizeof(leaf{})) }
 
 // find locates the span that starts at start, by the finger when it is
 // there, setting the path; it panics when there is none (a caller's bug).

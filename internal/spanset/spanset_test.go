@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
+
+	"membench/internal/hugemem"
 )
 
 // TestAgainstModel checks the set against a sorted slice through a long
@@ -477,5 +480,100 @@ func TestCarveAsFitAndResize(t *testing.T) {
 	b.Ascend(func(sp Span) bool { sb = append(sb, sp); return true })
 	if !slices.Equal(sa, sb) {
 		t.Fatalf("the sets differ: %d and %d spans", len(sa), len(sb))
+	}
+}
+
+// TestLargeSetMapped grows a set past hugemem's Threshold, so that its
+// leaves move to huge pages and then to larger ones while spans are
+// carved and joined, and checks every answer against a sorted slice and
+// the tree at the end.
+func TestLargeSetMapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("grows to 300,000 spans")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	s := New()
+	var model []Span
+	// Spans every 64 KiB, each of 1..32 KiB: the tail of each slot is
+	// not free, so that no two spans touch until a Join fills a gap.
+	const slot = 64 << 10
+	add := func(i int64) {
+		sp := Span{i * slot, 1 + rng.Int64N(32<<10)}
+		s.Insert(sp)
+		model = append(model, sp)
+	}
+	var next int64
+	for ; next < 300000; next++ {
+		add(next)
+		if next%50000 == 0 && next > 0 {
+			// A few carves on the way, while the arena grows.
+			for range 100 {
+				carveBoth(t, s, &model, 1+rng.Int64N(32<<10))
+			}
+		}
+	}
+	if !hugemem.Huge(s.leaves) {
+		t.Fatalf("%d leaves of %d B: not on a huge page", len(s.leaves), unsafe.Sizeof(leaf{}))
+	}
+	for step := range 20000 {
+		switch rng.IntN(3) {
+		case 0:
+			carveBoth(t, s, &model, 1+rng.Int64N(40<<10))
+		case 1:
+			// Join the free tail of a random slot's span: it merges
+			// with the span below.
+			i := rng.IntN(len(model))
+			sp := model[i]
+			lim := int64(slot) - sp.Start%slot - sp.Size
+			if i+1 < len(model) {
+				lim = min(lim, model[i+1].Start-sp.End()-1) // no merge above
+			}
+			if lim < 1 {
+				continue
+			}
+			n := 1 + rng.Int64N(lim)
+			got := s.Join(sp.End(), n)
+			model[i].Size += n
+			if got != model[i] {
+				t.Fatalf("step %d: Join(%d, %d) = %v, want %v", step, sp.End(), n, got, model[i])
+			}
+		default:
+			add(next)
+			next++
+		}
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	s.Ascend(func(sp Span) bool {
+		if sp != model[i] {
+			t.Fatalf("span %d: %v, want %v", i, sp, model[i])
+		}
+		i++
+		return true
+	})
+}
+
+// carveBoth carves size from s and from the sorted slice model, and fails
+// when they differ.
+func carveBoth(t *testing.T, s *Set, model *[]Span, size int64) {
+	t.Helper()
+	m := *model
+	j := len(m) - 1
+	for j >= 0 && m[j].Size < size {
+		j--
+	}
+	got, ok := s.Carve(size)
+	if ok != (j >= 0) || ok && got != m[j] {
+		t.Fatalf("Carve(%d) = %v %v, want %d", size, got, ok, j)
+	}
+	if !ok {
+		return
+	}
+	if got.Size == size {
+		*model = slices.Delete(m, j, j+1)
+	} else {
+		m[j].Size -= size
 	}
 }

@@ -1,0 +1,99 @@
+// Package hugemem grows large arrays of plain values (no pointers) on a
+// 2 MiB boundary of the Go heap with huge pages asked for there (Linux's
+// madvise MADV_HUGEPAGE), so that a processor reaches every byte of a few
+// megabytes through a handful of TLB entries.
+//
+// Why: at 10^6 live buffers the TPU model's free set (package spanset)
+// keeps 9 MB of leaves, and the model (package tpurt) 16 MB of buffer
+// records, that every placement and free reads at random. In 4 KiB pages
+// those are 6,000 pages beside the replay's own, more than the
+// processor's TLB holds, so that most of those reads, and the prefetches
+// that ask for them ahead, first walk the page tables, which in a
+// virtual machine costs several memory reads more. The Go runtime asks
+// for huge pages for its own metadata only, not for the heap's arenas,
+// and the machines this runs on leave transparent huge pages to madvise.
+//
+// The arrays stay in the Go heap (a byte slice the array is cut from), so
+// that the collector frees them as before and paces itself by the same
+// heap: an earlier version mapped them outside the heap, and a BFC
+// replay at 10^6 live chunks with its records there became half again
+// slower, most likely because the smaller heap made the collector run
+// more often. Arrays below Threshold bytes are ordinary slices (doubled
+// as they grow).
+//
+// It imports nothing from the module; spanset and tpurt use it.
+package hugemem
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+)
+
+// Off, when set, makes Grow grow every array as an ordinary slice: for a
+// benchmark that times a model built with huge pages against one built
+// without, in one process (internal/livepair).
+var Off bool
+
+// Threshold is the size in bytes from which Grow aligns an array and asks
+// for huge pages: smaller arrays' pages fit the TLB anyway.
+const Threshold = 4 << 20
+
+// hugePage is the size and alignment of a huge page (x86-64, and arm64
+// with 4 KiB base pages).
+const hugePage = 2 << 20
+
+// Grow returns xs with room for at least n elements, its len and elements
+// kept, with twice the room it had at least. Below Threshold bytes it is
+// an ordinary slice; from there the
+// array starts on a 2 MiB boundary and has huge pages asked for. T must hold no pointers (Grow panics otherwise): the array
+// is cut from a byte slice, which the collector does not scan.
+func Grow[T any](xs []T, n int) []T {
+	if n <= cap(xs) {
+		return xs
+	}
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	want := max(n, 2*cap(xs))
+	if size == 0 || want*size < Threshold || Off {
+		ys := make([]T, len(xs), want)
+		copy(ys, xs)
+		return ys
+	}
+	if !plain(reflect.TypeFor[T]()) {
+		panic(fmt.Sprintf("hugemem: %v holds pointers", reflect.TypeFor[T]()))
+	}
+	bytes := (want*size + hugePage - 1) &^ (hugePage - 1)
+	buf := make([]byte, bytes+hugePage)
+	off := int(-uintptr(unsafe.Pointer(&buf[0])) & (hugePage - 1))
+	adviseHuge(buf[off : off+bytes])
+	ys := unsafe.Slice((*T)(unsafe.Pointer(&buf[off])), want)[:len(xs)]
+	copy(ys, xs)
+	return ys
+}
+
+// Huge reports whether xs starts on a huge page, as Grow's large arrays
+// do.
+func Huge[T any](xs []T) bool {
+	return cap(xs) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(xs)))&(hugePage-1) == 0
+}
+
+// plain reports whether values of t hold no pointers.
+func plain(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return plain(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !plain(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
