@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"membench/internal/hugepage"
+	"membench/internal/hugemem"
 	"membench/internal/prefetch"
 )
 
@@ -157,7 +157,7 @@ func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
 
 // newPage returns a new, empty page. Up to slabFrom pages each is its own
 // allocation; beyond, pages come from blocks of slabBytes taken at once
-// whose whole huge pages are asked for (package hugepage): a large live
+// whose whole huge pages are asked for (package hugemem): a large live
 // set's frees read slots at random in hundreds of megabytes of pages, and
 // with 4 KiB pages each read is also a miss in the processor's address
 // translation cache. A block stays allocated while any of its pages is in
@@ -169,7 +169,7 @@ func (t *Tracker[V]) newPage() *valPage[V] {
 	}
 	if len(t.slab) == 0 {
 		t.slab = make([]valPage[V], slabBytes/unsafe.Sizeof(valPage[V]{}))
-		hugepage.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*unsafe.Sizeof(t.slab[0]))
+		hugemem.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*unsafe.Sizeof(t.slab[0]))
 	}
 	p := &t.slab[0]
 	t.slab = t.slab[1:]

@@ -1,4 +1,4 @@
-package hugepage
+package hugemem
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ func TestAdviseMarksTheRange(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skipf("no transparent huge pages here (%v)", err)
 	}
-	buf := make([]byte, 5*Size)
+	buf := make([]byte, 5*hugePage)
 	Advise(unsafe.Pointer(&buf[0]), uintptr(len(buf)))
 	off, m := inner(uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	lo, hi := uintptr(unsafe.Pointer(&buf[0]))+off, uintptr(unsafe.Pointer(&buf[0]))+off+m
