@@ -40,9 +40,8 @@ import (
 )
 
 // Off, when set, makes Grow grow every array as an ordinary slice, and
-// Advise ask nothing: for a
-// benchmark that times a model built with huge pages against one built
-// without, in one process (internal/livepair).
+// Advise ask nothing: for a benchmark that times a model built with huge
+// pages against one built without, in one process (internal/livepair).
 var Off bool
 
 // Threshold is the size in bytes from which Grow aligns an array and asks
