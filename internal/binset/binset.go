@@ -586,9 +586,14 @@ func (s *Set) Remove(k freeset.Key) {
 // The commonest case, old alone in its class and new's class empty (a
 // split's remainder, a block merged with its neighbour), moves the record.
 func (s *Set) Replace(old, new freeset.Key) {
-	co, okOld := s.classOf(old)
-	cn, okNew := s.classOf(new)
-	if okOld && okNew {
+	// Both keys of a class (classOf, for the two at once: on the class
+	// stream, sizes 1 to Classes granules, both multiples of Gran), with
+	// one test each for the sizes' ranges and one for both granules: the
+	// fast path below is one in two events of a torch replay, and
+	// classOf's tests twice over were about half of it.
+	if s.hasStream && old.Stream == s.stream && new.Stream == s.stream &&
+		uint64(old.Size-1) < Classes*Gran && uint64(new.Size-1) < Classes*Gran && (old.Size|new.Size)&(Gran-1) == 0 {
+		co, cn := int(old.Size/Gran-1)&(Classes-1), int(new.Size/Gran-1)&(Classes-1)
 		if o, n := &s.cls[co], &s.cls[cn]; o.m == 1 && n.m == 0 && o.addr == old.Addr && o.b == old.B {
 			*o = class{}
 			*n = class{addr: new.Addr, b: new.B, m: 1}
@@ -597,6 +602,8 @@ func (s *Set) Replace(old, new freeset.Key) {
 			return
 		}
 	}
+	_, okOld := s.classOf(old)
+	_, okNew := s.classOf(new)
 	if !okOld && !okNew {
 		s.tree.Replace(old, new)
 		if s.isLow(old) {
