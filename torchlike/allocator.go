@@ -279,7 +279,18 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	}
 	var ok bool
 	if a.plainFit() {
-		ok = a.getPlainBlock(&p)
+		// getFreeBlock when plainFit: the best fit on the stream is
+		// the answer, as findFreeBlock's other tests all pass (no
+		// block is expandable and max_split_size refuses nothing) and
+		// no age is counted (no garbage collection). Without
+		// getFreeBlock's and findFreeBlock's calls and tests (and
+		// written here, as a function of its own is not inlined), a
+		// torch replay of gpt-generate ran 5% fewer of the model's
+		// instructions.
+		k, found := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		if ok = found && k.Stream == stream; ok {
+			p.block, p.inSet, p.found = k.B, true, k
+		}
 	} else {
 		ok = a.getFreeBlock(&p)
 	}
@@ -320,21 +331,6 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	}
 	k, ok := a.findFreeBlock(p)
 	if !ok {
-		return false
-	}
-	p.block, p.inSet, p.found = k.B, true, k
-	return true
-}
-
-// getPlainBlock is getFreeBlock when plainFit: the best fit on the
-// stream is the answer, as findFreeBlock's other tests all pass (no block
-// is expandable and max_split_size refuses nothing) and no age is counted
-// (no garbage collection). Without getFreeBlock's and findFreeBlock's
-// calls and tests, a torch replay of gpt-generate ran 5% fewer of the
-// model's instructions.
-func (a *Allocator) getPlainBlock(p *params) bool {
-	k, ok := p.pool.blocks.LowerBound(freeset.Key{Stream: p.stream, Size: p.size})
-	if !ok || k.Stream != p.stream {
 		return false
 	}
 	p.block, p.inSet, p.found = k.B, true, k
@@ -582,31 +578,56 @@ func (a *Allocator) freeBlock(i int32) {
 		// the merges allow: the merged block takes a neighbour's
 		// place (Replace) rather than both neighbours leaving and the
 		// merged block arriving.
-		var gone [2]freeset.Key
+		//
+		// b stays valid throughout (nothing here grows the arena), so
+		// the merges (try_merge_blocks) are written out on it rather
+		// than through mergeable and absorb, which named both blocks
+		// by index and found them in the arena again at each step.
+		arena := a.arena
+		var gone0, gone1 freeset.Key
 		n := 0
-		if c := b.prev; a.mergeable(i, c) {
-			gone[n] = key(&a.arena[c], c)
-			n++
-			dBlocks--
-			dBytes -= a.absorb(i, c)
+		if c := b.prev; c != none {
+			if s := &arena[c]; freeMapped(s) {
+				gone0 = key(s, c)
+				n++
+				dBlocks--
+				dBytes -= s.size
+				b.addr, b.prev = s.addr, s.prev
+				if s.prev != none {
+					arena[s.prev].next = i
+				}
+				b.size += s.size
+				a.deleteBlock(c)
+			}
 		}
-		if c := a.arena[i].next; a.mergeable(i, c) {
-			gone[n] = key(&a.arena[c], c)
-			n++
-			dBlocks--
-			dBytes -= a.absorb(i, c)
+		if c := b.next; c != none {
+			if s := &arena[c]; freeMapped(s) {
+				if n == 0 {
+					gone0 = key(s, c)
+				} else {
+					gone1 = key(s, c)
+				}
+				n++
+				dBlocks--
+				dBytes -= s.size
+				b.next = s.next
+				if s.next != none {
+					arena[s.next].prev = i
+				}
+				b.size += s.size
+				a.deleteBlock(c)
+			}
 		}
-		b = &a.arena[i]
 		pl := a.poolOf(b)
 		b.gcBase = pl.getFreeBlocksCallCount
 		switch n {
 		case 0:
 			pl.blocks.Insert(key(b, i))
 		case 1:
-			pl.blocks.Replace(gone[0], key(b, i))
+			pl.blocks.Replace(gone0, key(b, i))
 		case 2:
-			pl.blocks.Remove(gone[1])
-			pl.blocks.Replace(gone[0], key(b, i))
+			pl.blocks.Remove(gone1)
+			pl.blocks.Replace(gone0, key(b, i))
 		}
 	}
 	b = &a.arena[i]
@@ -637,6 +658,12 @@ func (a *Allocator) mergeable(dst, src int32) bool {
 	}
 	s, d := &a.arena[src], &a.arena[dst]
 	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^b2u(d.mapped)) == 0
+}
+
+// freeMapped is mergeable for a neighbour of a mapped block: s is free,
+// has no outstanding events, and is mapped.
+func freeMapped(s *block) bool {
+	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^1) == 0
 }
 
 // b2u is 1 for true, 0 for false.

@@ -8,7 +8,8 @@ import (
 )
 
 // TestPlainFitAsFindFreeBlock: wherever plainFit holds, Malloc's short
-// search (getPlainBlock) finds what findFreeBlock finds, block for block,
+// search allocates from the block findFreeBlock finds (at its address), or
+// from a new segment when it finds none,
 // on random workloads of both pools and three streams — so that a best fit
 // of another stream, or none at all, is refused as findFreeBlock refuses
 // it — under the configurations that keep plainFit (the default, power-of-
@@ -50,28 +51,32 @@ func TestPlainFitAsFindFreeBlock(t *testing.T) {
 				if !a.plainFit() {
 					t.Fatal("plainFit does not hold")
 				}
-				var p, q params
+				var p params
 				p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
 				if p.size <= SmallSize {
 					p.pool = &a.small
 				}
-				q = p
-				ok := a.getPlainBlock(&p)
-				k, want := a.findFreeBlock(&q)
-				switch {
-				case ok != want:
-					t.Fatalf("size %d stream %d: getPlainBlock says %v, findFreeBlock %v", p.size, stream, ok, want)
-				case ok && (p.block != k.B || p.found != k || !p.inSet):
-					t.Fatalf("size %d stream %d: getPlainBlock found %+v (block %d), findFreeBlock %+v", p.size, stream, p.found, p.block, k)
-				case ok:
+				k, want := a.findFreeBlock(&p)
+				devAllocs := a.stats.NumDeviceAlloc
+				h, ok := a.Malloc(size, stream)
+				if !ok {
+					t.Fatalf("size %d stream %d: out of memory", size, stream)
+				}
+				live = append(live, h)
+				// The allocation keeps the low end of the block found;
+				// without one, it is a new segment's.
+				switch b := &a.arena[h]; {
+				case want && (b.addr != k.Addr || a.stats.NumDeviceAlloc != devAllocs):
+					t.Fatalf("size %d stream %d: allocated at %#x (device allocations %d → %d), findFreeBlock found %+v",
+						p.size, stream, b.addr, devAllocs, a.stats.NumDeviceAlloc, k)
+				case !want && a.stats.NumDeviceAlloc != devAllocs+1:
+					t.Fatalf("size %d stream %d: findFreeBlock found nothing, yet no segment was allocated", p.size, stream)
+				case want:
 					hits++
 				case k.Size == 0:
 					nothing++
 				default:
 					otherStream++
-				}
-				if h, ok := a.Malloc(size, stream); ok {
-					live = append(live, h)
 				}
 			}
 			if hits == 0 || nothing == 0 || otherStream == 0 {
