@@ -319,8 +319,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		a.stats.NumOOMs++
 		return -1, false
 	}
-	split := a.shouldSplit(p.block, size)
-	return strategies.Handle(a.allocFoundBlock(&p, orig, split)), true
+	return strategies.Handle(a.allocFoundBlock(&p, orig)), true
 }
 
 // getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
@@ -389,9 +388,9 @@ func (a *Allocator) expandableSize(i int32) int64 {
 	return s
 }
 
-// shouldSplit is should_split (allocator-spec §1.6).
-func (a *Allocator) shouldSplit(i int32, size int64) bool {
-	b := &a.arena[i]
+// shouldSplit is should_split (allocator-spec §1.6) for block b and a
+// request of size.
+func (a *Allocator) shouldSplit(b *block, size int64) bool {
 	rem := b.size - size
 	if b.small || a.cfg.ExpandableSegments {
 		return rem >= MinBlockSize
@@ -430,14 +429,18 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 }
 
 // allocFoundBlock is alloc_found_block: the allocation keeps the front
-// (low-address) part and the remainder returns to the pool.
-func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
+// (low-address) part and the remainder returns to the pool when
+// should_split says so. The found block is read through one pointer,
+// found again only after slot, which may move the arena (each lookup
+// by index was a bounds test and an address computed anew).
+func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 	i := p.block
 	size := p.size
 	small := p.pool.small
-	alreadySplit := a.arena[i].isSplit()
-	expandable := a.arena[i].es != none
-	if split {
+	b := &a.arena[i]
+	alreadySplit := b.isSplit()
+	expandable := b.es != none
+	if a.shouldSplit(b, size) {
 		rem := i
 		// The new block's fields are set one by one in its slot: built
 		// as a struct and copied (newBlock), its freshly written fields
@@ -445,12 +448,13 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 		// stores, which the processor cannot forward (a stall that was
 		// a quarter of this function's time).
 		nb := a.slot()
-		r := &a.arena[rem]
-		n := &a.arena[nb]
+		arena := a.arena
+		r := &arena[rem]
+		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, p.stream, r.prev, rem, r.es
 		n.small, n.mapped, n.inUse = small, true, true
 		if r.prev != none {
-			a.arena[r.prev].next = nb
+			arena[r.prev].next = nb
 		}
 		r.prev = nb
 		r.addr += size
@@ -471,17 +475,16 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64, split bool) int32 {
 				a.stats.InactiveSplit.increase(small, 1)
 			}
 		}
-		i = nb
+		i, b = nb, n
 	} else {
 		if p.inSet {
 			p.pool.blocks.Remove(p.found)
 		}
 		if alreadySplit && !expandable {
-			a.stats.InactiveSplitBytes.decrease(small, a.arena[i].size)
+			a.stats.InactiveSplitBytes.decrease(small, b.size)
 			a.stats.InactiveSplit.decrease(small, 1)
 		}
 	}
-	b := &a.arena[i]
 	b.allocated = true
 	b.req = orig
 	a.stats.Allocation.increase(small, 1)
@@ -630,7 +633,6 @@ func (a *Allocator) freeBlock(i int32) {
 			pl.blocks.Replace(gone0, key(b, i))
 		}
 	}
-	b = &a.arena[i]
 	if b.isSplit() {
 		dBlocks++
 		dBytes += b.size
