@@ -347,9 +347,17 @@ func (a *Allocator) findFreeBlock(p *params) (freeset.Key, bool) {
 		if a.cfg.ExpandableSegments {
 			// Compare the tail block of a segment by the size it can
 			// grow to (its size plus the unmapped range after it).
+			// A block that cannot grow (no unmapped range follows
+			// it) is the answer without a look at the next: the
+			// next on the stream is at least as large, and can
+			// only grow.
 			for a.arena[k.B].es != none {
+				ek := a.expandableSize(k.B)
+				if ek == k.Size {
+					break
+				}
 				nk, ok := pl.blocks.After(k)
-				if !ok || nk.Stream != p.stream || a.expandableSize(nk.B) >= a.expandableSize(k.B) {
+				if !ok || nk.Stream != p.stream || a.expandableSize(nk.B) >= ek {
 					break
 				}
 				k = nk

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"membench/internal/freeset"
 	"membench/strategies"
 )
 
@@ -86,5 +87,76 @@ func TestPlainFitAsFindFreeBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// refExpandableFit is get_free_block's walk over expandable blocks as
+// upstream writes it, the reference for findFreeBlock's: from the best
+// fit k, step to the next block on the stream while the current one is
+// expandable and the next can grow to less than it can.
+func refExpandableFit(a *Allocator, pl *pool, stream int64, k freeset.Key) freeset.Key {
+	for a.arena[k.B].es != none {
+		nk, ok := pl.blocks.After(k)
+		if !ok || nk.Stream != stream || a.expandableSize(nk.B) >= a.expandableSize(k.B) {
+			break
+		}
+		k = nk
+	}
+	return k
+}
+
+// TestExpandableFitAsUpstream: with expandable segments, findFreeBlock's
+// walk, which stops at a block that cannot grow without looking further,
+// chooses the block upstream's walk chooses, at every allocation of random
+// workloads of both pools and two streams; and the walk must step on
+// (upstream's loop body runs) at some of them, or the shortcut was never
+// put to the test.
+func TestExpandableFitAsUpstream(t *testing.T) {
+	dev, err := strategies.ParseDevice(strategies.DefaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{ExpandableSegments: true}, strategies.NewMemory(&dev))
+	rng := rand.New(rand.NewPCG(6, 2))
+	var live []strategies.Handle
+	var stepped, checked int
+	for range 20000 {
+		if len(live) > 0 && rng.IntN(2) == 0 {
+			i := rng.IntN(len(live))
+			a.Free(live[i])
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			continue
+		}
+		size := 1 + rng.Int64N(256<<10)
+		if rng.IntN(6) == 0 {
+			size = 1 + rng.Int64N(48<<20)
+		}
+		stream := rng.Int64N(2)
+		var p params
+		p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
+		if p.size <= SmallSize {
+			p.pool = &a.small
+		}
+		if k, ok := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: p.size}); ok && k.Stream == stream {
+			want := refExpandableFit(a, p.pool, stream, k)
+			got, _ := a.findFreeBlock(&p)
+			if got != want {
+				t.Fatalf("size %d stream %d: findFreeBlock chose %+v, upstream's walk %+v", p.size, stream, got, want)
+			}
+			checked++
+			if want != k {
+				stepped++
+			}
+		}
+		if h, ok := a.Malloc(size, stream); ok {
+			live = append(live, h)
+		}
+	}
+	if checked == 0 || stepped == 0 {
+		t.Errorf("%d best fits checked, %d where the walk stepped on; want some of each", checked, stepped)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
