@@ -235,10 +235,10 @@ func (s *Set) nextSpilled(c int) int {
 // with no odd key in the tree, the tree's keys of the class stream below
 // the largest class's size are the spilled classes', so c's lowest key
 // is that key unless a spilled class lies between c0 and c.
+//
+// The callers test low first, so that without spilled classes (a torch
+// replay of gpt-generate) the search makes no call.
 func (s *Set) classFirst(c0, c int) bool {
-	if s.low == 0 {
-		return true
-	}
 	sc := s.nextSpilled(c0)
 	return sc < 0 || c < sc
 }
@@ -434,10 +434,18 @@ func (s *Set) higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.
 // a bitmap search and one read of the class found, when no spilled class
 // lies before it and the tree holds no odd key (classFirst).
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
-	if k.Stream == s.stream && s.odd == 0 && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
+	if k.Stream == s.stream && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
+		// low first: with nothing in low there is nothing odd, and
+		// a torch replay of gpt-generate spills no class.
 		c0 := int((k.Size+Gran-1)/Gran) - 1
-		if c := s.nextSet(c0); c >= 0 && s.classFirst(c0, c) {
-			return s.first(c), true
+		if s.low == 0 {
+			if c := s.nextSet(c0); c >= 0 {
+				return s.first(c), true
+			}
+		} else if s.odd == 0 {
+			if c := s.nextSet(c0); c >= 0 && s.classFirst(c0, c) {
+				return s.first(c), true
+			}
 		}
 	}
 	x, ok := s.chunkLower(k)
@@ -462,7 +470,7 @@ func (s *Set) After(k freeset.Key) (freeset.Key, bool) {
 			if cl.m >= 2 {
 				return s.key(c, 1), true
 			}
-			if n := s.nextSet(c + 1); n >= 0 && s.classFirst(c+1, n) {
+			if n := s.nextSet(c + 1); n >= 0 && (s.low == 0 || s.classFirst(c+1, n)) {
 				return s.first(n), true
 			}
 		}

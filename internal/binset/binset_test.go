@@ -192,8 +192,12 @@ func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key)
 	if s.Len() != ref.Len() {
 		return fmt.Errorf("Len %d, reference %d", s.Len(), ref.Len())
 	}
-	if err := s.checkCounts(); err != nil {
-		return err
+	if r.IntN(20) == 0 {
+		// A stale count or bit stays stale: a sample of the steps
+		// finds it.
+		if err := s.checkCounts(); err != nil {
+			return err
+		}
 	}
 	if r.IntN(50) == 0 {
 		if got, want := s.Items(), ref.Items(); !slices.Equal(got, want) {
