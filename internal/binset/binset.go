@@ -76,12 +76,24 @@ type Set struct {
 	// Classes × Gran: spilled classes' keys and sizes off the granule.
 	// While there are none, a class key found on the class stream is
 	// the answer, as the tree's keys of that stream are all larger.
-	low     int
+	low int
+	// odd counts the keys of low whose size is no class's (off the
+	// granule): with none, every key of low is a spilled class's, and
+	// the spilled bitmap says which sizes those are.
+	odd     int
 	summary uint64
 	bits    [words]uint64 // the non-empty classes that are not spilled
-	cls     [Classes]class
-	chunks  []chunk
-	freeC   []int32
+	// spilled and spillSum are the bitmap and its summary of the
+	// spilled classes: a best fit whose class is found before the first
+	// spilled class at or above the request needs no look at the tree
+	// (LowerBound), where low alone sent every search there once any
+	// class had spilled (10^6 live blocks leave tens of thousands of
+	// 512 B to 3.5 KiB fragments, spilled, in the torch small pool).
+	spillSum uint64
+	spilled  [words]uint64
+	cls      [Classes]class
+	chunks   []chunk
+	freeC    []int32
 }
 
 // New returns an empty set.
@@ -108,7 +120,8 @@ func (s *Set) Reset() {
 		}
 	}
 	s.tree.Reset()
-	s.stream, s.hasStream, s.n, s.low, s.summary = 0, false, 0, 0, 0
+	s.stream, s.hasStream, s.n, s.low, s.odd, s.summary = 0, false, 0, 0, 0, 0
+	s.spilled, s.spillSum = [words]uint64{}, 0
 	s.chunks, s.freeC = s.chunks[:0], s.freeC[:0]
 }
 
@@ -137,11 +150,21 @@ func (s *Set) isLow(k freeset.Key) bool {
 	return k.Stream == s.stream && k.Size <= Classes*Gran
 }
 
+// isOdd reports whether k, a key of the tree that counts in low, counts
+// in odd: its size is no class's.
+func isOdd(k freeset.Key) bool {
+	_, ok := exactClass(k.Size)
+	return !ok
+}
+
 // toTree inserts k in the tree.
 func (s *Set) toTree(k freeset.Key) {
 	s.tree.Insert(k)
 	if s.isLow(k) {
 		s.low++
+		if isOdd(k) {
+			s.odd++
+		}
 	}
 }
 
@@ -150,6 +173,9 @@ func (s *Set) fromTree(k freeset.Key) {
 	s.tree.Remove(k)
 	if s.isLow(k) {
 		s.low--
+		if isOdd(k) {
+			s.odd--
+		}
 	}
 }
 
@@ -185,6 +211,36 @@ func (s *Set) prevSet(c int) int {
 	}
 	w = 63 - bits.LeadingZeros64(sm)
 	return w<<6 + 63 - bits.LeadingZeros64(s.bits[w])
+}
+
+// nextSpilled is the first spilled class at or after c, or -1.
+func (s *Set) nextSpilled(c int) int {
+	if c >= Classes {
+		return -1
+	}
+	w := c >> 6
+	if m := s.spilled[w] & (^uint64(0) << (c & 63)); m != 0 {
+		return w<<6 + bits.TrailingZeros64(m)
+	}
+	sm := s.spillSum & (^uint64(0) << (w + 1))
+	if sm == 0 {
+		return -1
+	}
+	w = bits.TrailingZeros64(sm)
+	return w<<6 + bits.TrailingZeros64(s.spilled[w])
+}
+
+// classFirst reports whether non-spilled class c, found at or after
+// class c0, holds the first key at or after the lowest key of c0's size:
+// with no odd key in the tree, the tree's keys of the class stream below
+// the largest class's size are the spilled classes', so c's lowest key
+// is that key unless a spilled class lies between c0 and c.
+//
+// The callers test low first, so that without spilled classes (a torch
+// replay of gpt-generate) the search makes no call.
+func (s *Set) classFirst(c0, c int) bool {
+	sc := s.nextSpilled(c0)
+	return sc < 0 || c < sc
 }
 
 func (s *Set) setBit(c int) {
@@ -375,11 +431,21 @@ func (s *Set) higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.
 //
 // A best-fit search — a key of the class stream with address 0 and a size
 // up to the largest class's — is answered here, without chunkLower's call:
-// a bitmap search and one read of the class found.
+// a bitmap search and one read of the class found, when no spilled class
+// lies before it and the tree holds no odd key (classFirst).
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
-	if k.Stream == s.stream && s.low == 0 && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
-		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
-			return s.first(c), true
+	if k.Stream == s.stream && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran {
+		// low first: with nothing in low there is nothing odd, and
+		// a torch replay of gpt-generate spills no class.
+		c0 := int((k.Size+Gran-1)/Gran) - 1
+		if s.low == 0 {
+			if c := s.nextSet(c0); c >= 0 {
+				return s.first(c), true
+			}
+		} else if s.odd == 0 {
+			if c := s.nextSet(c0); c >= 0 && s.classFirst(c0, c) {
+				return s.first(c), true
+			}
 		}
 	}
 	x, ok := s.chunkLower(k)
@@ -394,17 +460,18 @@ func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
 }
 
 // After is the first key greater than k. From the lowest key of a class
-// with nothing counted in low (expandable segments' best fit steps on
-// from the key LowerBound found) it is answered here: the class's next
-// key, else the first of the next class.
+// (expandable segments' best fit steps on from the key LowerBound found)
+// it is answered here when the tree holds no odd key: the class's next
+// key, else the first of the next class unless a spilled class lies
+// before it (classFirst).
 func (s *Set) After(k freeset.Key) (freeset.Key, bool) {
-	if c, ok := s.classOf(k); ok && s.low == 0 {
+	if c, ok := s.classOf(k); ok && s.odd == 0 {
 		if cl := &s.cls[c]; cl.m > 0 && cl.addr == k.Addr && cl.b == k.B {
 			if cl.m >= 2 {
 				return s.key(c, 1), true
 			}
-			if c := s.nextSet(c + 1); c >= 0 {
-				return s.first(c), true
+			if n := s.nextSet(c + 1); n >= 0 && (s.low == 0 || s.classFirst(c+1, n)) {
+				return s.first(n), true
 			}
 		}
 	}
@@ -530,6 +597,8 @@ func (s *Set) spill(c int, k freeset.Key) {
 	*cl = class{m: -(ch.n + 1)}
 	ch.n = 0
 	s.clearBit(c)
+	s.spilled[c>>6] |= 1 << (c & 63)
+	s.spillSum |= 1 << (c >> 6)
 }
 
 // Remove deletes k, which must be in the set.
@@ -572,7 +641,14 @@ func (s *Set) Remove(k freeset.Key) {
 		}
 	case m < 0:
 		s.fromTree(k)
-		cl.m++
+		if cl.m++; cl.m == 0 {
+			// The class's last key left the tree: it is empty,
+			// and no longer spilled.
+			w := c >> 6
+			if s.spilled[w] &^= 1 << (c & 63); s.spilled[w] == 0 {
+				s.spillSum &^= 1 << w
+			}
+		}
 	default:
 		panic("binset: removing a block that is not in its set")
 	}
@@ -586,9 +662,14 @@ func (s *Set) Remove(k freeset.Key) {
 // The commonest case, old alone in its class and new's class empty (a
 // split's remainder, a block merged with its neighbour), moves the record.
 func (s *Set) Replace(old, new freeset.Key) {
-	co, okOld := s.classOf(old)
-	cn, okNew := s.classOf(new)
-	if okOld && okNew {
+	// Both keys of a class (classOf, for the two at once: on the class
+	// stream, sizes 1 to Classes granules, both multiples of Gran), with
+	// one test each for the sizes' ranges and one for both granules: the
+	// fast path below is one in two events of a torch replay, and
+	// classOf's tests twice over were about half of it.
+	if s.hasStream && old.Stream == s.stream && new.Stream == s.stream &&
+		uint64(old.Size-1) < Classes*Gran && uint64(new.Size-1) < Classes*Gran && (old.Size|new.Size)&(Gran-1) == 0 {
+		co, cn := int(old.Size/Gran-1)&(Classes-1), int(new.Size/Gran-1)&(Classes-1)
 		if o, n := &s.cls[co], &s.cls[cn]; o.m == 1 && n.m == 0 && o.addr == old.Addr && o.b == old.B {
 			*o = class{}
 			*n = class{addr: new.Addr, b: new.B, m: 1}
@@ -597,13 +678,21 @@ func (s *Set) Replace(old, new freeset.Key) {
 			return
 		}
 	}
+	_, okOld := s.classOf(old)
+	_, okNew := s.classOf(new)
 	if !okOld && !okNew {
 		s.tree.Replace(old, new)
 		if s.isLow(old) {
 			s.low--
+			if isOdd(old) {
+				s.odd--
+			}
 		}
 		if s.isLow(new) {
 			s.low++
+			if isOdd(new) {
+				s.odd++
+			}
 		}
 		return
 	}

@@ -192,6 +192,13 @@ func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key)
 	if s.Len() != ref.Len() {
 		return fmt.Errorf("Len %d, reference %d", s.Len(), ref.Len())
 	}
+	if r.IntN(20) == 0 {
+		// A stale count or bit stays stale: a sample of the steps
+		// finds it.
+		if err := s.checkCounts(); err != nil {
+			return err
+		}
+	}
 	if r.IntN(50) == 0 {
 		if got, want := s.Items(), ref.Items(); !slices.Equal(got, want) {
 			return fmt.Errorf("Items\n got %v\nwant %v", got, want)
@@ -227,6 +234,38 @@ func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key)
 	x, xok = ref.Max()
 	if gok != xok || g != x {
 		return fmt.Errorf("Max %v, reference %v", g, x)
+	}
+	return nil
+}
+
+// checkCounts recounts what the set keeps about its tree: low and odd from
+// the tree's keys, and the spilled bitmap and its summary from the
+// classes' records. A stale bit or count changes no answer by itself (a
+// best fit asks the tree more often than it needs to, or less often than
+// it must), which is why the searches alone would not catch it.
+func (s *Set) checkCounts() error {
+	var low, odd int
+	for _, k := range s.tree.Items() {
+		if s.isLow(k) {
+			low++
+			if isOdd(k) {
+				odd++
+			}
+		}
+	}
+	if low != s.low || odd != s.odd {
+		return fmt.Errorf("low %d odd %d, the tree has %d and %d", s.low, s.odd, low, odd)
+	}
+	var spilled [words]uint64
+	var sum uint64
+	for c := range s.cls {
+		if s.cls[c].m < 0 {
+			spilled[c>>6] |= 1 << (c & 63)
+			sum |= 1 << (c >> 6)
+		}
+	}
+	if spilled != s.spilled || sum != s.spillSum {
+		return fmt.Errorf("spilled bitmap disagrees with the classes' records")
 	}
 	return nil
 }

@@ -1,0 +1,162 @@
+package torchlike
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"membench/internal/freeset"
+	"membench/strategies"
+)
+
+// TestPlainFitAsFindFreeBlock: wherever plainFit holds, Malloc's short
+// search allocates from the block findFreeBlock finds (at its address), or
+// from a new segment when it finds none,
+// on random workloads of both pools and three streams — so that a best fit
+// of another stream, or none at all, is refused as findFreeBlock refuses
+// it — under the configurations that keep plainFit (the default, power-of-
+// two rounding, a memory fraction without garbage collection). Each case
+// must meet every outcome: a hit, a miss with nothing above the request,
+// and a miss with only another stream's block above it.
+func TestPlainFitAsFindFreeBlock(t *testing.T) {
+	for _, knobs := range []string{"", "roundup_power2_divisions=4", "per_process_memory_fraction=0.5"} {
+		t.Run("knobs="+knobs, func(t *testing.T) {
+			sp, err := strategies.ParseSpec("torch:" + knobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := ParseConfig(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev, err := strategies.ParseDevice(strategies.DefaultDevice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := New(cfg, strategies.NewMemory(&dev))
+			rng := rand.New(rand.NewPCG(6, 1))
+			var live []strategies.Handle
+			var hits, nothing, otherStream int
+			for range 20000 {
+				if len(live) > 0 && rng.IntN(2) == 0 {
+					i := rng.IntN(len(live))
+					a.Free(live[i])
+					live[i] = live[len(live)-1]
+					live = live[:len(live)-1]
+					continue
+				}
+				size := 1 + rng.Int64N(64<<10)
+				if rng.IntN(8) == 0 {
+					size = 1 + rng.Int64N(24<<20)
+				}
+				stream := rng.Int64N(3)
+				if !a.plainFit() {
+					t.Fatal("plainFit does not hold")
+				}
+				var p params
+				p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
+				if p.size <= SmallSize {
+					p.pool = &a.small
+				}
+				k, want := a.findFreeBlock(&p)
+				devAllocs := a.stats.NumDeviceAlloc
+				h, ok := a.Malloc(size, stream)
+				if !ok {
+					t.Fatalf("size %d stream %d: out of memory", size, stream)
+				}
+				live = append(live, h)
+				// The allocation keeps the low end of the block found;
+				// without one, it is a new segment's.
+				switch b := &a.arena[h]; {
+				case want && (b.addr != k.Addr || a.stats.NumDeviceAlloc != devAllocs):
+					t.Fatalf("size %d stream %d: allocated at %#x (device allocations %d → %d), findFreeBlock found %+v",
+						p.size, stream, b.addr, devAllocs, a.stats.NumDeviceAlloc, k)
+				case !want && a.stats.NumDeviceAlloc != devAllocs+1:
+					t.Fatalf("size %d stream %d: findFreeBlock found nothing, yet no segment was allocated", p.size, stream)
+				case want:
+					hits++
+				case k.Size == 0:
+					nothing++
+				default:
+					otherStream++
+				}
+			}
+			if hits == 0 || nothing == 0 || otherStream == 0 {
+				t.Errorf("outcomes met: %d hits, %d with nothing above, %d with another stream's block above; want each", hits, nothing, otherStream)
+			}
+			if err := a.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// refExpandableFit is get_free_block's walk over expandable blocks as
+// upstream writes it, the reference for findFreeBlock's: from the best
+// fit k, step to the next block on the stream while the current one is
+// expandable and the next can grow to less than it can.
+func refExpandableFit(a *Allocator, pl *pool, stream int64, k freeset.Key) freeset.Key {
+	for a.arena[k.B].es != none {
+		nk, ok := pl.blocks.After(k)
+		if !ok || nk.Stream != stream || a.expandableSize(nk.B) >= a.expandableSize(k.B) {
+			break
+		}
+		k = nk
+	}
+	return k
+}
+
+// TestExpandableFitAsUpstream: with expandable segments, findFreeBlock's
+// walk, which stops at a block that cannot grow without looking further,
+// chooses the block upstream's walk chooses, at every allocation of random
+// workloads of both pools and two streams; and the walk must step on
+// (upstream's loop body runs) at some of them, or the shortcut was never
+// put to the test.
+func TestExpandableFitAsUpstream(t *testing.T) {
+	dev, err := strategies.ParseDevice(strategies.DefaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{ExpandableSegments: true}, strategies.NewMemory(&dev))
+	rng := rand.New(rand.NewPCG(6, 2))
+	var live []strategies.Handle
+	var stepped, checked int
+	for range 20000 {
+		if len(live) > 0 && rng.IntN(2) == 0 {
+			i := rng.IntN(len(live))
+			a.Free(live[i])
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			continue
+		}
+		size := 1 + rng.Int64N(256<<10)
+		if rng.IntN(6) == 0 {
+			size = 1 + rng.Int64N(48<<20)
+		}
+		stream := rng.Int64N(2)
+		var p params
+		p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
+		if p.size <= SmallSize {
+			p.pool = &a.small
+		}
+		if k, ok := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: p.size}); ok && k.Stream == stream {
+			want := refExpandableFit(a, p.pool, stream, k)
+			got, _ := a.findFreeBlock(&p)
+			if got != want {
+				t.Fatalf("size %d stream %d: findFreeBlock chose %+v, upstream's walk %+v", p.size, stream, got, want)
+			}
+			checked++
+			if want != k {
+				stepped++
+			}
+		}
+		if h, ok := a.Malloc(size, stream); ok {
+			live = append(live, h)
+		}
+	}
+	if checked == 0 || stepped == 0 {
+		t.Errorf("%d best fits checked, %d where the walk stepped on; want some of each", checked, stepped)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
