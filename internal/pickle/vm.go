@@ -33,6 +33,10 @@ type Limits struct {
 	// the schema-shaped fast path of a FlatBuilder (fast.go). The result
 	// is the same, errors included; tests compare the two.
 	NoFastPath bool
+	// NoRecordPath leaves a RecordBuilder's records to the fast path's
+	// generic records (fastRecord), without the record path
+	// (record.go), for tests that compare the two.
+	NoRecordPath bool
 }
 
 // DefaultLimits are the limits of Decode. With them a pickle costs at most
@@ -327,6 +331,10 @@ type Machine struct {
 	tagger Tagger              // the Builder's, or nil
 	stags  []uint8             // the tag of each string in strs
 	flat   FlatBuilder         // the Builder's, or nil (no fast path)
+	rb     RecordBuilder       // the Builder's, or nil (no record path)
+	rnode  Node                // rb's RecordNode
+	slots  []uint8             // the Slot plus one of each string index met as a key of rnode (record.go)
+	nrec   int                 // records read by the record path (Records)
 	fs     fastScan            // the fast path's working state
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
 	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
@@ -365,6 +373,9 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	if f, ok := b.(FlatBuilder); ok && !lim.NoFastPath {
 		d.flat = f
+		if r, ok := f.(RecordBuilder); ok && !lim.NoRecordPath {
+			d.rb, d.rnode = r, r.RecordNode()
+		}
 	}
 	return d
 }

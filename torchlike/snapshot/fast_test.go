@@ -39,12 +39,28 @@ func slowLimits(lim Limits) Limits {
 	return lim
 }
 
-// sameDecode decodes data with and without the fast path and fails t
-// when the results differ. It reports the error (nil for a snapshot).
+// recordLimits are lim without the record path (pickle's record.go):
+// trace entries go through the fast path's generic records.
+func recordLimits(lim Limits) Limits {
+	lim.Pickle.NoRecordPath = true
+	return lim
+}
+
+// sameDecode decodes data with and without the fast path, and with the
+// fast path but not its record path, and fails t when the results
+// differ. It reports the error (nil for a snapshot).
 func sameDecode(t testing.TB, what string, data []byte, lim Limits) error {
 	t.Helper()
+	sameDecodePaths(t, what+" (no record path)", data, lim, recordLimits(lim))
+	return sameDecodePaths(t, what, data, lim, slowLimits(lim))
+}
+
+// sameDecodePaths decodes data under lim and under slim, which turns a
+// path off, and fails t when the results differ.
+func sameDecodePaths(t testing.TB, what string, data []byte, lim, slim Limits) error {
+	t.Helper()
 	fast, ferr := DecodePickleLimits(bytes.NewReader(data), lim)
-	slow, serr := DecodePickleLimits(bytes.NewReader(data), slowLimits(lim))
+	slow, serr := DecodePickleLimits(bytes.NewReader(data), slim)
 	switch {
 	case (ferr == nil) != (serr == nil):
 		t.Fatalf("%s: fast path: %v; general path: %v", what, ferr, serr)
@@ -172,6 +188,23 @@ func TestFastPathSharedSnapshots(t *testing.T) {
 			data, err := os.ReadFile(realSnapPath(t, name))
 			if err != nil {
 				t.Fatal(err)
+			}
+			records := 0
+			decodedHook = func(m *pickle.Machine) { records = m.Records() }
+			defer func() { decodedHook = nil }()
+			if _, err := DecodePickle(bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			// The record path must have read nearly every entry, or
+			// the comparisons below compare the fast path with itself.
+			entries := 0
+			decodedHook = nil
+			s, _ := DecodePickle(bytes.NewReader(data))
+			for _, tr := range s.DeviceTraces {
+				entries += len(tr)
+			}
+			if records < entries*9/10 {
+				t.Fatalf("the record path read %d records of %d trace entries", records, entries)
 			}
 			if err := sameDecode(t, name, data, DefaultLimits); err != nil {
 				t.Fatal(err)
@@ -404,6 +437,12 @@ func (g *pgen) record(odd, block bool) {
 		}
 		if r.IntN(6) == 0 {
 			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		}
+		if r.IntN(25) == 0 {
+			// A key twice: the last value counts, a None keeps an
+			// int's earlier value and clears an action (the record
+			// path gives such a record up).
+			keys = append(keys, keys[r.IntN(len(keys))])
 		}
 		for _, k := range keys {
 			g.str(k)
