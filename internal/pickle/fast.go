@@ -3,7 +3,6 @@ package pickle
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"unsafe"
 )
 
@@ -476,64 +475,17 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 // a reference for fastBatch's general case, or the window's last bytes),
 // their number, the greatest depth byte (six bits) and the union of the
 // bytes; false for a reference beyond the memo. It calls nothing, so
-// that its loop keeps everything in registers.
-//
-// While eight bytes are left it reads each reference as one word,
-// without a branch on its width: BINGET ('h') and LONG_BINGET ('j')
-// differ in one bit (op|2 is 'j' for both and for nothing else), which
-// gives the argument's mask and the reference's length. A frames list
-// mixes the two widths at random, so the branch of the byte-wise loop
-// below mispredicted often; and a predicted branch still cost more
-// instructions than the arithmetic (cachegrind, ctx256: 30 instructions
-// a reference before, 13 after). The last seven bytes go through the
-// byte-wise loop, which keeps five bytes in buf at j.
-// refMask and refLen are a memo reference's argument mask and length,
-// for BINGET and LONG_BINGET (refRun's long).
-var (
-	refMask = [2]uint{0xFF, 0xFFFF_FFFF}
-	refLen  = [2]int{2, 5}
-)
-
+// that its loop keeps everything in registers. (A branch on the
+// reference's width is cheaper than computing it: predicted, it lets
+// the next reference load before this one's opcode is read.)
 func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
 	cnt := 0
 	var dmax, dor uint8
+	// The loop's condition keeps five bytes in buf at j, so that an
+	// opcode and its argument are read without the bounds checks and
+	// slice headers that indexing costs (in cachegrind, 38 instructions
+	// a reference before, most of them those).
 	p := unsafe.Pointer(unsafe.SliceData(buf))
-	nblk := uint(len(memo))
-	masks, lens := refMask, refLen // in the frame: no address to load a reference
-	// seen has bit d set for each depth byte's low six bits d: the
-	// greatest is its highest bit, with neither a compare nor a branch
-	// in the loop.
-	var seen uint64
-	for j+8 <= len(buf) {
-		w := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, j))[:])
-		if byte(w)|2 != OpLongBinGet {
-			break
-		}
-		// long is 0 for BINGET, 1 for LONG_BINGET: the argument is the
-		// next byte or the next four, the reference 2 or 5 bytes.
-		long := uint(w>>1) & 1
-		idx, n := uint(w>>8)&masks[long], lens[long]
-		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
-		blk := idx / memoChunk
-		if blk >= nblk {
-			return j + n, 0, 0, 0, false
-		}
-		dp := memo[blk].depth[idx%memoChunk]
-		if dp == 0 {
-			// fastBatch's general case reads it again.
-			break
-		}
-		j += n
-		seen |= 1 << (dp & 63)
-		dor |= dp
-		cnt++
-	}
-	if seen != 0 {
-		dmax = uint8(63 - bits.LeadingZeros64(seen))
-	}
-	// The window's last bytes: the loop's condition keeps five bytes in
-	// buf at j, so that an opcode and its argument are read without the
-	// bounds checks and slice headers that indexing costs.
 	for j+5 <= len(buf) {
 		q := unsafe.Add(p, j)
 		var idx uint
@@ -547,18 +499,22 @@ func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool)
 		default:
 			return j, cnt, dmax, dor, true
 		}
+		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
 		blk := idx / memoChunk
-		if blk >= nblk {
+		if blk >= uint(len(memo)) {
 			return j, 0, 0, 0, false
 		}
 		dp := memo[blk].depth[idx%memoChunk]
 		if dp == 0 {
+			// fastBatch's general case reads it again.
 			if *(*byte)(q) == OpBinGet {
 				return j - 2, cnt, dmax, dor, true
 			}
 			return j - 5, cnt, dmax, dor, true
 		}
-		dmax = max(dmax, dp&63)
+		if d := dp & 63; d > dmax {
+			dmax = d
+		}
 		dor |= dp
 		cnt++
 	}

@@ -248,15 +248,22 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots []uint8, rec *Record) 
 	np := 0
 	var tag uint8
 	var depth int32
-	masks, lens := refMask, refLen
 	for j+16 <= len(buf) {
 		w := (*[16]byte)(buf[j : j+16])
-		op := w[0]
-		if op|2 != OpLongBinGet {
-			break
+		// A branch on the key's width, not arithmetic: predicted, it
+		// lets the next pair's loads start before this key's opcode is
+		// read, where a length computed from the opcode would chain
+		// every pair's loads to the previous pair's.
+		var idx uint
+		var n int
+		switch w[0] {
+		case OpBinGet:
+			idx, n = uint(w[1]), 2
+		case OpLongBinGet:
+			idx, n = uint(binary.LittleEndian.Uint32(w[1:5])), 5
+		default:
+			return j, np, tag, depth
 		}
-		long := uint(op>>1) & 1
-		idx, n := uint(binary.LittleEndian.Uint32(w[1:5]))&masks[long], lens[long]
 		blk := idx / memoChunk
 		if blk >= uint(len(memo)) {
 			break
@@ -298,12 +305,15 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots []uint8, rec *Record) 
 			if kind == SlotInt {
 				return j, np, tag, depth
 			}
-			l2 := uint(vw[0]>>1) & 1
-			i2 := uint(binary.LittleEndian.Uint32(vw[1:5])) & masks[l2]
+			i2 := uint(vw[1])
+			vl = 2
+			if vw[0] == OpLongBinGet {
+				i2, vl = uint(binary.LittleEndian.Uint32(vw[1:5])), 5
+			}
 			if i2/memoChunk >= uint(len(memo)) {
 				return j, np, tag, depth
 			}
-			v, vl = memo[i2/memoChunk].v[i2%memoChunk], lens[l2]
+			v = memo[i2/memoChunk].v[i2%memoChunk]
 			// A scalar (a str for a str field): any other value goes
 			// fastFields' way.
 			if v.Kind-KindNone >= KindBytes-KindNone+1 || (kind == SlotStr && v.Kind != KindStr) {
