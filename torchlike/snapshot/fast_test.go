@@ -294,6 +294,7 @@ type pgen struct {
 	frames  []int          // memo indices of frame dicts
 	lists   []int          // memo indices of frames lists
 	generic []int          // memo indices of generic containers
+	runs    [][]int        // the runs of frame references written (refRun)
 	unique  int            // > 0: frame names are unique strings, this many so far
 }
 
@@ -519,6 +520,10 @@ func (g *pgen) framesList() {
 	}
 	g.b.WriteByte(']')
 	g.lists = append(g.lists, g.put())
+	if len(g.frames) > 0 && r.IntN(4) == 0 {
+		g.refRun()
+		return
+	}
 	n := r.IntN(12)
 	if r.IntN(5) == 0 {
 		n = 0
@@ -549,6 +554,49 @@ func (g *pgen) framesList() {
 		g.b.WriteByte('u')
 		g.frames = append(g.frames, fi)
 	})
+}
+
+// refRun writes the items of a frames list as a long run of memo
+// references to earlier frames (the machine's refRun reads them), the
+// same run as an earlier list's now and then, sometimes with a new frame
+// in the middle stored over the memo slot of a frame those runs name
+// (Python never writes that: the depth bytes refRun reads must follow
+// the slot's change).
+func (g *pgen) refRun() {
+	r := g.r
+	var run []int
+	if len(g.runs) > 0 && r.IntN(2) == 0 {
+		run = g.runs[r.IntN(len(g.runs))]
+	} else {
+		for range 8 + r.IntN(90) {
+			run = append(run, g.frames[r.IntN(len(g.frames))])
+		}
+		g.runs = append(g.runs, run)
+	}
+	over := -1
+	if r.IntN(4) == 0 {
+		over = r.IntN(len(run))
+	}
+	g.b.WriteByte('(')
+	for i, f := range run {
+		if i == over {
+			// A frame dict stored over frame f's slot: its name (and
+			// so its tag) may differ.
+			g.b.WriteByte('}')
+			if f < 256 {
+				g.b.Write([]byte{'q', byte(f)})
+			} else {
+				g.b.Write([]byte{'r', byte(f), byte(f >> 8), byte(f >> 16), byte(f >> 24)})
+			}
+			g.b.WriteByte('(')
+			g.str("name")
+			g.str(genNames[r.IntN(len(genNames))])
+			g.b.WriteByte('u')
+			continue
+		}
+		g.get(f)
+	}
+	g.b.WriteByte('e')
 }
 
 // mutate changes data in one of the ways a fuzzer would: a byte set to
@@ -589,6 +637,11 @@ func TestFastPathGenerated(t *testing.T) {
 		n = 60
 	}
 	decoded, compared := 0, 0
+	// The record path must have run, or the comparisons compare the
+	// fast path with itself.
+	records := 0
+	decodedHook = func(m *pickle.Machine) { records += m.Records() }
+	defer func() { decodedHook = nil }()
 	for i := range n {
 		data := genPickle(r, 1+r.IntN(60), i%2 == 1)
 		if sameDecode(t, fmt.Sprintf("generated %d", i), data, DefaultLimits) == nil {
@@ -615,6 +668,9 @@ func TestFastPathGenerated(t *testing.T) {
 	}
 	if decoded < n/3 || compared < n/5 {
 		t.Fatalf("only %d of %d generated snapshots decode, %d compared with the generic decode", decoded, n, compared)
+	}
+	if records < n {
+		t.Fatalf("the record path read %d records: too few to compare", records)
 	}
 }
 

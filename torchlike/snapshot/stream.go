@@ -789,19 +789,19 @@ func (b *builder) SetRecord(c *pickle.Val, rc *pickle.Record) error {
 		r.seen |= fAction
 	}
 	if set&(1<<slotAddr) != 0 {
-		e.Addr = rc.V[slotAddr].N
+		e.Addr = rc.Int[slotAddr]
 	}
 	if set&(1<<slotSize) != 0 {
-		e.Size = rc.V[slotSize].N
+		e.Size = rc.Int[slotSize]
 	}
 	if set&(1<<slotStream) != 0 {
-		e.Stream = rc.V[slotStream].N
+		e.Stream = rc.Int[slotStream]
 	}
 	if set&(1<<slotTimeUS) != 0 {
-		e.TimeUS = rc.V[slotTimeUS].N
+		e.TimeUS = rc.Int[slotTimeUS]
 	}
 	if set&(1<<slotDeviceFree) != 0 {
-		e.DeviceFree = rc.V[slotDeviceFree].N
+		e.DeviceFree = rc.Int[slotDeviceFree]
 	}
 	if set&(1<<slotFrames) != 0 {
 		v := &rc.V[slotFrames]
