@@ -311,6 +311,11 @@ type Machine struct {
 	marks  []int        // stack heights at each MARK
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
+	// depths is the skipDepth of every memo slot (len memoN): what
+	// refRun and skipBatch read of a memo reference in a frames list,
+	// one load from one array rather than two (the block, then the
+	// byte).
+	depths []uint8
 	memoHi int          // one past the highest memo slot ever stored (release cleans below it)
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
@@ -1054,13 +1059,12 @@ func (d *Machine) memoRefresh(c *Val) {
 		return
 	}
 	idx := m - 1
-	b := d.memo[idx/memoChunk]
-	s := &b.v[idx%memoChunk]
+	s := &d.memo[idx/memoChunk].v[idx%memoChunk]
 	if s.Kind != KindSkipped || s.N != c.N {
 		return // the slot was stored again since
 	}
 	s.Depth, s.Tag = c.Depth, c.Tag
-	b.depth[idx%memoChunk] = skipDepth(s)
+	d.depths[idx] = skipDepth(s)
 }
 
 // memoSkipped marks a skipped container v stored in memo slot idx with
@@ -1283,6 +1287,12 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 			c := memoPool.Get().(*memoBlock) // clean: see release
 			d.memo = append(d.memo, c)
 			d.memoN += memoChunk
+			if d.depths == nil {
+				if p, ok := depthsPool.Get().(*[]uint8); ok {
+					d.depths = (*p)[:0]
+				}
+			}
+			d.depths = append(d.depths, make([]uint8, memoChunk)...)
 		}
 	}
 	if idx < uint64(d.memoN) {
@@ -1293,7 +1303,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		}
 		d.memoHi = max(d.memoHi, int(idx)+1)
 		*s = v
-		c.depth[idx%memoChunk] = skipDepth(&v)
+		d.depths[idx] = skipDepth(&v)
 		d.memoValue(&v, idx)
 		return d.memoLimit()
 	}
@@ -1316,8 +1326,7 @@ const memoChunk = 1024
 // the 16 of its Val, so that the stack frames a snapshot repeats in every
 // trace entry are read past without touching the values themselves.
 type memoBlock struct {
-	v     [memoChunk]Val
-	depth [memoChunk]uint8 // skipDepth of v
+	v [memoChunk]Val
 }
 
 // skipDepth packs what skipBatch needs of v: its nesting depth plus one
@@ -1374,6 +1383,7 @@ func (d *Machine) Run() (Val, error) {
 var (
 	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
 	memoPool   = sync.Pool{New: func() any { return new(memoBlock) }}
+	depthsPool sync.Pool // *[]uint8: a machine's depths, clean
 )
 
 // release returns the window and the memo to their pools once the pickle
@@ -1387,9 +1397,14 @@ func (d *Machine) release() {
 	for k, c := range d.memo {
 		if n := min(d.memoHi-k*memoChunk, memoChunk); n > 0 {
 			clear(c.v[:n])
-			clear(c.depth[:n])
 		}
 		memoPool.Put(c)
+	}
+	if d.depths != nil {
+		clear(d.depths[:min(d.memoHi, len(d.depths))])
+		p := d.depths[:0]
+		depthsPool.Put(&p)
+		d.depths = nil
 	}
 	d.memoHi = 0
 	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
@@ -1448,10 +1463,10 @@ func (d *Machine) run() (Val, error) {
 							memoSkipped(v, uint64(idx))
 							if v.Kind == KindNode {
 								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
-								c.depth[idx%memoChunk] = 0
+								d.depths[idx] = 0
 							} else {
 								*s = *v
-								c.depth[idx%memoChunk] = skipDepth(v)
+								d.depths[idx] = skipDepth(v)
 								d.memoValue(v, uint64(idx))
 							}
 							d.nmemo++
@@ -1567,7 +1582,7 @@ func (d *Machine) skipBatch() bool {
 		if idx >= uint(d.memoN) {
 			return false
 		}
-		dp := d.memo[idx/memoChunk].depth[idx%memoChunk]
+		dp := d.depths[idx]
 		if dp == 0 {
 			return false
 		}
