@@ -295,28 +295,24 @@ const (
 // building each container either as a generic value, through a Builder,
 // or not at all.
 type Machine struct {
-	lim   Limits
-	b     Builder
-	root  Node
-	r     io.Reader
-	buf   []byte // the input window (see fill)
-	i, n  int    // next unread byte, end of the window's data
-	off0  int64  // input offset of buf[0]
-	rerr  error  // the reader's error (io.EOF at the end)
-	zero  int    // reads that returned nothing
-	opPos int64  // offset of the current opcode
-	op    byte
-	size  int64 // total input size, or -1 when unknown
-	stack []Val
-	marks []int        // stack heights at each MARK
-	memo  []*memoBlock // chunks of memoChunk slots: growing never copies
-	memoN int          // slots in memo
-	// depths is the skipDepth of every memo slot (len memoN): what
-	// refRun and skipBatch read of a memo reference in a frames list,
-	// one load from one array rather than two (the block, then the
-	// byte).
-	depths []uint8
-	memoHi int // one past the highest memo slot ever stored (release cleans below it)
+	lim    Limits
+	b      Builder
+	root   Node
+	r      io.Reader
+	buf    []byte // the input window (see fill)
+	i, n   int    // next unread byte, end of the window's data
+	off0   int64  // input offset of buf[0]
+	rerr   error  // the reader's error (io.EOF at the end)
+	zero   int    // reads that returned nothing
+	opPos  int64  // offset of the current opcode
+	op     byte
+	size   int64 // total input size, or -1 when unknown
+	stack  []Val
+	marks  []int        // stack heights at each MARK
+	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
+	memoN  int          // slots in memo
+	depths []uint8      // skipDepth of each memo slot (len memoN): refRun's one load a reference
+	memoHi int          // one past the highest memo slot ever stored (release cleans below it)
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
