@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"encoding/binary"
+	"sync"
 	"unsafe"
 )
 
@@ -86,25 +87,28 @@ const (
 // that must know it ran.
 func (d *Machine) Records() int { return d.nrec }
 
+// slotsPool holds the machines' tables of slots, clean.
+var slotsPool = sync.Pool{New: func() any { return new([slotTableMax]uint8) }}
+
 // slotOf is the Slot of the str key k (interned: k.N ≥ 0), asked of the
 // Builder once per string; false beyond slotTableMax.
 func (d *Machine) slotOf(k *Val) (Slot, bool) {
 	n := uint64(k.N)
-	if n < uint64(len(d.slots)) {
-		if s := d.slots[n]; s != slotUnknown {
-			return Slot(s - 1), true
-		}
-	} else {
-		if n >= slotTableMax {
-			return 0, false
-		}
-		d.slots = append(d.slots, make([]uint8, int(n)+1-len(d.slots))...)
+	if n >= slotTableMax {
+		return 0, false
+	}
+	if d.slots == nil {
+		d.slots = slotsPool.Get().(*[slotTableMax]uint8)
+	}
+	if s := d.slots[n]; s != slotUnknown {
+		return Slot(s - 1), true
 	}
 	s := d.rb.Slot(d.strs[n])
 	if s&slotIndex >= RecordSlots || s&^(slotKind|slotIndex) != 0 {
 		s = SlotDrop
 	}
 	d.slots[n] = uint8(s) + 1
+	d.slotHi = max(d.slotHi, int(n)+1)
 	return s, true
 }
 
@@ -126,12 +130,14 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 	depth, tag := c.Depth, c.Tag
 	for {
 		// The pairs that need no call, in a loop of their own.
-		jr, n, t := fieldRun(buf, j, memo, d.slots, rec)
-		j, np, tag = jr, np+n, tag|t
-		if n > 0 {
-			depth = max(depth, 1) // scalars
+		if d.slots != nil {
+			jr, n, t := fieldRun(buf, j, memo, d.slots, rec)
+			j, np, tag = jr, np+n, tag|t
+			if n > 0 {
+				depth = max(depth, 1) // scalars
+			}
+			fs.h += 2 * n
 		}
-		fs.h += 2 * n
 		// Sixteen bytes in the window: a key's reference (five) and a
 		// value's opcode with an argument of up to nine are read
 		// without further checks. (A record that ends closer to the
@@ -261,100 +267,128 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 // this pair's opcodes are read, where a length computed from an opcode
 // would chain every pair's loads to the previous pair's (refRun, tried
 // that way, took 20-30% more time for fewer instructions).
-func fieldRun(buf []byte, j int, memo []*memoBlock, slots []uint8, rec *Record) (int, int, uint8) {
+func fieldRun(buf []byte, j int, memo []*memoBlock, slots *[slotTableMax]uint8, rec *Record) (int, int, uint8) {
 	np := 0
 	var tag uint8
 	p := unsafe.Pointer(unsafe.SliceData(buf))
+	// q walks the pairs; j is where the last pair read ends.
 	for j+16 <= len(buf) {
 		q := unsafe.Add(p, j)
-		var idx uint
-		var n int
+		var k *Val
 		switch *(*byte)(q) {
 		case OpBinGet:
-			idx, n = uint(*(*byte)(unsafe.Add(q, 1))), 2
+			idx := uint(*(*byte)(unsafe.Add(q, 1)))
+			// memo has memoN/memoChunk blocks: this is the idx < memoN
+			// check.
+			if idx/memoChunk >= uint(len(memo)) {
+				return j, np, tag
+			}
+			k = &memo[idx/memoChunk].v[idx%memoChunk]
+			q = unsafe.Add(q, 2)
 		case OpLongBinGet:
-			idx, n = uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:])), 5
+			idx := uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:]))
+			if idx/memoChunk >= uint(len(memo)) {
+				return j, np, tag
+			}
+			k = &memo[idx/memoChunk].v[idx%memoChunk]
+			q = unsafe.Add(q, 5)
 		default:
 			return j, np, tag
 		}
-		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
-		if idx/memoChunk >= uint(len(memo)) {
+		if k.Kind != KindStr || uint64(k.N) >= slotTableMax {
 			return j, np, tag
 		}
-		k := &memo[idx/memoChunk].v[idx%memoChunk]
-		if k.Kind != KindStr || uint64(k.N) >= uint64(len(slots)) {
-			return j, np, tag
-		}
-		s := slots[k.N]
-		if s == slotUnknown {
-			return j, np, tag
-		}
-		s--
-		kind, at := Slot(s)&slotKind, Slot(s)&slotIndex
-		bit := uint32(1) << at
-		if kind == SlotAny || kind != SlotDrop && rec.Set&bit != 0 {
-			return j, np, tag
-		}
-		q = unsafe.Add(q, n)
-		var x int64
-		var vtag uint8
-		var vl int
-		isInt := true
-		switch *(*byte)(q) {
-		case OpBinInt1:
-			x, vl = int64(*(*byte)(unsafe.Add(q, 1))), 2
-		case OpBinInt2:
-			x, vl = int64(binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(q, 1))[:])), 3
-		case OpBinInt:
-			x, vl = int64(int32(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:]))), 5
-		case OpLong1:
-			m := uint(*(*byte)(unsafe.Add(q, 1)))
-			if m > 8 {
+		// An unknown key (0) becomes 255, of kind SlotAny: fastFields
+		// asks the Builder.
+		s := Slot(slots[k.N] - 1)
+		at := s & slotIndex
+		switch s & slotKind {
+		case SlotInt:
+			if rec.Set&(1<<at) != 0 {
+				return j, np, tag // a key twice: SetItems' order matters
+			}
+			switch *(*byte)(q) {
+			case OpBinInt1:
+				rec.Int[at] = int64(*(*byte)(unsafe.Add(q, 1)))
+				q = unsafe.Add(q, 2)
+			case OpBinInt2:
+				rec.Int[at] = int64(binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(q, 1))[:]))
+				q = unsafe.Add(q, 3)
+			case OpBinInt:
+				rec.Int[at] = int64(int32(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:])))
+				q = unsafe.Add(q, 5)
+			case OpLong1:
+				m := uint(*(*byte)(unsafe.Add(q, 1)))
+				if m > 8 {
+					return j, np, tag
+				}
+				// The eight bytes after the length, the ones past the
+				// value shifted out (smallLong).
+				sh := 64 - 8*m
+				rec.Int[at] = int64(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(q, 2))[:])<<sh) >> sh
+				q = unsafe.Add(q, 2+m)
+			default:
 				return j, np, tag
 			}
-			// The eight bytes after the length, the ones past the
-			// value shifted out (smallLong).
-			sh := 64 - 8*m
-			x, vl = int64(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(q, 2))[:])<<sh)>>sh, 2+int(m)
-		case OpBinGet, OpLongBinGet:
-			if kind == SlotInt {
+			rec.Set |= 1 << at
+		case SlotStr, SlotDrop:
+			if s&slotKind == SlotStr && rec.Set&(1<<at) != 0 {
 				return j, np, tag
 			}
-			var i2 uint
-			if *(*byte)(q) == OpBinGet {
-				i2, vl = uint(*(*byte)(unsafe.Add(q, 1))), 2
-			} else {
-				i2, vl = uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:])), 5
-			}
-			if i2/memoChunk >= uint(len(memo)) {
+			var idx uint
+			switch *(*byte)(q) {
+			case OpBinGet:
+				idx = uint(*(*byte)(unsafe.Add(q, 1)))
+				q = unsafe.Add(q, 2)
+			case OpLongBinGet:
+				idx = uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:]))
+				q = unsafe.Add(q, 5)
+			case OpBinInt1, OpBinInt2, OpBinInt, OpLong1:
+				if s&slotKind == SlotStr {
+					return j, np, tag
+				}
+				// A dropped int: its length.
+				switch *(*byte)(q) {
+				case OpBinInt1:
+					q = unsafe.Add(q, 2)
+				case OpBinInt2:
+					q = unsafe.Add(q, 3)
+				case OpBinInt:
+					q = unsafe.Add(q, 5)
+				default:
+					m := uint(*(*byte)(unsafe.Add(q, 1)))
+					if m > 8 {
+						return j, np, tag
+					}
+					q = unsafe.Add(q, 2+m)
+				}
+				tag |= k.Tag
+				np++
+				j = int(uintptr(q) - uintptr(p))
+				continue
+			default:
 				return j, np, tag
 			}
-			v := &memo[i2/memoChunk].v[i2%memoChunk]
+			if idx/memoChunk >= uint(len(memo)) {
+				return j, np, tag
+			}
+			v := &memo[idx/memoChunk].v[idx%memoChunk]
 			// A scalar (a str for a str field): any other value goes
 			// fastFields' way.
-			if v.Kind-KindNone > KindBytes-KindNone || v.Depth != 0 || (kind == SlotStr && v.Kind != KindStr) {
+			if v.Kind-KindNone > KindBytes-KindNone || v.Depth != 0 || (s&slotKind == SlotStr && v.Kind != KindStr) {
 				return j, np, tag
 			}
-			if kind == SlotStr {
+			if s&slotKind == SlotStr {
 				rec.V[at] = *v
-				rec.Set |= bit
+				rec.Set |= 1 << at
 			}
-			vtag, isInt = v.Tag, false
+			tag |= v.Tag
 		default:
 			return j, np, tag
 		}
-		if isInt {
-			switch kind {
-			case SlotInt:
-				rec.Int[at] = x
-				rec.Set |= bit
-			case SlotStr:
-				return j, np, tag
-			}
-		}
-		tag |= k.Tag | vtag
+		tag |= k.Tag
 		np++
-		j += n + vl
+		j = int(uintptr(q) - uintptr(p))
 	}
 	return j, np, tag
 }
