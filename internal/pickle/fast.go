@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"sync"
 	"unsafe"
 )
 
@@ -54,8 +55,16 @@ const fastPairs = 32
 // starts: a trace entry with 63 new frames is about 4 KB.
 const fastWindow = 16 << 10
 
-// fastScan is fastDict's working state, kept in the Machine so that a
-// record costs no allocation.
+// fastScan is fastDict's working state, kept with the Machine so that
+// a record costs no allocation, and in fastPool between machines so that
+// an import does not allocate (and the collector clear) its four
+// kilobytes either.
+var fastPool = sync.Pool{New: func() any {
+	fs := new(fastScan)
+	fs.puts = fs.put0[:0]
+	return fs
+}}
+
 type fastScan struct {
 	kv   [2 * fastPairs]Val // the record's pairs, handed to SetItems
 	rec  Record             // the record path's fields, handed to SetRecord
@@ -86,7 +95,7 @@ func (d *Machine) fastDict() (bool, error) {
 	if node == NodeSkip || node == NodeValue || !d.flat.Flat(node) {
 		return false, nil
 	}
-	fs := &d.fs
+	fs := d.fs
 	fs.h = len(d.stack) + len(d.marks)
 	if fs.h >= d.lim.MaxStack {
 		return false, nil
@@ -154,7 +163,7 @@ func (d *Machine) fastSkipped() bool {
 	if d.newNode(ShapeList) != NodeSkip {
 		return false
 	}
-	fs := &d.fs
+	fs := d.fs
 	fs.h = len(d.stack) + len(d.marks)
 	if fs.puts == nil {
 		fs.puts = fs.put0[:0]
@@ -174,7 +183,7 @@ func (d *Machine) fastSkipped() bool {
 // fastUndo takes back the memo entries and kept text of a scan that gave
 // up.
 func (d *Machine) fastUndo() {
-	fs := &d.fs
+	fs := d.fs
 	for k := len(fs.puts) - 1; k >= 0; k-- {
 		idx := fs.puts[k]
 		d.memo[idx/memoChunk].v[idx%memoChunk] = Val{}
@@ -204,7 +213,7 @@ func (fs *fastScan) over(d *Machine) bool { return fs.h > d.lim.MaxStack }
 // (at the returned index), with c's depth and tags updated as deepen
 // would; the pairs are in fs.kv.
 func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	j, ok := d.fastPut(buf, j, c)
 	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push() {
 		return j, 0, false
@@ -318,7 +327,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 // It stops at the first opcode that is none of these (the record's next
 // key, or its SETITEMS), with v the list as the general path leaves it.
 func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	if !fs.push() {
 		return j, false
 	}
@@ -391,7 +400,7 @@ func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
 // it), since newNode would then build it (skipDepth gives no byte for
 // generic containers, so that they are seen).
 func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
-	fs := &d.fs
+	fs := d.fs
 	h0 := fs.h
 	cnt, depth, tag := 0, int32(-1), uint8(0)
 	// The depth bytes of the references are folded as they come: the
@@ -540,7 +549,7 @@ func dmaxOf(seen uint64) uint8 {
 // in the general path, where everything inside a skipped container is
 // NodeSkip. The item counts as pushed.
 func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	switch buf[j] {
 	case OpEmptyDict:
 	case OpBinGet, OpLongBinGet:

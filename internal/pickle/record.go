@@ -117,7 +117,7 @@ func (d *Machine) slotOf(k *Val) (Slot, bool) {
 // SETITEMS (the returned index); false, with what it stored in the memo
 // and the text still to undo, where it gives up.
 func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	j, ok := d.fastPut(buf, j, c)
 	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push() {
 		return j, false

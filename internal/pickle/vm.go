@@ -312,6 +312,7 @@ type Machine struct {
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
 	depths []uint8      // skipDepth of each memo slot (len memoN): refRun's one load a reference
+	dbox   *[]uint8     // what depths came in from depthsPool, to go back in
 	memoHi int          // one past the highest memo slot ever stored (release cleans below it)
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
@@ -337,8 +338,9 @@ type Machine struct {
 	slots  *[slotTableMax]uint8 // the Slot plus one of each string index met as a key of rnode (record.go)
 	slotHi int                  // one past the highest index set in slots
 	nrec   int                  // records read by the record path (Records)
-	fs     fastScan             // the fast path's working state
+	fs     *fastScan            // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any                // what is left of the small tuples' backing array (tuple)
+	tslabN int                  // the length of the last such array
 	gmemo  map[int64]uint64     // memo slot plus one of generic containers, by object slot (memoValue)
 }
 
@@ -375,6 +377,7 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	if f, ok := b.(FlatBuilder); ok && !lim.NoFastPath {
 		d.flat = f
+		d.fs = fastPool.Get().(*fastScan)
 		if r, ok := f.(RecordBuilder); ok && !lim.NoRecordPath {
 			d.rb, d.rnode = r, r.RecordNode()
 		}
@@ -1252,7 +1255,10 @@ func (d *Machine) tuple(n int) Tuple {
 		return make(Tuple, n)
 	}
 	if len(d.tslab) < n {
-		d.tslab = make([]any, tupleSlab)
+		// The arrays double from 16 items: a small snapshot's few
+		// pairs cost 256 bytes rather than 4 KiB an import.
+		d.tslabN = min(max(2*d.tslabN, 16), tupleSlab)
+		d.tslab = make([]any, d.tslabN)
 	}
 	t := d.tslab[:n:n]
 	d.tslab = d.tslab[n:]
@@ -1286,7 +1292,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 			d.memoN += memoChunk
 			if d.depths == nil {
 				if p, ok := depthsPool.Get().(*[]uint8); ok {
-					d.depths = (*p)[:0]
+					d.depths, d.dbox = (*p)[:0], p
 				}
 			}
 			d.depths = append(d.depths, make([]uint8, memoChunk)...)
@@ -1399,11 +1405,19 @@ func (d *Machine) release() {
 	}
 	if d.depths != nil {
 		clear(d.depths[:min(d.memoHi, len(d.depths))])
-		p := d.depths[:0]
-		depthsPool.Put(&p)
-		d.depths = nil
+		if d.dbox == nil {
+			d.dbox = new([]uint8)
+		}
+		*d.dbox = d.depths[:0]
+		depthsPool.Put(d.dbox)
+		d.depths, d.dbox = nil, nil
 	}
 	d.memoHi = 0
+	if d.fs != nil {
+		// Clean already: the scans clear what they use.
+		fastPool.Put(d.fs)
+		d.fs = nil
+	}
 	if d.slots != nil {
 		clear(d.slots[:d.slotHi])
 		slotsPool.Put(d.slots)
