@@ -73,12 +73,21 @@ var rawPool bufPool[entryRaw]
 // served its trace. A buffer is reused for a request of at least a
 // quarter of its capacity, so that a small import does not clear or
 // hold a large one.
-type bufPool[T any] struct{ p sync.Pool }
+//
+// The pool holds pointers to slice headers, and each pointer, once
+// allocated, goes around with its buffers (boxes), so that a put costs
+// no allocation (six an import, before).
+type bufPool[T any] struct{ p, boxes sync.Pool }
 
 // get returns a buffer of n Ts, their contents undefined.
 func (b *bufPool[T]) get(n int) []T {
-	if p, ok := b.p.Get().(*[]T); ok && cap(*p) >= n && cap(*p) <= 4*n+1024 {
-		return (*p)[:n]
+	if p, ok := b.p.Get().(*[]T); ok {
+		s := *p
+		*p = nil
+		b.boxes.Put(p)
+		if cap(s) >= n && cap(s) <= 4*n+1024 {
+			return s[:n]
+		}
 	}
 	return make([]T, n)
 }
@@ -86,6 +95,11 @@ func (b *bufPool[T]) get(n int) []T {
 // put gives back a buffer that nothing uses any more.
 func (b *bufPool[T]) put(s []T) {
 	if cap(s) > 0 {
-		b.p.Put(&s)
+		p, ok := b.boxes.Get().(*[]T)
+		if !ok {
+			p = new([]T)
+		}
+		*p = s
+		b.p.Put(p)
 	}
 }
