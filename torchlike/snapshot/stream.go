@@ -326,6 +326,7 @@ type builder struct {
 	extFree  []*recExt // recExts of released records, for the next ones
 	fields   []field   // field of each interned string (by its index), 0 = not yet known
 	actions  []uint32  // action index (actTab) of each interned string plus one, 0 = not yet known
+	tb       *tables   // what the tables came in, to go back in (putTables)
 	actTab   []string  // the actions of trace entries, canonical (canon); actTab[0] is ""
 	actIdx   map[string]uint32
 	actTab0  [16]string // actTab's first array: a snapshot has a dozen actions
@@ -1331,6 +1332,10 @@ func decodePickle(r io.Reader, lim Limits, keepRaw bool) (*Snapshot, []rawTrace,
 	b := &builder{lim: lim, keepRaw: keepRaw}
 	if t, ok := tablesPool.Get().(*tables); ok {
 		b.recs, b.ents, b.extFree, b.free, b.entFree = t.recs[:0], t.ents[:0], t.exts, t.free[:0], t.entFree[:0]
+		// By string index, zeroed as they grow (key, action).
+		b.fields, b.actions = t.fields[:0], t.actions[:0]
+		*t = tables{}
+		b.tb = t
 	}
 	defer b.putTables()
 	m := pickle.NewMachine(r, b, nTop, lim.Pickle)
@@ -1412,6 +1417,8 @@ type tables struct {
 	exts    []*recExt // cleared
 	free    []int64
 	entFree []int64
+	fields  []field  // builder.fields' array
+	actions []uint32 // builder.actions' array
 }
 
 // putTables returns the record tables to the pool, cleared (records hold
@@ -1427,8 +1434,16 @@ func (b *builder) putTables() {
 	if len(b.extFree) > 1<<10 {
 		b.extFree = nil
 	}
-	tablesPool.Put(&tables{recs: recs[:0], ents: ents[:0], exts: b.extFree, free: b.free, entFree: b.entFree})
-	b.recs, b.free, b.ents, b.entFree, b.extFree = nil, nil, nil, nil, nil
+	if cap(b.fields) > 1<<16 || cap(b.actions) > 1<<16 {
+		b.fields, b.actions = nil, nil // a hostile pickle's: not kept
+	}
+	t := b.tb
+	if t == nil {
+		t = new(tables)
+	}
+	*t = tables{recs: recs[:0], ents: ents[:0], exts: b.extFree, free: b.free, entFree: b.entFree, fields: b.fields, actions: b.actions}
+	tablesPool.Put(t)
+	b.recs, b.free, b.ents, b.entFree, b.extFree, b.fields, b.actions, b.tb = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // Flat makes the builder a pickle.FlatBuilder: trace entries and blocks,
