@@ -317,31 +317,31 @@ type Machine struct {
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
 	tmp    []byte
-	text   int64                // bytes of text kept
-	items  int                  // generic containers and items built
-	intern map[string]int32     // interned string → index in strs
-	strs   []string             // the interned strings (strs[0] is "") and the long ones
-	scache [256]int32           // recent strs indices by a hash of the bytes (0: none)
-	objs   []any                // the object table (Val.N of objects and long strings)
-	ofree  []int64              // free slots of objs
-	onew   int                  // objects added since the last sweep
-	olive  int                  // objects live after the last sweep
-	one    [1]Val               // APPEND's item
-	built  Val                  // the container fromItems builds
-	arena  []byte               // the block kept strings are copied into (keep)
-	blocks []*[arenaChunk]byte  // every such block, for Recycle
-	tagger Tagger               // the Builder's, or nil
-	stags  []uint8              // the tag of each string in strs
-	flat   FlatBuilder          // the Builder's, or nil (no fast path)
-	rb     RecordBuilder        // the Builder's, or nil (no record path)
-	rnode  Node                 // rb's RecordNode
-	slots  *[slotTableMax]uint8 // the Slot plus one of each string index met as a key of rnode (record.go)
-	slotHi int                  // one past the highest index set in slots
-	nrec   int                  // records read by the record path (Records)
-	fs     *fastScan            // the fast path's working state (from fastPool while the machine runs)
-	tslab  []any                // what is left of the small tuples' backing array (tuple)
-	tslabN int                  // the length of the last such array
-	gmemo  map[int64]uint64     // memo slot plus one of generic containers, by object slot (memoValue)
+	text   int64               // bytes of text kept
+	items  int                 // generic containers and items built
+	intern map[string]int32    // interned string → index in strs
+	strs   []string            // the interned strings (strs[0] is "") and the long ones
+	scache [256]int32          // recent strs indices by a hash of the bytes (0: none)
+	objs   []any               // the object table (Val.N of objects and long strings)
+	ofree  []int64             // free slots of objs
+	onew   int                 // objects added since the last sweep
+	olive  int                 // objects live after the last sweep
+	one    [1]Val              // APPEND's item
+	built  Val                 // the container fromItems builds
+	arena  []byte              // the block kept strings are copied into (keep)
+	blocks []*[arenaChunk]byte // every such block, for Recycle
+	tagger Tagger              // the Builder's, or nil
+	stags  []uint8             // the tag of each string in strs
+	flat   FlatBuilder         // the Builder's, or nil (no fast path)
+	rb     RecordBuilder       // the Builder's, or nil (no record path)
+	rnode  Node                // rb's RecordNode
+	slots  *slotTable          // the Slot plus one of each string index met as a key of rnode (record.go)
+	slotHi int                 // one past the highest index set in slots
+	nrec   int                 // records read by the record path (Records)
+	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
+	tslab  []any               // what is left of the small tuples' backing array (tuple)
+	tslabN int                 // the length of the last such array
+	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
