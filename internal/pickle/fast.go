@@ -72,6 +72,7 @@ type fastScan struct {
 	put0 [512]uint32        // puts' first array: no allocation for a record of up to 512 PUTs
 	text int64              // text kept by the scan (likewise)
 	h    int                // the stack height (values and marks) the general path would have
+	slot slotTable          // the record path's Machine.slots: one pooled object, not two, for a cold import
 }
 
 // fastDict runs the dict whose EMPTY_DICT opcode run has just read, when

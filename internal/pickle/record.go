@@ -2,7 +2,6 @@ package pickle
 
 import (
 	"encoding/binary"
-	"sync"
 	"unsafe"
 )
 
@@ -90,9 +89,6 @@ func (d *Machine) Records() int { return d.nrec }
 // slotTable is a machine's Slot plus one of each string index, by index.
 type slotTable [slotTableMax]uint8
 
-// slotsPool holds the machines' tables of slots, clean.
-var slotsPool = sync.Pool{New: func() any { return new(slotTable) }}
-
 // slotOf is the Slot of the str key k (interned: k.N ≥ 0), asked of the
 // Builder once per string; false beyond slotTableMax.
 func (d *Machine) slotOf(k *Val) (Slot, bool) {
@@ -101,7 +97,7 @@ func (d *Machine) slotOf(k *Val) (Slot, bool) {
 		return 0, false
 	}
 	if d.slots == nil {
-		d.slots = slotsPool.Get().(*slotTable)
+		d.slots = &d.fs.slot // clean: see release
 	}
 	if s := d.slots[n]; s != slotUnknown {
 		return Slot(s - 1), true

@@ -1413,15 +1413,14 @@ func (d *Machine) release() {
 		d.depths, d.dbox = nil, nil
 	}
 	d.memoHi = 0
+	if d.slots != nil {
+		clear(d.slots[:d.slotHi]) // d.fs's, which goes back to fastPool below
+		d.slots, d.slotHi = nil, 0
+	}
 	if d.fs != nil {
 		// Clean already: the scans clear what they use.
 		fastPool.Put(d.fs)
 		d.fs = nil
-	}
-	if d.slots != nil {
-		clear(d.slots[:d.slotHi])
-		slotsPool.Put(d.slots)
-		d.slots, d.slotHi = nil, 0
 	}
 	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
