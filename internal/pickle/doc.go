@@ -68,6 +68,18 @@
 // NoFastPath turns it off; package snapshot's tests compare both on
 // real, generated, mutated and fuzzed snapshots.
 //
+// A Builder that is also a RecordBuilder has one flat record of fixed
+// fields (a snapshot's trace entry), which takes a shorter way still
+// (record.go): each key is a memo reference to a str whose field (a
+// Slot: an int, a str, a value kept as read or dropped) the Builder
+// gave once for that string, and each value lands in its field of a
+// Record that the Builder takes in one SetRecord, without the array of
+// pairs and the Builder's second pass over it. It accepts fewer shapes
+// than fastRecord (each field once, values of the field's type), for
+// which SetRecord and SetItems agree by construction, and gives up to
+// fastRecord at anything else; Limits' NoRecordPath turns it off for
+// the tests that compare the three.
+//
 // # Imports
 //
 // It imports only the standard library: the unpickler is a format reader

@@ -3,6 +3,8 @@ package pickle
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
+	"sync"
 	"unsafe"
 )
 
@@ -53,14 +55,24 @@ const fastPairs = 32
 // starts: a trace entry with 63 new frames is about 4 KB.
 const fastWindow = 16 << 10
 
-// fastScan is fastDict's working state, kept in the Machine so that a
-// record costs no allocation.
+// fastScan is fastDict's working state, kept with the Machine so that
+// a record costs no allocation, and in fastPool between machines so that
+// an import does not allocate (and the collector clear) its four
+// kilobytes either.
+var fastPool = sync.Pool{New: func() any {
+	fs := new(fastScan)
+	fs.puts = fs.put0[:0]
+	return fs
+}}
+
 type fastScan struct {
 	kv   [2 * fastPairs]Val // the record's pairs, handed to SetItems
+	rec  Record             // the record path's fields, handed to SetRecord
 	puts []uint32           // memo slots stored by the scan (undone if it gives up)
 	put0 [512]uint32        // puts' first array: no allocation for a record of up to 512 PUTs
 	text int64              // text kept by the scan (likewise)
 	h    int                // the stack height (values and marks) the general path would have
+	slot slotTable          // the record path's Machine.slots: one pooled object, not two, for a cold import
 }
 
 // fastDict runs the dict whose EMPTY_DICT opcode run has just read, when
@@ -84,7 +96,7 @@ func (d *Machine) fastDict() (bool, error) {
 	if node == NodeSkip || node == NodeValue || !d.flat.Flat(node) {
 		return false, nil
 	}
-	fs := &d.fs
+	fs := d.fs
 	fs.h = len(d.stack) + len(d.marks)
 	if fs.h >= d.lim.MaxStack {
 		return false, nil
@@ -100,6 +112,23 @@ func (d *Machine) fastDict() (bool, error) {
 		fs.puts = fs.put0[:0]
 	}
 	fs.puts, fs.text = fs.puts[:0], 0
+	if node == d.rnode && d.rb != nil {
+		// The record path (record.go), and fastRecord where it gives
+		// up.
+		c0 := d.stack[ci]
+		if k, ok := d.fastFields(buf, j, &d.stack[ci]); ok {
+			d.i = k + 1
+			d.opPos, d.op = d.off0+int64(k), OpSetItems
+			d.nrec++
+			if err := d.rb.SetRecord(&d.stack[ci], &fs.rec); err != nil {
+				return true, d.errf(err, "")
+			}
+			return true, nil
+		}
+		d.fastUndo()
+		d.stack[ci] = c0
+		fs.h = len(d.stack) + len(d.marks)
+	}
 	j, np, ok := d.fastRecord(buf, j, &d.stack[ci])
 	if !ok {
 		// Undone: the general path opens the record again, and gets the
@@ -135,7 +164,7 @@ func (d *Machine) fastSkipped() bool {
 	if d.newNode(ShapeList) != NodeSkip {
 		return false
 	}
-	fs := &d.fs
+	fs := d.fs
 	fs.h = len(d.stack) + len(d.marks)
 	if fs.puts == nil {
 		fs.puts = fs.put0[:0]
@@ -155,12 +184,11 @@ func (d *Machine) fastSkipped() bool {
 // fastUndo takes back the memo entries and kept text of a scan that gave
 // up.
 func (d *Machine) fastUndo() {
-	fs := &d.fs
+	fs := d.fs
 	for k := len(fs.puts) - 1; k >= 0; k-- {
 		idx := fs.puts[k]
-		c := d.memo[idx/memoChunk]
-		c.v[idx%memoChunk] = Val{}
-		c.depth[idx%memoChunk] = 0
+		d.memo[idx/memoChunk].v[idx%memoChunk] = Val{}
+		d.depths[idx] = 0
 		d.nmemo--
 	}
 	fs.puts = fs.puts[:0]
@@ -186,7 +214,7 @@ func (fs *fastScan) over(d *Machine) bool { return fs.h > d.lim.MaxStack }
 // (at the returned index), with c's depth and tags updated as deepen
 // would; the pairs are in fs.kv.
 func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	j, ok := d.fastPut(buf, j, c)
 	if !ok || j >= len(buf) || buf[j] != OpMark || !fs.push() {
 		return j, 0, false
@@ -300,7 +328,7 @@ func (d *Machine) fastRecord(buf []byte, j int, c *Val) (int, int, bool) {
 // It stops at the first opcode that is none of these (the record's next
 // key, or its SETITEMS), with v the list as the general path leaves it.
 func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	if !fs.push() {
 		return j, false
 	}
@@ -373,7 +401,7 @@ func (d *Machine) fastList(buf []byte, j int, off int64, v *Val) (int, bool) {
 // it), since newNode would then build it (skipDepth gives no byte for
 // generic containers, so that they are seen).
 func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
-	fs := &d.fs
+	fs := d.fs
 	h0 := fs.h
 	cnt, depth, tag := 0, int32(-1), uint8(0)
 	// The depth bytes of the references are folded as they come: the
@@ -381,9 +409,9 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 	// two high bits are the tags.
 	var dmax, dor uint8
 	gen := -3 // the item that was last a generic container
-	memo, memoN := d.memo, uint(d.memoN)
+	memo, memoN, depths := d.memo, uint(d.memoN), d.depths
 	for j < len(buf) {
-		k, n, dm, do, ok := refRun(buf, j, memo)
+		k, n, dm, do, ok := refRun(buf, j, depths)
 		if !ok {
 			return k, 0, 0, 0, false
 		}
@@ -430,14 +458,13 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 		if idx >= memoN {
 			return j, 0, 0, 0, false
 		}
-		c := memo[idx/memoChunk]
-		if dp := c.depth[idx%memoChunk]; dp != 0 {
+		if dp := depths[idx]; dp != 0 {
 			dmax, dor = max(dmax, dp&63), dor|dp
 		} else {
 			// A hole or a Builder's container (which the general path
 			// refuses), a generic container, or a value too deep for
 			// the byte.
-			v := &c.v[idx%memoChunk]
+			v := &memo[idx/memoChunk].v[idx%memoChunk]
 			if v.Kind == kindUnset || v.Kind == kindShared {
 				return j, 0, 0, 0, false
 			}
@@ -456,13 +483,20 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 // snapshot's frames lists): the end of the run (the first other opcode,
 // a reference for fastBatch's general case, or the window's last bytes),
 // their number, the greatest depth byte (six bits) and the union of the
-// bytes; false for a reference beyond the memo. It calls nothing, so
-// that its loop keeps everything in registers. (A branch on the
-// reference's width is cheaper than computing it: predicted, it lets
-// the next reference load before this one's opcode is read.)
-func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+// bytes; false for a reference beyond the memo (depths holds a byte for
+// every slot). It calls nothing, so that its loop keeps everything in
+// registers. (A branch on the reference's width is cheaper than
+// computing it: predicted, it lets the next reference load before this
+// one's opcode is read; computed, it chains every reference's loads to
+// the previous one's, which cost 20-30% more CPU time on the gpt2-medium
+// snapshots for fewer instructions.)
+func refRun(buf []byte, j int, depths []uint8) (int, int, uint8, uint8, bool) {
 	cnt := 0
-	var dmax, dor uint8
+	var dor uint8
+	// seen has bit d set for each depth byte's low six bits d: the
+	// greatest, dmax, is its highest bit, found once at the end instead
+	// of a compare for every reference.
+	var seen uint64
 	// The loop's condition keeps five bytes in buf at j, so that an
 	// opcode and its argument are read without the bounds checks and
 	// slice headers that indexing costs (in cachegrind, 38 instructions
@@ -479,28 +513,33 @@ func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool)
 			idx = uint(*(*byte)(unsafe.Add(q, 1)))
 			j += 2
 		default:
-			return j, cnt, dmax, dor, true
+			return j, cnt, dmaxOf(seen), dor, true
 		}
-		// memo has memoN/memoChunk blocks: this is the idx < memoN check.
-		blk := idx / memoChunk
-		if blk >= uint(len(memo)) {
+		if idx >= uint(len(depths)) {
 			return j, 0, 0, 0, false
 		}
-		dp := memo[blk].depth[idx%memoChunk]
+		dp := depths[idx]
 		if dp == 0 {
 			// fastBatch's general case reads it again.
 			if *(*byte)(q) == OpBinGet {
-				return j - 2, cnt, dmax, dor, true
+				return j - 2, cnt, dmaxOf(seen), dor, true
 			}
-			return j - 5, cnt, dmax, dor, true
+			return j - 5, cnt, dmaxOf(seen), dor, true
 		}
-		if d := dp & 63; d > dmax {
-			dmax = d
-		}
+		seen |= 1 << (dp & 63)
 		dor |= dp
 		cnt++
 	}
-	return j, cnt, dmax, dor, true
+	return j, cnt, dmaxOf(seen), dor, true
+}
+
+// dmaxOf is the highest bit set in seen (refRun's greatest depth), 0 for
+// none.
+func dmaxOf(seen uint64) uint8 {
+	if seen == 0 {
+		return 0
+	}
+	return uint8(63 - bits.LeadingZeros64(seen))
 }
 
 // fastFrame reads an item of a skipped list: a memo reference (to
@@ -511,7 +550,7 @@ func refRun(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool)
 // in the general path, where everything inside a skipped container is
 // NodeSkip. The item counts as pushed.
 func (d *Machine) fastFrame(buf []byte, j int, it *Val) (int, bool) {
-	fs := &d.fs
+	fs := d.fs
 	switch buf[j] {
 	case OpEmptyDict:
 	case OpBinGet, OpLongBinGet:
@@ -629,10 +668,10 @@ func (d *Machine) fastPut(buf []byte, j int, v *Val) (int, bool) {
 	memoSkipped(v, idx)
 	if v.Kind == KindNode {
 		*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.off0 + int64(j)}
-		c.depth[idx%memoChunk] = 0
+		d.depths[idx] = 0
 	} else {
 		*s = *v
-		c.depth[idx%memoChunk] = skipDepth(v)
+		d.depths[idx] = skipDepth(v)
 	}
 	d.nmemo++
 	d.memoHi = max(d.memoHi, int(idx)+1)

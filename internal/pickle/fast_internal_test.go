@@ -11,7 +11,7 @@ import (
 
 // refRunRef is refRun's reference: one reference at a time, as
 // fastBatch read them before refRun.
-func refRunRef(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+func refRunRef(buf []byte, j int, depths []uint8) (int, int, uint8, uint8, bool) {
 	cnt := 0
 	var dmax, dor uint8
 	for j+5 <= len(buf) {
@@ -25,10 +25,10 @@ func refRunRef(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bo
 		default:
 			return j, cnt, dmax, dor, true
 		}
-		if idx >= uint(len(memo)*memoChunk) {
+		if idx >= uint(len(depths)) {
 			return j + n, 0, 0, 0, false
 		}
-		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		dp := depths[idx]
 		if dp == 0 {
 			return j, cnt, dmax, dor, true
 		}
@@ -44,10 +44,10 @@ func refRunRef(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bo
 // beyond the memo, cut anywhere by the window's end or another opcode.
 func TestRefRun(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	memo := []*memoBlock{new(memoBlock), new(memoBlock)}
-	for i := range 2 * memoChunk {
+	memo := make([]uint8, 2*memoChunk)
+	for i := range memo {
 		if rng.IntN(8) != 0 {
-			memo[i/memoChunk].depth[i%memoChunk] = uint8(1+rng.IntN(62)) | uint8(rng.IntN(4))<<6
+			memo[i] = uint8(1+rng.IntN(62)) | uint8(rng.IntN(4))<<6
 		}
 	}
 	for range 20000 {

@@ -12,7 +12,7 @@ import (
 // refRunSafe is refRun as it was read with slices and bounds checks
 // (until dc68d51): the reference the pointer reads of refRun must agree
 // with, every result and every exit.
-func refRunSafe(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, bool) {
+func refRunSafe(buf []byte, j int, depths []uint8) (int, int, uint8, uint8, bool) {
 	cnt := 0
 	var dmax, dor uint8
 	for j+5 <= len(buf) {
@@ -28,10 +28,10 @@ func refRunSafe(buf []byte, j int, memo []*memoBlock) (int, int, uint8, uint8, b
 		default:
 			return j, cnt, dmax, dor, true
 		}
-		if idx/memoChunk >= uint(len(memo)) {
+		if idx >= uint(len(depths)) {
 			return j, 0, 0, 0, false
 		}
-		dp := memo[idx/memoChunk].depth[idx%memoChunk]
+		dp := depths[idx]
 		if dp == 0 {
 			if b[0] == OpBinGet {
 				return j - 2, cnt, dmax, dor, true
@@ -73,23 +73,22 @@ func TestRefRunAgreesWithSafe(t *testing.T) {
 	ps := syscall.Getpagesize()
 	end := len(mm) - ps
 	special := []uint32{0, 1, 255, 256, 1023, 1024, 1025, 2047, 2048, 3071, 3072, 4095, 4096, 1 << 31, 0xFFFFFFFF, 0xFFFFFC00, 0xFFFFFBFF}
-	var memos [][]*memoBlock
+	var memos [][]uint8
 	for nb := range 5 {
 		for shape := range 4 {
-			memo := make([]*memoBlock, nb)
-			for b := range memo {
-				memo[b] = new(memoBlock)
-				for i := range memoChunk {
+			memo := make([]uint8, nb*memoChunk)
+			for b := range nb {
+				for i := b * memoChunk; i < (b+1)*memoChunk; i++ {
 					switch shape {
 					case 0: // all zero
 					case 1: // all nonzero
-						memo[b].depth[i] = uint8(1 + rng.IntN(255))
+						memo[i] = uint8(1 + rng.IntN(255))
 					case 2:
 						if rng.IntN(8) != 0 {
-							memo[b].depth[i] = uint8(rng.IntN(256))
+							memo[i] = uint8(rng.IntN(256))
 						}
 					case 3:
-						memo[b].depth[i] = uint8(rng.IntN(256))
+						memo[i] = uint8(rng.IntN(256))
 					}
 				}
 			}
@@ -114,7 +113,7 @@ func TestRefRunAgreesWithSafe(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					idx = special[rng.IntN(len(special))]
 				} else {
-					idx = uint32(rng.IntN(len(memo)*memoChunk + 2048))
+					idx = uint32(rng.IntN(len(memo) + 2048))
 				}
 				buf = append(buf, OpLongBinGet)
 				buf = binary.LittleEndian.AppendUint32(buf, idx)
@@ -136,7 +135,7 @@ func TestRefRunAgreesWithSafe(t *testing.T) {
 		oj, on, odm, odo, ook := refRunSafe(g, j0, memo)
 		nj, nn, ndm, ndo, nok := refRun(g, j0, memo)
 		if oj != nj || on != nn || odm != ndm || odo != ndo || ook != nok {
-			t.Fatalf("buf % x j0 %d memo %d blocks: new %d %d %d %d %v, old %d %d %d %d %v", g, j0, len(memo), nj, nn, ndm, ndo, nok, oj, on, odm, odo, ook)
+			t.Fatalf("buf % x j0 %d memo %d blocks: new %d %d %d %d %v, old %d %d %d %d %v", g, j0, len(memo)/memoChunk, nj, nn, ndm, ndo, nok, oj, on, odm, odo, ook)
 		}
 	}
 }
@@ -147,9 +146,9 @@ func TestRefRunTails(t *testing.T) {
 	mm, _ := guarded(t, 64)
 	defer syscall.Munmap(mm)
 	end := len(mm) - syscall.Getpagesize()
-	memo := []*memoBlock{new(memoBlock)}
-	for i := range memoChunk {
-		memo[0].depth[i] = 1
+	memo := make([]uint8, memoChunk)
+	for i := range memo {
+		memo[i] = 1
 	}
 	tails := [][]byte{{OpBinGet}, {OpBinGet, 3}, {OpLongBinGet}, {OpLongBinGet, 1}, {OpLongBinGet, 1, 0}, {OpLongBinGet, 1, 0, 0}, {OpLongBinGet, 1, 0, 0, 0}, {OpBinGet, 1, OpBinGet}, {OpBinGet, 1, OpBinGet, 2}}
 	for pre := range 5 {

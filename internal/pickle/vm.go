@@ -33,6 +33,10 @@ type Limits struct {
 	// the schema-shaped fast path of a FlatBuilder (fast.go). The result
 	// is the same, errors included; tests compare the two.
 	NoFastPath bool
+	// NoRecordPath leaves a RecordBuilder's records to the fast path's
+	// generic records (fastRecord), without the record path
+	// (record.go), for tests that compare the two.
+	NoRecordPath bool
 }
 
 // DefaultLimits are the limits of Decode. With them a pickle costs at most
@@ -307,6 +311,8 @@ type Machine struct {
 	marks  []int        // stack heights at each MARK
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
+	depths []uint8      // skipDepth of each memo slot (len memoN): refRun's one load a reference
+	dbox   *[]uint8     // what depths came in from depthsPool, to go back in
 	memoHi int          // one past the highest memo slot ever stored (release cleans below it)
 	sparse map[uint64]Val
 	nmemo  int // number of memo entries (Python's len(memo))
@@ -327,8 +333,14 @@ type Machine struct {
 	tagger Tagger              // the Builder's, or nil
 	stags  []uint8             // the tag of each string in strs
 	flat   FlatBuilder         // the Builder's, or nil (no fast path)
-	fs     fastScan            // the fast path's working state
+	rb     RecordBuilder       // the Builder's, or nil (no record path)
+	rnode  Node                // rb's RecordNode
+	slots  *slotTable          // the Slot plus one of each string index met as a key of rnode (record.go)
+	slotHi int                 // one past the highest index set in slots
+	nrec   int                 // records read by the record path (Records)
+	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
+	tslabN int                 // the length of the last such array
 	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
 }
 
@@ -365,6 +377,10 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	if f, ok := b.(FlatBuilder); ok && !lim.NoFastPath {
 		d.flat = f
+		d.fs = fastPool.Get().(*fastScan)
+		if r, ok := f.(RecordBuilder); ok && !lim.NoRecordPath {
+			d.rb, d.rnode = r, r.RecordNode()
+		}
 	}
 	return d
 }
@@ -1043,13 +1059,12 @@ func (d *Machine) memoRefresh(c *Val) {
 		return
 	}
 	idx := m - 1
-	b := d.memo[idx/memoChunk]
-	s := &b.v[idx%memoChunk]
+	s := &d.memo[idx/memoChunk].v[idx%memoChunk]
 	if s.Kind != KindSkipped || s.N != c.N {
 		return // the slot was stored again since
 	}
 	s.Depth, s.Tag = c.Depth, c.Tag
-	b.depth[idx%memoChunk] = skipDepth(s)
+	d.depths[idx] = skipDepth(s)
 }
 
 // memoSkipped marks a skipped container v stored in memo slot idx with
@@ -1240,7 +1255,10 @@ func (d *Machine) tuple(n int) Tuple {
 		return make(Tuple, n)
 	}
 	if len(d.tslab) < n {
-		d.tslab = make([]any, tupleSlab)
+		// The arrays double from 16 items: a small snapshot's few
+		// pairs cost 256 bytes rather than 4 KiB an import.
+		d.tslabN = min(max(2*d.tslabN, 16), tupleSlab)
+		d.tslab = make([]any, d.tslabN)
 	}
 	t := d.tslab[:n:n]
 	d.tslab = d.tslab[n:]
@@ -1272,6 +1290,12 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 			c := memoPool.Get().(*memoBlock) // clean: see release
 			d.memo = append(d.memo, c)
 			d.memoN += memoChunk
+			if d.depths == nil {
+				if p, ok := depthsPool.Get().(*[]uint8); ok {
+					d.depths, d.dbox = (*p)[:0], p
+				}
+			}
+			d.depths = append(d.depths, make([]uint8, memoChunk)...)
 		}
 	}
 	if idx < uint64(d.memoN) {
@@ -1282,7 +1306,7 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		}
 		d.memoHi = max(d.memoHi, int(idx)+1)
 		*s = v
-		c.depth[idx%memoChunk] = skipDepth(&v)
+		d.depths[idx] = skipDepth(&v)
 		d.memoValue(&v, idx)
 		return d.memoLimit()
 	}
@@ -1305,8 +1329,7 @@ const memoChunk = 1024
 // the 16 of its Val, so that the stack frames a snapshot repeats in every
 // trace entry are read past without touching the values themselves.
 type memoBlock struct {
-	v     [memoChunk]Val
-	depth [memoChunk]uint8 // skipDepth of v
+	v [memoChunk]Val
 }
 
 // skipDepth packs what skipBatch needs of v: its nesting depth plus one
@@ -1363,6 +1386,7 @@ func (d *Machine) Run() (Val, error) {
 var (
 	windowPool = sync.Pool{New: func() any { return new([windowSize]byte) }}
 	memoPool   = sync.Pool{New: func() any { return new(memoBlock) }}
+	depthsPool sync.Pool // *[]uint8: a machine's depths, clean
 )
 
 // release returns the window and the memo to their pools once the pickle
@@ -1376,11 +1400,28 @@ func (d *Machine) release() {
 	for k, c := range d.memo {
 		if n := min(d.memoHi-k*memoChunk, memoChunk); n > 0 {
 			clear(c.v[:n])
-			clear(c.depth[:n])
 		}
 		memoPool.Put(c)
 	}
+	if d.depths != nil {
+		clear(d.depths[:min(d.memoHi, len(d.depths))])
+		if d.dbox == nil {
+			d.dbox = new([]uint8)
+		}
+		*d.dbox = d.depths[:0]
+		depthsPool.Put(d.dbox)
+		d.depths, d.dbox = nil, nil
+	}
 	d.memoHi = 0
+	if d.slots != nil {
+		clear(d.slots[:d.slotHi]) // d.fs's, which goes back to fastPool below
+		d.slots, d.slotHi = nil, 0
+	}
+	if d.fs != nil {
+		// Clean already: the scans clear what they use.
+		fastPool.Put(d.fs)
+		d.fs = nil
+	}
 	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
 	d.stack, d.marks = nil, nil
@@ -1437,10 +1478,10 @@ func (d *Machine) run() (Val, error) {
 							memoSkipped(v, uint64(idx))
 							if v.Kind == KindNode {
 								*s = Val{Kind: kindShared, Shape: v.Shape, Node: v.Node, Depth: v.Depth, N: d.opPos}
-								c.depth[idx%memoChunk] = 0
+								d.depths[idx] = 0
 							} else {
 								*s = *v
-								c.depth[idx%memoChunk] = skipDepth(v)
+								d.depths[idx] = skipDepth(v)
 								d.memoValue(v, uint64(idx))
 							}
 							d.nmemo++
@@ -1556,7 +1597,7 @@ func (d *Machine) skipBatch() bool {
 		if idx >= uint(d.memoN) {
 			return false
 		}
-		dp := d.memo[idx/memoChunk].depth[idx%memoChunk]
+		dp := d.depths[idx]
 		if dp == 0 {
 			return false
 		}

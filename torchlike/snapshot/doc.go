@@ -61,13 +61,19 @@
 // reads the whole dict, frames included, in one pass over its buffered
 // bytes if it has the opcode shape Python's pickler writes, and hands
 // the builder its pairs in one call; its memo entries, kept text, depths
-// and tags are what opcode-by-opcode decoding would leave. Anything
-// unexpected (an opcode or value of another kind, the end of the
-// buffer, a limit about to be reached) makes it undo what it stored and
-// fall back to the general path for that record alone, which gives the
-// same Snapshot or the same error at the same offset; the tests compare
-// the two on every shared snapshot, on generated and mutated pickles and
-// under fuzzing (pickle.Limits.NoFastPath). The builder keeps entries
+// and tags are what opcode-by-opcode decoding would leave. A trace
+// entry goes a shorter way still (the builder is a pickle.RecordBuilder):
+// its fields (action, addr, size, stream, time_us, device_free, frames)
+// are decided once per key string (Slot), and the machine stores each
+// value straight into its field and hands the builder the record
+// (SetRecord), without a list of pairs to walk again. Anything
+// unexpected (an opcode or value of another kind, a field twice, the
+// end of the buffer, a limit about to be reached) makes it undo what it
+// stored and fall back, to the pairs and then to the general path, for
+// that record alone, which gives the same Snapshot or the same error at
+// the same offset; the tests compare the three on every shared
+// snapshot, on generated and mutated pickles and under fuzzing
+// (pickle.Limits.NoFastPath, NoRecordPath). The builder keeps entries
 // without pointers (actions by index) until their trace is complete, so
 // that the collector neither scans the chunks nor runs write barriers
 // when they are copied.

@@ -39,12 +39,28 @@ func slowLimits(lim Limits) Limits {
 	return lim
 }
 
-// sameDecode decodes data with and without the fast path and fails t
-// when the results differ. It reports the error (nil for a snapshot).
+// recordLimits are lim without the record path (pickle's record.go):
+// trace entries go through the fast path's generic records.
+func recordLimits(lim Limits) Limits {
+	lim.Pickle.NoRecordPath = true
+	return lim
+}
+
+// sameDecode decodes data with and without the fast path, and with the
+// fast path but not its record path, and fails t when the results
+// differ. It reports the error (nil for a snapshot).
 func sameDecode(t testing.TB, what string, data []byte, lim Limits) error {
 	t.Helper()
+	sameDecodePaths(t, what+" (no record path)", data, lim, recordLimits(lim))
+	return sameDecodePaths(t, what, data, lim, slowLimits(lim))
+}
+
+// sameDecodePaths decodes data under lim and under slim, which turns a
+// path off, and fails t when the results differ.
+func sameDecodePaths(t testing.TB, what string, data []byte, lim, slim Limits) error {
+	t.Helper()
 	fast, ferr := DecodePickleLimits(bytes.NewReader(data), lim)
-	slow, serr := DecodePickleLimits(bytes.NewReader(data), slowLimits(lim))
+	slow, serr := DecodePickleLimits(bytes.NewReader(data), slim)
 	switch {
 	case (ferr == nil) != (serr == nil):
 		t.Fatalf("%s: fast path: %v; general path: %v", what, ferr, serr)
@@ -173,6 +189,23 @@ func TestFastPathSharedSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			records := 0
+			decodedHook = func(m *pickle.Machine) { records = m.Records() }
+			defer func() { decodedHook = nil }()
+			if _, err := DecodePickle(bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			// The record path must have read nearly every entry, or
+			// the comparisons below compare the fast path with itself.
+			entries := 0
+			decodedHook = nil
+			s, _ := DecodePickle(bytes.NewReader(data))
+			for _, tr := range s.DeviceTraces {
+				entries += len(tr)
+			}
+			if records < entries*9/10 {
+				t.Fatalf("the record path read %d records of %d trace entries", records, entries)
+			}
 			if err := sameDecode(t, name, data, DefaultLimits); err != nil {
 				t.Fatal(err)
 			}
@@ -261,6 +294,7 @@ type pgen struct {
 	frames  []int          // memo indices of frame dicts
 	lists   []int          // memo indices of frames lists
 	generic []int          // memo indices of generic containers
+	runs    [][]int        // the runs of frame references written (refRun)
 	unique  int            // > 0: frame names are unique strings, this many so far
 }
 
@@ -405,6 +439,12 @@ func (g *pgen) record(odd, block bool) {
 		if r.IntN(6) == 0 {
 			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		}
+		if r.IntN(25) == 0 {
+			// A key twice: the last value counts, a None keeps an
+			// int's earlier value and clears an action (the record
+			// path gives such a record up).
+			keys = append(keys, keys[r.IntN(len(keys))])
+		}
 		for _, k := range keys {
 			g.str(k)
 			switch {
@@ -480,6 +520,10 @@ func (g *pgen) framesList() {
 	}
 	g.b.WriteByte(']')
 	g.lists = append(g.lists, g.put())
+	if len(g.frames) > 0 && r.IntN(4) == 0 {
+		g.refRun()
+		return
+	}
 	n := r.IntN(12)
 	if r.IntN(5) == 0 {
 		n = 0
@@ -510,6 +554,49 @@ func (g *pgen) framesList() {
 		g.b.WriteByte('u')
 		g.frames = append(g.frames, fi)
 	})
+}
+
+// refRun writes the items of a frames list as a long run of memo
+// references to earlier frames (the machine's refRun reads them), the
+// same run as an earlier list's now and then, sometimes with a new frame
+// in the middle stored over the memo slot of a frame those runs name
+// (Python never writes that: the depth bytes refRun reads must follow
+// the slot's change).
+func (g *pgen) refRun() {
+	r := g.r
+	var run []int
+	if len(g.runs) > 0 && r.IntN(2) == 0 {
+		run = g.runs[r.IntN(len(g.runs))]
+	} else {
+		for range 8 + r.IntN(90) {
+			run = append(run, g.frames[r.IntN(len(g.frames))])
+		}
+		g.runs = append(g.runs, run)
+	}
+	over := -1
+	if r.IntN(4) == 0 {
+		over = r.IntN(len(run))
+	}
+	g.b.WriteByte('(')
+	for i, f := range run {
+		if i == over {
+			// A frame dict stored over frame f's slot: its name (and
+			// so its tag) may differ.
+			g.b.WriteByte('}')
+			if f < 256 {
+				g.b.Write([]byte{'q', byte(f)})
+			} else {
+				g.b.Write([]byte{'r', byte(f), byte(f >> 8), byte(f >> 16), byte(f >> 24)})
+			}
+			g.b.WriteByte('(')
+			g.str("name")
+			g.str(genNames[r.IntN(len(genNames))])
+			g.b.WriteByte('u')
+			continue
+		}
+		g.get(f)
+	}
+	g.b.WriteByte('e')
 }
 
 // mutate changes data in one of the ways a fuzzer would: a byte set to
@@ -550,6 +637,11 @@ func TestFastPathGenerated(t *testing.T) {
 		n = 60
 	}
 	decoded, compared := 0, 0
+	// The record path must have run, or the comparisons compare the
+	// fast path with itself.
+	records := 0
+	decodedHook = func(m *pickle.Machine) { records += m.Records() }
+	defer func() { decodedHook = nil }()
 	for i := range n {
 		data := genPickle(r, 1+r.IntN(60), i%2 == 1)
 		if sameDecode(t, fmt.Sprintf("generated %d", i), data, DefaultLimits) == nil {
@@ -576,6 +668,9 @@ func TestFastPathGenerated(t *testing.T) {
 	}
 	if decoded < n/3 || compared < n/5 {
 		t.Fatalf("only %d of %d generated snapshots decode, %d compared with the generic decode", decoded, n, compared)
+	}
+	if records < n {
+		t.Fatalf("the record path read %d records: too few to compare", records)
 	}
 }
 

@@ -464,6 +464,7 @@ func (r *recon) loadFinal(segs []Segment) error {
 	}
 	rsegs := make([]rseg, nseg)
 	ptrs := make([]int32, nblk)
+	r.segs = slices.Grow(r.segs, nseg) // not one allocation a doubling
 	for si := range segs {
 		sg := &segs[si]
 		if sg.Device != r.device {

@@ -73,19 +73,49 @@ var rawPool bufPool[entryRaw]
 // served its trace. A buffer is reused for a request of at least a
 // quarter of its capacity, so that a small import does not clear or
 // hold a large one.
-type bufPool[T any] struct{ p sync.Pool }
+//
+// The pool holds pointers to slice headers, and each pointer, once
+// allocated, goes around with its buffers: get keeps it in boxes for the
+// next put, so that a put costs no allocation (six an import, before).
+// boxes is a plain list, not a second sync.Pool, whose per-processor
+// arrays the collector drops and the next use allocates again (a cold
+// import would pay for them).
+type bufPool[T any] struct {
+	p     sync.Pool
+	mu    sync.Mutex
+	boxes []*[]T
+}
 
 // get returns a buffer of n Ts, their contents undefined.
 func (b *bufPool[T]) get(n int) []T {
-	if p, ok := b.p.Get().(*[]T); ok && cap(*p) >= n && cap(*p) <= 4*n+1024 {
-		return (*p)[:n]
+	if p, ok := b.p.Get().(*[]T); ok {
+		s := *p
+		*p = nil
+		b.mu.Lock()
+		b.boxes = append(b.boxes, p)
+		b.mu.Unlock()
+		if cap(s) >= n && cap(s) <= 4*n+1024 {
+			return s[:n]
+		}
 	}
 	return make([]T, n)
 }
 
 // put gives back a buffer that nothing uses any more.
 func (b *bufPool[T]) put(s []T) {
-	if cap(s) > 0 {
-		b.p.Put(&s)
+	if cap(s) == 0 {
+		return
 	}
+	var p *[]T
+	b.mu.Lock()
+	if k := len(b.boxes); k > 0 {
+		p = b.boxes[k-1]
+		b.boxes = b.boxes[:k-1]
+	}
+	b.mu.Unlock()
+	if p == nil {
+		p = new([]T)
+	}
+	*p = s
+	b.p.Put(p)
 }

@@ -403,7 +403,13 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 }
 
 // snapMetaKey and snapMetaValue keep snapshot text writable as a native meta line.
+// Most text needs no change: printable ASCII is returned as it is,
+// without strings.Map's call per rune (which would return it unchanged
+// too, but for invalid UTF-8, which it replaces, hence the ASCII test).
 func snapMetaKey(k string) string {
+	if printableASCII(k, ' '+1) {
+		return k
+	}
 	return strings.Map(func(r rune) rune {
 		if r <= ' ' || r == 0x7f {
 			return '_'
@@ -413,12 +419,26 @@ func snapMetaKey(k string) string {
 }
 
 func snapMetaValue(v string) string {
+	if printableASCII(v, ' ') {
+		return v
+	}
 	return strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
 			return ' '
 		}
 		return r
 	}, v)
+}
+
+// printableASCII reports whether every byte of s is ASCII, at least lo
+// and not DEL.
+func printableASCII(s string, lo byte) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < lo || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // idPool holds the trace readers' tables of live ids (see bufPool).

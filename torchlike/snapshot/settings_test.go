@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unsafe"
@@ -48,6 +49,46 @@ func TestFormatScalarSetting(t *testing.T) {
 	for i, k := range settingKeys {
 		if knownSetting(k) != i || metaKeys[i] != "torch."+snapMetaKey(k) {
 			t.Errorf("key %q: index %d, meta key %q", k, knownSetting(k), metaKeys[i])
+		}
+	}
+}
+
+// TestSnapMetaText compares snapMetaKey and snapMetaValue, which return
+// printable ASCII as it is, with the rune mapping alone on random text:
+// control bytes, DEL, spaces, non-ASCII and invalid UTF-8 included.
+func TestSnapMetaText(t *testing.T) {
+	key := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r <= ' ' || r == 0x7f {
+				return '_'
+			}
+			return r
+		}, s)
+	}
+	value := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, s)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte{0, '\t', '\n', ' ', '!', 'a', 'Z', '~', 0x7f, 0x80, 0xc3, 0xa9, 0xff}
+	cases := []string{"", "roundup_power2_divisions", "a b", "é", "\xff", "x\x7f"}
+	for range 5000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		if got, want := snapMetaKey(s), key(s); got != want {
+			t.Fatalf("snapMetaKey(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := snapMetaValue(s), value(s); got != want {
+			t.Fatalf("snapMetaValue(%q) = %q, want %q", s, got, want)
 		}
 	}
 }
