@@ -69,7 +69,7 @@ func TestHugePagesPlaceAlike(t *testing.T) {
 			off, _ := a.Block(hs[v])
 			at = append(at, off)
 		}
-		if huge := hugemem.Huge(a.bufs.items) && a.free.HugePages(); huge == off {
+		if huge := hugemem.Huge(a.bufs.All()) && a.free.HugePages(); huge == off {
 			t.Fatalf("hugemem.Off %v: records and leaves in huge pages %v", off, huge)
 		}
 		if err := a.Check(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"membench/internal/prefetch"
+	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/strategies"
 )
@@ -94,7 +95,7 @@ type Allocator struct {
 	base    int64 // the heap's device address, once taken
 	started bool
 
-	bufs records
+	bufs slab.Slab[buffer]
 	free *spanset.Set
 	// freeBytes is the bytes in free ranges; inUse the bytes in live
 	// buffers; reserved the bytes of loaded programs.
@@ -115,7 +116,7 @@ type Allocator struct {
 	touched strategies.Handle
 }
 
-// released holds the buffer records (*records) of allocators
+// released holds the buffer records (*slab.Slab[buffer]) of allocators
 // released (Release), cleared, for the next ones built: the slab is nearly
 // all a short replay allocates.
 var released sync.Pool
@@ -130,7 +131,7 @@ func (a *Allocator) Release() {
 	s := a.bufs
 	s.Clear()
 	released.Put(&s)
-	a.bufs = records{}
+	a.bufs = slab.Slab[buffer]{}
 }
 
 // New builds the heap on mem: the device's capacity (or the memory's
@@ -138,7 +139,7 @@ func (a *Allocator) Release() {
 // taken from the device at the first request, as one device allocation.
 func New(opts Options, mem *strategies.Memory) *Allocator {
 	a := &Allocator{opts: opts, mem: mem, free: spanset.New(), touched: -1}
-	if s, ok := released.Get().(*records); ok {
+	if s, ok := released.Get().(*slab.Slab[buffer]); ok {
 		a.bufs = *s
 	}
 	a.granule = opts.Granule
@@ -271,8 +272,8 @@ func (a *Allocator) place(r, n int64) (strategies.Handle, bool) {
 	if !ok {
 		return -1, false
 	}
-	if a.bufs.full() {
-		a.bufs.grow()
+	if a.bufs.Full() {
+		a.bufs.GrowHuge()
 	}
 	h := a.bufs.Put(buffer{addr: sp.End() - r, req: n})
 	a.freeBytes -= r

@@ -5,6 +5,8 @@
 // buffers in one.
 package slab
 
+import "membench/internal/hugemem"
+
 // Slab is a slice of T with a free list of slots.
 type Slab[T any] struct {
 	items  []T
@@ -22,6 +24,16 @@ func (s *Slab[T]) Put(v T) int32 {
 	s.items = append(s.items, v)
 	return int32(len(s.items) - 1)
 }
+
+// Full reports whether a Put would need a larger array.
+func (s *Slab[T]) Full() bool { return len(s.unused) == 0 && len(s.items) == cap(s.items) }
+
+// GrowHuge makes room for more values in an array grown through
+// hugemem, whose large arrays sit in huge pages: a caller whose records
+// are read at random by the million (the TPU model's 16 MB of buffers at
+// 10^6 live) calls it when Full, before Put, so that Put stays small
+// enough to inline. T must hold no pointers (hugemem.Grow).
+func (s *Slab[T]) GrowHuge() { s.items = hugemem.Grow(s.items, len(s.items)+1) }
 
 // At is the value of handle h, to read or change in place.
 func (s *Slab[T]) At(h int32) *T { return &s.items[h] }

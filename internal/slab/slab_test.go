@@ -46,3 +46,38 @@ func TestClear(t *testing.T) {
 		t.Errorf("a cleared slot still holds its value")
 	}
 }
+
+// TestGrowHuge checks Full and GrowHuge as the TPU model calls them: a
+// Put when Full would grow by append, so the caller grows first, and the
+// values and handles survive the growth past hugemem's threshold.
+func TestGrowHuge(t *testing.T) {
+	type rec struct{ a, b int64 }
+	var s Slab[rec]
+	n := 0
+	for n < 400000 { // 6.4 MB of records: past hugemem.Threshold
+		if s.Full() != (len(s.unused) == 0 && s.Len() == cap(s.items)) {
+			t.Fatalf("Full = %v at len %d cap %d", s.Full(), s.Len(), cap(s.items))
+		}
+		if s.Full() {
+			c := cap(s.items)
+			s.GrowHuge()
+			if cap(s.items) <= c || s.Full() {
+				t.Fatalf("GrowHuge left cap %d (was %d)", cap(s.items), c)
+			}
+		}
+		c := cap(s.items)
+		if h := s.Put(rec{int64(n), -int64(n)}); int(h) != n || cap(s.items) != c {
+			t.Fatalf("Put %d gave handle %d, cap %d → %d", n, h, c, cap(s.items))
+		}
+		n++
+	}
+	s.Release(7)
+	if s.Full() {
+		t.Fatal("Full with a released slot to reuse")
+	}
+	for i, r := range s.All() {
+		if r.a != int64(i) || r.b != -int64(i) {
+			t.Fatalf("record %d = %v after growth", i, r)
+		}
+	}
+}
