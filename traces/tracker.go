@@ -36,6 +36,8 @@ import (
 // more time. Ids scattered so thinly that pages would hold fewer than 8
 // live ids on average make the tracker move its values to a plain map
 // once and for all, bounding memory by the live set whatever the ids.
+// Past 2,048 pages they come from 8 MB blocks with huge pages asked for
+// (newPage): with 10^6 live ids, the pages span about 160 MB.
 //
 // A live id may be donated once (Donate, format version 2): an output
 // aliased to it takes its memory under jit. The id stays live until its
