@@ -384,3 +384,44 @@ func TestSlabPages(t *testing.T) {
 		tr.Reset()
 	}
 }
+
+// TestResetDropsBlocks: a tracker whose pages came from blocks keeps no
+// spare page through Reset, since one page would hold its whole block,
+// while one that never took a block keeps its usual spares.
+func TestResetDropsBlocks(t *testing.T) {
+	for _, pages := range []int{slabFrom / 2, slabFrom + 300} {
+		var tr Tracker[uint64]
+		var ids []uint64
+		for p := range uint64(pages) {
+			for k := range uint64(9) {
+				id := p*valPageSize + k
+				if err := tr.Alloc(id, 1, id); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+		}
+		rand.New(rand.NewPCG(1, 2)).Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		for _, id := range ids[:len(ids)/2] {
+			if _, err := tr.Free(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr.Reset()
+		want := resetKeepSpare
+		if pages > slabFrom {
+			want = 0
+		}
+		if len(tr.spare) != want || tr.blocks || tr.slab != nil {
+			t.Errorf("%d pages: %d spares after Reset (want %d), blocks %v", pages, len(tr.spare), want, tr.blocks)
+		}
+		for _, id := range ids[:100] {
+			if err := tr.Alloc(id, 1, id+1); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := tr.Free(id); err != nil || v != id+1 {
+				t.Fatalf("after Reset: free %d = %d, %v", id, v, err)
+			}
+		}
+	}
+}
