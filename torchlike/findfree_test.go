@@ -8,6 +8,30 @@ import (
 	"membench/strategies"
 )
 
+// freeOne frees a random one of live half the time, as the random
+// workloads below do, and reports whether it did.
+func freeOne(a *Allocator, rng *rand.Rand, live *[]strategies.Handle) bool {
+	l := *live
+	if len(l) == 0 || rng.IntN(2) != 0 {
+		return false
+	}
+	i := rng.IntN(len(l))
+	a.Free(l[i])
+	l[i] = l[len(l)-1]
+	*live = l[:len(l)-1]
+	return true
+}
+
+// request is the params Malloc builds for a request of size bytes on
+// stream: the rounded size and its pool.
+func request(a *Allocator, size, stream int64) params {
+	p := params{size: a.cfg.roundSize(size), stream: stream, pool: &a.large, block: none}
+	if p.size <= SmallSize {
+		p.pool = &a.small
+	}
+	return p
+}
+
 // TestPlainFitAsFindFreeBlock: wherever plainFit holds, Malloc's short
 // search allocates from the block findFreeBlock finds (at its address), or
 // from a new segment when it finds none,
@@ -20,28 +44,12 @@ import (
 func TestPlainFitAsFindFreeBlock(t *testing.T) {
 	for _, knobs := range []string{"", "roundup_power2_divisions=4", "per_process_memory_fraction=0.5"} {
 		t.Run("knobs="+knobs, func(t *testing.T) {
-			sp, err := strategies.ParseSpec("torch:" + knobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := ParseConfig(sp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev, err := strategies.ParseDevice(strategies.DefaultDevice)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := New(cfg, strategies.NewMemory(&dev))
+			a := newTorch(t, knobs, strategies.DefaultDevice)
 			rng := rand.New(rand.NewPCG(6, 1))
 			var live []strategies.Handle
 			var hits, nothing, otherStream int
 			for range 20000 {
-				if len(live) > 0 && rng.IntN(2) == 0 {
-					i := rng.IntN(len(live))
-					a.Free(live[i])
-					live[i] = live[len(live)-1]
-					live = live[:len(live)-1]
+				if freeOne(a, rng, &live) {
 					continue
 				}
 				size := 1 + rng.Int64N(64<<10)
@@ -52,11 +60,7 @@ func TestPlainFitAsFindFreeBlock(t *testing.T) {
 				if !a.plainFit() {
 					t.Fatal("plainFit does not hold")
 				}
-				var p params
-				p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
-				if p.size <= SmallSize {
-					p.pool = &a.small
-				}
+				p := request(a, size, stream)
 				k, want := a.findFreeBlock(&p)
 				devAllocs := a.stats.NumDeviceAlloc
 				h, ok := a.Malloc(size, stream)
@@ -121,11 +125,7 @@ func TestExpandableFitAsUpstream(t *testing.T) {
 	var live []strategies.Handle
 	var stepped, checked int
 	for range 20000 {
-		if len(live) > 0 && rng.IntN(2) == 0 {
-			i := rng.IntN(len(live))
-			a.Free(live[i])
-			live[i] = live[len(live)-1]
-			live = live[:len(live)-1]
+		if freeOne(a, rng, &live) {
 			continue
 		}
 		size := 1 + rng.Int64N(256<<10)
@@ -133,11 +133,7 @@ func TestExpandableFitAsUpstream(t *testing.T) {
 			size = 1 + rng.Int64N(48<<20)
 		}
 		stream := rng.Int64N(2)
-		var p params
-		p.size, p.stream, p.pool, p.block = a.cfg.roundSize(size), stream, &a.large, none
-		if p.size <= SmallSize {
-			p.pool = &a.small
-		}
+		p := request(a, size, stream)
 		if k, ok := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: p.size}); ok && k.Stream == stream {
 			want := refExpandableFit(a, p.pool, stream, k)
 			got, _ := a.findFreeBlock(&p)

@@ -136,7 +136,8 @@ type psim struct {
 
 const zeroSize strategies.Handle = -1
 
-func newPsim(t *testing.T, knobs, device string) *psim {
+// newTorch builds the allocator the spec torch:knobs configures on device.
+func newTorch(t *testing.T, knobs, device string) *Allocator {
 	t.Helper()
 	sp, err := strategies.ParseSpec("torch:" + knobs)
 	if err != nil {
@@ -146,14 +147,19 @@ func newPsim(t *testing.T, knobs, device string) *psim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if device == "" {
-		device = "a100-80g"
-	}
 	dev, err := strategies.ParseDevice(device)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &psim{t: t, a: New(cfg, strategies.NewMemory(&dev)), live: map[int]strategies.Handle{}, marks: map[string]int64{}}
+	return New(cfg, strategies.NewMemory(&dev))
+}
+
+func newPsim(t *testing.T, knobs, device string) *psim {
+	t.Helper()
+	if device == "" {
+		device = "a100-80g"
+	}
+	s := &psim{t: t, a: newTorch(t, knobs, device), live: map[int]strategies.Handle{}, marks: map[string]int64{}}
 	s.a.OnTrace = func(act string, addr, size, stream int64) {
 		s.trace = append(s.trace, fmt.Sprintf("%s %d", act, size))
 	}

@@ -254,10 +254,17 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 		r.n++
 	}
 	t.live++
-	if t.sparse == nil && t.npages > sparseCheckPages && t.npages*8 > t.live {
+	if t.sparse == nil && t.tooScattered() {
 		t.toSparse()
 	}
 	return nil
+}
+
+// tooScattered reports whether the pages hold so few live ids (fewer than
+// 8 a page on average, past sparseCheckPages pages) that Alloc moves the
+// values to a map (toSparse).
+func (t *Tracker[V]) tooScattered() bool {
+	return t.npages > sparseCheckPages && t.npages*8 > t.live
 }
 
 // TryAlloc is Alloc's common case alone, a short leaf function where
@@ -276,7 +283,7 @@ func (t *Tracker[V]) Alloc(id uint64, size int64, v V) error {
 // registers.)
 func (t *Tracker[V]) TryAlloc(id uint64, v V) bool {
 	key := id / valPageSize
-	if key >= uint64(len(t.dir)) || t.npages > sparseCheckPages && t.npages*8 > t.live {
+	if key >= uint64(len(t.dir)) || t.tooScattered() {
 		return false
 	}
 	r := &t.dir[key]
