@@ -446,3 +446,97 @@ func sameOutcome(t *testing.T, spec string, x *Result, xHow string, y *Result, y
 		t.Errorf("%s: the timelines differ (%s, %s)", spec, xHow, yHow)
 	}
 }
+
+// touchRecorder is a null allocator that is a strategies.MallocToucher: it
+// records, for each TouchMalloc, its arguments and how many Mallocs came
+// before it, so that a test can tell which allocation each touch was for.
+type touchRecorder struct {
+	nullAllocator
+	mallocs [][2]int64 // the size and stream of each Malloc, in order
+	touches []touchCall
+}
+
+type touchCall struct {
+	size, stream int64
+	before       int // Mallocs made before the touch
+}
+
+func (a *touchRecorder) Malloc(size, stream int64) (strategies.Handle, bool) {
+	a.mallocs = append(a.mallocs, [2]int64{size, stream})
+	return a.nullAllocator.Malloc(size, stream)
+}
+
+func (a *touchRecorder) TouchMalloc(size, stream int64) {
+	a.touches = append(a.touches, touchCall{size, stream, len(a.mallocs)})
+}
+
+// TestTouchMallocAhead checks that once the live set passes touchLive the
+// replay touches nearly every allocation before it makes it, at most
+// ahead/2 events before, with the allocation's own size and stream, each
+// once; and that below touchLive it touches none.
+func TestTouchMallocAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	var evs []traces.Event
+	var live []uint64
+	next := uint64(0)
+	alloc := func() {
+		evs = append(evs, traces.Event{Op: traces.OpAlloc, ID: next, Size: 1 + rng.Int64N(1<<20), Stream: rng.Int64N(3), Time: traces.NoTime})
+		live = append(live, next)
+		next++
+	}
+	for len(live) < touchLive+100 {
+		alloc()
+	}
+	start := len(evs) // the first event replayed with touches
+	for range 3000 {
+		v := rng.IntN(len(live))
+		evs = append(evs, traces.Event{Op: traces.OpFree, ID: live[v], Time: traces.NoTime})
+		live[v] = live[len(live)-1]
+		live = live[:len(live)-1]
+		alloc()
+		if rng.IntN(4) == 0 {
+			alloc()
+		}
+	}
+	a := &touchRecorder{nullAllocator: nullAllocator{mem: strategies.NewMemory(&strategies.Device{Name: "test", Capacity: 1 << 60})}}
+	if _, err := ReplayWith("touch", &traces.SliceReader{Events: evs}, a, "recorder", DefaultOptions); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.mallocs) != int(next) {
+		t.Fatalf("%d mallocs, want %d", len(a.mallocs), next)
+	}
+	if len(a.touches) == 0 {
+		t.Fatal("no allocation touched ahead with a live set past touchLive")
+	}
+	seen := make(map[int]bool)
+	for _, c := range a.touches {
+		// The touch for Malloc number m comes before it, at most
+		// ahead/2 events before.
+		m := -1
+		for j := c.before; j < len(a.mallocs) && j <= c.before+ahead/2; j++ {
+			if a.mallocs[j] == [2]int64{c.size, c.stream} && !seen[j] {
+				m = j
+				break
+			}
+		}
+		if m < 0 {
+			t.Fatalf("touch of %d B (stream %d) after %d mallocs matches none of the next %d", c.size, c.stream, c.before, ahead/2+1)
+		}
+		seen[m] = true
+		if c.before < touchLive {
+			t.Fatalf("touch after %d mallocs, below touchLive %d", c.before, touchLive)
+		}
+	}
+	// Every allocation from the first one touched on, but the last
+	// few of each batch (whose events ahead lie in the next batch),
+	// is touched; a replay that touched one in ten would fail here.
+	allocsAfter := 0
+	for _, ev := range evs[start:] {
+		if ev.Op == traces.OpAlloc {
+			allocsAfter++
+		}
+	}
+	if len(a.touches) < allocsAfter*9/10 {
+		t.Errorf("%d allocations touched of the %d after the live set passed touchLive", len(a.touches), allocsAfter)
+	}
+}
