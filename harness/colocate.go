@@ -159,7 +159,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 				t.stopped = true
 				break
 			}
-			if err := t.ids.Alloc(ev.ID, ev.Size, liveEntry{h, ev.Size}); err != nil {
+			if err := t.ids.Alloc(ev.ID, ev.Size, entry(h, ev.Size)); err != nil {
 				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
 			}
 			t.live += ev.Size
@@ -170,7 +170,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
 			}
 			t.a.Free(e.h)
-			t.live -= e.size
+			t.live -= e.size()
 		}
 		t.res.PeakReserved = max(t.res.PeakReserved, t.mem.Reserved())
 		t.tl.add(global, t.at, t.live, t.mem.Reserved())

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"membench/internal/cpuclock"
 	"membench/strategies"
@@ -538,5 +539,22 @@ func TestTouchMallocAhead(t *testing.T) {
 	}
 	if len(a.touches) < allocsAfter*9/10 {
 		t.Errorf("%d allocations touched of the %d after the live set passed touchLive", len(a.touches), allocsAfter)
+	}
+}
+
+// TestLiveEntry checks that a live entry keeps every request size a trace
+// may carry, and that it stays 12 bytes aligned to 4, so that with the
+// tracker's flag byte a slot is 16 bytes (liveEntry's doc says why).
+func TestLiveEntry(t *testing.T) {
+	for _, size := range []int64{0, 1, 512, 1<<32 - 1, 1 << 32, 1<<32 + 1, 3<<40 + 12345, traces.MaxSize - 1, traces.MaxSize} {
+		for _, h := range []strategies.Handle{none, failed, program, 0, 1 << 30} {
+			e := entry(h, size)
+			if e.h != h || e.size() != size {
+				t.Errorf("entry(%d, %d) holds handle %d, size %d", h, size, e.h, e.size())
+			}
+		}
+	}
+	if s, a := unsafe.Sizeof(liveEntry{}), unsafe.Alignof(liveEntry{}); s != 12 || a != 4 {
+		t.Errorf("liveEntry is %d bytes aligned to %d, want 12 aligned to 4", s, a)
 	}
 }
