@@ -30,14 +30,14 @@ import (
 // directory's ids in a dense array beside it (64 bytes per 512 ids, set
 // by allocations of consecutive ids in one hot line), for others in a
 // paged bitset whose pages (512 ids, 64 bytes) are never freed. The bits
-// are not kept in the pages, whose size (12 KiB for a replay's slots) is
-// then a size class of its own: a page with a header in front of its
-// slots took a larger class, and the replay with 10^6 live blocks a fifth
-// more time. Ids scattered so thinly that pages would hold fewer than 8
+// are not kept in the pages, whose size (8 KiB for a replay's 16-byte
+// slots) is then a size class of its own: a page with a header in front
+// of its slots took a larger class, and the replay with 10^6 live blocks
+// a fifth more time. Ids scattered so thinly that pages would hold fewer than 8
 // live ids on average make the tracker move its values to a plain map
 // once and for all, bounding memory by the live set whatever the ids.
 // Past 2,048 pages they come from 8 MB blocks with huge pages asked for
-// (newPage): with 10^6 live ids, the pages span about 160 MB.
+// (newPage): with 10^6 live ids, a replay's pages span about 107 MB.
 //
 // A live id may be donated once (Donate, format version 2): an output
 // aliased to it takes its memory under jit. The id stays live until its
@@ -181,7 +181,7 @@ func (t *Tracker[V]) newPage() *valPage[V] {
 }
 
 // Pages come from blocks of slabBytes (at least three whole huge pages)
-// once slabFrom pages (24 MB of a replay's pages, 10^6 ids) are in use.
+// once slabFrom pages (16 MB of a replay's pages, 10^6 ids) are in use.
 const (
 	slabFrom  = 2048
 	slabBytes = 8 << 20

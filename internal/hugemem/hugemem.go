@@ -23,7 +23,7 @@
 // as they grow).
 //
 // The replay's id tracker (package traces) is the largest such structure:
-// with 10^6 live ids its pages hold about 160 MB, which every free reads
+// with 10^6 live ids its pages hold about 107 MB, which every free reads
 // at random. Its pages hold the replay's values, which may be pointers,
 // so it asks Advise for blocks of pages it allocates itself. With the
 // machine's transparent huge pages set to always, the harness's own cost
