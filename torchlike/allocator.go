@@ -160,7 +160,7 @@ func (a *Allocator) Allocated() int64 {
 	if a.cfg.NoCaching {
 		return a.noCacheBytes
 	}
-	return a.stats.AllocatedBytes.current(All)
+	return a.stats.current(sAllocatedBytes, All)
 }
 
 // PeakAllocated implements strategies.AllocatedPeaker with
@@ -172,7 +172,7 @@ func (a *Allocator) PeakAllocated() (int64, bool) {
 	if a.cfg.NoCaching || a.seeded {
 		return 0, false
 	}
-	return a.stats.AllocatedBytes.allPeak, true
+	return a.stats.allPeak[sAllocatedBytes], true
 }
 
 // Stats returns the torch.cuda.memory_stats() counters as they are now.
@@ -321,7 +321,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		free := a.mem.Available()
 		a.lastOOM = strategies.OOM{
 			Requested: orig, Rounded: p.allocSize, Reserved: a.mem.Reserved(),
-			Allocated: a.stats.AllocatedBytes.current(All), DeviceFree: free,
+			Allocated: a.stats.current(sAllocatedBytes, All), DeviceFree: free,
 			LargestFree: a.largestFree(),
 		}
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s. %s free; %s reserved in total by PyTorch, of which %s allocated",
@@ -437,8 +437,8 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 	}
 	addr = a.place(size, addr)
 	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, mapped: true})
-	a.stats.Segment.increase(p.pool.small, 1)
-	a.stats.ReservedBytes.increase(p.pool.small, size)
+	a.stats.increase(sSegment, p.pool.small, 1)
+	a.stats.increase(sReservedBytes, p.pool.small, size)
 	a.stats.NumDeviceAlloc++
 	if size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.increase(1)
@@ -459,6 +459,7 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 	b := &a.arena[i]
 	alreadySplit := b.isSplit()
 	expandable := b.es != none
+	ps, po := a.stats.pools(small)
 	if a.shouldSplit(b, size) {
 		rem := i
 		// The new block's fields are set one by one in its slot: built
@@ -488,10 +489,10 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		}
 		if !expandable {
 			if alreadySplit {
-				a.stats.InactiveSplitBytes.decrease(small, size)
+				ps.g[sInactiveSplitBytes].cur -= size
 			} else {
-				a.stats.InactiveSplitBytes.increase(small, r.size)
-				a.stats.InactiveSplit.increase(small, 1)
+				a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
+				a.stats.raise(sInactiveSplit, ps, po, 1)
 			}
 		}
 		i, b = nb, n
@@ -500,19 +501,19 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 			p.pool.blocks.Remove(p.found)
 		}
 		if alreadySplit && !expandable {
-			a.stats.InactiveSplitBytes.decrease(small, b.size)
-			a.stats.InactiveSplit.decrease(small, 1)
+			ps.g[sInactiveSplitBytes].cur -= b.size
+			ps.g[sInactiveSplit].cur--
 		}
 	}
 	b.allocated = true
 	b.req = orig
-	a.stats.Allocation.increase(small, 1)
-	a.stats.AllocatedBytes.increase(small, b.size)
+	a.stats.raise(sAllocation, ps, po, 1)
+	a.stats.raise(sAllocatedBytes, ps, po, b.size)
 	if a.stats.activeApart {
-		a.stats.Active.increase(small, 1)
-		a.stats.ActiveBytes.increase(small, b.size)
+		a.stats.raise(sActive, ps, po, 1)
+		a.stats.raise(sActiveBytes, ps, po, b.size)
 	}
-	a.stats.RequestedBytes.increase(small, orig)
+	a.stats.raise(sRequestedBytes, ps, po, orig)
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.increase(1)
 	}
@@ -561,8 +562,9 @@ func (a *Allocator) freeRequested(h strategies.Handle) {
 
 // allocatedDrop is free's update of the allocated statistics for b.
 func (a *Allocator) allocatedDrop(b *block) {
-	a.stats.Allocation.decrease(b.small, 1)
-	a.stats.AllocatedBytes.decrease(b.small, b.size)
+	ps := &a.stats.pool[pi(b.small)&1]
+	ps.g[sAllocation].cur--
+	ps.g[sAllocatedBytes].cur -= b.size
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.decrease(1)
 	}
@@ -656,15 +658,16 @@ func (a *Allocator) freeBlock(i int32) {
 		dBlocks++
 		dBytes += b.size
 	}
+	ps, po := a.stats.pools(small)
 	if b.es == none {
-		a.stats.InactiveSplit.add(small, dBlocks)
-		a.stats.InactiveSplitBytes.add(small, dBytes)
+		a.stats.shift(sInactiveSplit, ps, po, dBlocks)
+		a.stats.shift(sInactiveSplitBytes, ps, po, dBytes)
 	}
 	if a.stats.activeApart {
-		a.stats.Active.decrease(small, 1)
-		a.stats.ActiveBytes.decrease(small, orig)
+		ps.g[sActive].cur--
+		ps.g[sActiveBytes].cur -= orig
 	}
-	a.stats.RequestedBytes.decrease(small, req)
+	ps.g[sRequestedBytes].cur -= req
 }
 
 // mergeable is try_merge_blocks' test: src, a neighbour of dst, merges
@@ -737,8 +740,8 @@ func (a *Allocator) releaseBlock(i int32) {
 	b := a.arena[i]
 	a.trace(ActionSegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
-	a.stats.Segment.decrease(b.small, 1)
-	a.stats.ReservedBytes.decrease(b.small, b.size)
+	a.stats.decrease(sSegment, b.small, 1)
+	a.stats.decrease(sReservedBytes, b.small, b.size)
 	a.stats.NumDeviceFree++
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.decrease(1)
