@@ -260,7 +260,6 @@ type params struct {
 	// (freeset.Set.Replace) instead of removing one key and inserting
 	// another.
 	inSet bool
-	found freeset.Key
 }
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
@@ -280,15 +279,10 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	} else {
 		size = a.cfg.roundSize(orig)
 	}
-	// Set field by field rather than from a composite literal, which
-	// the compiler builds apart and copies in pieces that stall (see
-	// allocFoundBlock).
-	var p params
-	p.size, p.stream, p.pool, p.block = size, stream, &a.large, none
+	pl := &a.large
 	if size <= SmallSize {
-		p.pool = &a.small
+		pl = &a.small
 	}
-	var ok bool
 	if a.plainFit() {
 		// getFreeBlock when plainFit: the best fit on the stream is
 		// the answer, as findFreeBlock's other tests all pass (no
@@ -297,14 +291,28 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		// getFreeBlock's and findFreeBlock's calls and tests (and
 		// written here, as a function of its own is not inlined), a
 		// torch replay of gpt-generate ran 5% fewer of the model's
-		// instructions.
-		k, found := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
-		if ok = found && k.Stream == stream; ok {
-			p.block, p.inSet, p.found = k.B, true, k
+		// instructions; without params, built in memory for
+		// mallocSlow's calls, 8% fewer again.
+		k, found := pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		if found && k.Stream == stream {
+			a.mem.Hit()
+			return strategies.Handle(a.allocFoundBlock(pl, k.B, true, size, stream, orig)), true
 		}
-	} else {
-		ok = a.getFreeBlock(&p)
+		return a.mallocSlow(orig, size, stream, pl, true)
 	}
+	return a.mallocSlow(orig, size, stream, pl, false)
+}
+
+// mallocSlow is malloc when the best fit is not plainFit's (searched
+// says that it was searched for, and refused), or when nothing fits:
+// the fallbacks of allocator-spec §1.7.
+func (a *Allocator) mallocSlow(orig, size, stream int64, pl *pool, searched bool) (strategies.Handle, bool) {
+	// Set field by field rather than from a composite literal, which
+	// the compiler builds apart and copies in pieces that stall (see
+	// allocFoundBlock).
+	var p params
+	p.size, p.stream, p.pool, p.block = size, stream, pl, none
+	ok := !searched && a.getFreeBlock(&p)
 	if ok {
 		a.mem.Hit()
 	} else {
@@ -330,7 +338,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		a.stats.NumOOMs++
 		return -1, false
 	}
-	return strategies.Handle(a.allocFoundBlock(&p, orig)), true
+	return strategies.Handle(a.allocFoundBlock(p.pool, p.block, p.inSet, p.size, p.stream, orig)), true
 }
 
 // getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
@@ -343,7 +351,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.block, p.inSet, p.found = k.B, true, k
+	p.block, p.inSet = k.B, true
 	return true
 }
 
@@ -452,10 +460,12 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 // should_split says so. The found block is read through one pointer,
 // found again only after slot, which may move the arena (each lookup
 // by index was a bounds test and an address computed anew).
-func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
-	i := p.block
-	size := p.size
-	small := p.pool.small
+//
+// Block i of pool pl is taken for a request of orig bytes rounded to
+// size on stream; inSet says that it is still in pl's free set, where its
+// key is key(b, i): the found key is not passed, as it is the block's.
+func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream, orig int64) int32 {
+	small := pl.small
 	b := &a.arena[i]
 	alreadySplit := b.isSplit()
 	expandable := b.es != none
@@ -471,7 +481,8 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		arena := a.arena
 		r := &arena[rem]
 		n := &arena[nb]
-		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, p.stream, r.prev, rem, r.es
+		found := key(r, rem)
+		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
 		n.small, n.mapped, n.inUse = small, true, true
 		if r.prev != none {
 			arena[r.prev].next = nb
@@ -479,11 +490,11 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		if p.inSet {
+		if inSet {
 			// The remainder takes the found block's place in the
 			// free set (insert_into_blocks after the erase).
-			r.gcBase = p.pool.getFreeBlocksCallCount
-			p.pool.blocks.Replace(p.found, key(r, rem))
+			r.gcBase = pl.getFreeBlocksCallCount
+			pl.blocks.Replace(found, key(r, rem))
 		} else {
 			a.insertIntoBlocks(rem)
 		}
@@ -497,8 +508,8 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		}
 		i, b = nb, n
 	} else {
-		if p.inSet {
-			p.pool.blocks.Remove(p.found)
+		if inSet {
+			pl.blocks.Remove(key(b, i))
 		}
 		if alreadySplit && !expandable {
 			ps.g[sInactiveSplitBytes].cur -= b.size
@@ -529,16 +540,14 @@ func (a *Allocator) Touch(h strategies.Handle) {
 
 // Free implements strategies.Allocator: a free with no cross-stream uses,
 // so free_requested and free_completed happen together (the block is
-// never left pending).
+// never left pending). The allocated statistics drop in freeBlock, which
+// has the block at hand (drop).
 func (a *Allocator) Free(h strategies.Handle) {
 	if a.cfg.NoCaching {
 		a.freeNoCache(h)
 		return
 	}
-	b := &a.arena[h]
-	b.allocated = false
-	a.allocatedDrop(b)
-	a.freeBlock(int32(h))
+	a.freeBlock(int32(h), true)
 }
 
 // FreeRequested is the program's free (allocator-spec §1.8): allocated
@@ -578,82 +587,122 @@ func (a *Allocator) FreeCompleted(h strategies.Handle) {
 		return
 	}
 	a.arena[h].pending = false
-	a.freeBlock(int32(h))
+	a.freeBlock(int32(h), false)
 }
 
-// freeBlock is free_block for block i, no longer allocated nor pending.
-func (a *Allocator) freeBlock(i int32) {
+// freeBlock is free_block for block i, no longer pending; with drop, it
+// is the program's free of allocated block i as well (Free): the block
+// stops being allocated and the allocated statistics drop first.
+func (a *Allocator) freeBlock(i int32, drop bool) {
+	arena := a.arena
+	b := &arena[i]
+	if drop {
+		b.allocated = false
+		a.allocatedDrop(b)
+	}
+	if !b.mapped {
+		a.freeUnmapped(i)
+		return
+	}
+	orig, req, small := b.size, b.req, b.small
+	// Merge with the free neighbours, prev first, then next, as
+	// free_block does (try_merge_blocks), and update the free set in as
+	// few steps as the merges allow: the merged block takes a
+	// neighbour's place (Replace) rather than both neighbours leaving
+	// and the merged block arriving. The neighbours found free are
+	// named by index (cp, cn) and their keys read only when the set is
+	// told, before their slots are given up: keys carried across the
+	// merges were copied through the stack.
+	//
+	// b stays valid throughout (nothing here grows the arena).
+	cp, cn := b.prev, b.next
+	if cp != none && !freeMapped(&arena[cp]) {
+		cp = none
+	}
+	if cn != none && !freeMapped(&arena[cn]) {
+		cn = none
+	}
+	pl := &a.large
+	if small {
+		pl = &a.small
+	}
+	b.gcBase = pl.getFreeBlocksCallCount
+	var nMerged int64
+	switch {
+	case cp == none && cn == none:
+		pl.blocks.Insert(key(b, i))
+	case cn == none:
+		s := &arena[cp]
+		old := key(s, cp)
+		b.addr, b.prev, b.size = s.addr, s.prev, b.size+s.size
+		if s.prev != none {
+			arena[s.prev].next = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cp)
+		nMerged = 1
+	case cp == none:
+		s := &arena[cn]
+		old := key(s, cn)
+		b.next, b.size = s.next, b.size+s.size
+		if s.next != none {
+			arena[s.next].prev = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cn)
+		nMerged = 1
+	default:
+		s, t := &arena[cp], &arena[cn]
+		pl.blocks.Remove(key(t, cn))
+		old := key(s, cp)
+		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
+		if s.prev != none {
+			arena[s.prev].next = i
+		}
+		if t.next != none {
+			arena[t.next].prev = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cp)
+		a.deleteBlock(cn)
+		nMerged = 2
+	}
+	// The inactive-split statistics: the merged neighbours leave them,
+	// and the merged block joins them if its segment is still split. In
+	// that case it brought orig bytes more than the neighbours; if not,
+	// the neighbours' bytes, b.size-orig, leave alone.
+	ps, po := a.stats.pools(small)
+	if b.es == none {
+		dBytes := orig
+		split := int64(1)
+		if !b.isSplit() {
+			dBytes, split = orig-b.size, 0
+		}
+		a.stats.shift(sInactiveSplit, ps, po, split-nMerged)
+		a.stats.shift(sInactiveSplitBytes, ps, po, dBytes)
+	}
+	if a.stats.activeApart {
+		ps.g[sActive].cur--
+		ps.g[sActiveBytes].cur -= orig
+	}
+	ps.g[sRequestedBytes].cur -= req
+}
+
+// freeUnmapped is free_block for an unmapped block i. It is not reached
+// (only mapped blocks are ever allocated) but kept as upstream's general
+// merge, which handles unmapped neighbours.
+func (a *Allocator) freeUnmapped(i int32) {
 	b := &a.arena[i]
 	orig, req, small := b.size, b.req, b.small
 	var dBlocks, dBytes int64
-	if !b.mapped {
-		// Not reached (only mapped blocks are ever allocated): the
-		// general merge, which handles unmapped neighbours.
-		for _, c := range [2]int32{b.prev, b.next} {
-			if s := a.tryMerge(i, c); s > 0 {
-				dBlocks--
-				dBytes -= s
-			}
-		}
-		a.insertIntoBlocks(i)
-	} else {
-		// Merge with the free neighbours, prev first, then next, as
-		// free_block does, and update the free set in as few steps as
-		// the merges allow: the merged block takes a neighbour's
-		// place (Replace) rather than both neighbours leaving and the
-		// merged block arriving.
-		//
-		// b stays valid throughout (nothing here grows the arena), so
-		// the merges (try_merge_blocks) are written out on it rather
-		// than through mergeable and absorb, which named both blocks
-		// by index and found them in the arena again at each step.
-		arena := a.arena
-		var gone0, gone1 freeset.Key
-		n := 0
-		if c := b.prev; c != none {
-			if s := &arena[c]; freeMapped(s) {
-				gone0 = key(s, c)
-				n++
-				dBlocks--
-				dBytes -= s.size
-				b.addr, b.prev = s.addr, s.prev
-				if s.prev != none {
-					arena[s.prev].next = i
-				}
-				b.size += s.size
-				a.deleteBlock(c)
-			}
-		}
-		if c := b.next; c != none {
-			if s := &arena[c]; freeMapped(s) {
-				if n == 0 {
-					gone0 = key(s, c)
-				} else {
-					gone1 = key(s, c)
-				}
-				n++
-				dBlocks--
-				dBytes -= s.size
-				b.next = s.next
-				if s.next != none {
-					arena[s.next].prev = i
-				}
-				b.size += s.size
-				a.deleteBlock(c)
-			}
-		}
-		pl := a.poolOf(b)
-		b.gcBase = pl.getFreeBlocksCallCount
-		switch n {
-		case 0:
-			pl.blocks.Insert(key(b, i))
-		case 1:
-			pl.blocks.Replace(gone0, key(b, i))
-		case 2:
-			pl.blocks.Remove(gone1)
-			pl.blocks.Replace(gone0, key(b, i))
+	for _, c := range [2]int32{b.prev, b.next} {
+		if s := a.tryMerge(i, c); s > 0 {
+			dBlocks--
+			dBytes -= s
 		}
 	}
+	a.insertIntoBlocks(i)
+	b = &a.arena[i]
 	if b.isSplit() {
 		dBlocks++
 		dBytes += b.size
