@@ -560,18 +560,6 @@ func (a *Allocator) Touch(h strategies.Handle) {
 	}
 }
 
-// Free implements strategies.Allocator: a free with no cross-stream uses,
-// so free_requested and free_completed happen together (the block is
-// never left pending). The allocated statistics drop in freeBlock, which
-// has the block at hand (drop).
-func (a *Allocator) Free(h strategies.Handle) {
-	if a.cfg.NoCaching {
-		a.freeNoCache(h)
-		return
-	}
-	a.freeBlock(int32(h), true)
-}
-
 // FreeRequested is the program's free (allocator-spec §1.8): allocated
 // statistics drop now; the memory stays active until FreeCompleted, as it
 // does while record_stream events are outstanding.
@@ -602,26 +590,31 @@ func (a *Allocator) allocatedDrop(b *block) {
 }
 
 // FreeCompleted is free_block: the block merges with free address
-// neighbours (prev first, then next) and returns to its pool.
-func (a *Allocator) FreeCompleted(h strategies.Handle) {
+// neighbours (prev first, then next) and returns to its pool. A block
+// left pending by FreeRequested is no longer allocated, so Free does just
+// that.
+func (a *Allocator) FreeCompleted(h strategies.Handle) { a.Free(h) }
+
+// Free implements strategies.Allocator: a free with no cross-stream uses,
+// so free_requested and free_completed happen together (the block is
+// never left pending). It is free_block (allocator-spec §1.8) for block
+// h, allocated or pending: an allocated block stops being allocated and
+// the allocated statistics drop first; a pending one's events are
+// complete (FreeCompleted). Free is free_block itself rather than a
+// wrapper around it, whose call was a twentieth of a free's instructions.
+func (a *Allocator) Free(h strategies.Handle) {
 	if a.cfg.NoCaching {
 		a.freeNoCache(h)
 		return
 	}
-	a.arena[h].pending = false
-	a.freeBlock(int32(h), false)
-}
-
-// freeBlock is free_block for block i, no longer pending; with drop, it
-// is the program's free of allocated block i as well (Free): the block
-// stops being allocated and the allocated statistics drop first.
-func (a *Allocator) freeBlock(i int32, drop bool) {
+	i := int32(h)
 	arena := a.arena
 	b := &arena[i]
-	if drop {
+	if b.allocated {
 		b.allocated = false
 		a.allocatedDrop(b)
 	}
+	b.pending = false
 	if !b.mapped {
 		a.freeUnmapped(i)
 		return
@@ -690,18 +683,21 @@ func (a *Allocator) freeBlock(i int32, drop bool) {
 		nMerged = 2
 	}
 	// The inactive-split statistics: the merged neighbours leave them,
-	// and the merged block joins them if its segment is still split. In
-	// that case it brought orig bytes more than the neighbours; if not,
-	// the neighbours' bytes, b.size-orig, leave alone.
+	// and the merged block joins them if its segment is still split, one
+	// block for nMerged and orig bytes more than they held (a rise,
+	// whose peaks are tested behind predicted branches); if the segment
+	// is whole again, the neighbours' bytes, b.size-orig, leave alone.
 	ps, po := a.stats.pools(small)
 	if b.es == none {
-		dBytes := orig
-		split := int64(1)
-		if !b.isSplit() {
-			dBytes, split = orig-b.size, 0
+		if b.isSplit() {
+			a.stats.shift(sInactiveSplit, ps, po, 1-nMerged)
+			a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+		} else {
+			// The segment is whole again: the neighbours leave the
+			// statistics.
+			ps.g[sInactiveSplit].cur -= nMerged
+			ps.g[sInactiveSplitBytes].cur -= b.size - orig
 		}
-		a.stats.shift(sInactiveSplit, ps, po, split-nMerged)
-		a.stats.shift(sInactiveSplitBytes, ps, po, dBytes)
 	}
 	if a.stats.activeApart {
 		ps.g[sActive].cur--
