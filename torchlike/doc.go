@@ -75,11 +75,21 @@
 //     raised behind branches that are predicted once a trace's peak is
 //     behind it; the aggregate keeps only its peaks.
 //
+// Not done: Malloc with one exit into allocFoundBlock's body, for both
+// the short path and mallocSlow, so that the body could be written in
+// line, ran 9 instructions an event more before the call was even
+// removed (the merged paths' values cost moves and spills).
+//
 // Measured with cachegrind (BenchmarkModel, gpt-generate), the model's
-// instructions an event went from 388 to 330 (expandable segments: 403 to
-// 343): the statistics (the lines of stats.go inlined) from 71 to 43,
-// the rest of this package's code from 203 to 169; internal/binset's best
-// fit and updates are 118 of the 330.
+// instructions an event went from 393 to 329 (expandable segments: 406
+// to 341): the statistics (the lines of stats.go inlined) from 71 to 43,
+// the rest of this package's code from 203 to 167; internal/binset's and
+// internal/freeset's best fits and updates are the other 119. In
+// BenchmarkReplay (8 runs interleaved with the previous binary, on a
+// machine shared with other benchmarks) torch went from 35.9 to 29.9
+// cpu-ns/event (x-decode-cpu 3.64 to 3.04) and torch with expandable
+// segments from 32.9 to 28.6 (3.34 to 2.87); at 10^6 live blocks
+// (BenchmarkReplayLivePaired) nothing changed (308 and 302 cpu-ns/event).
 //
 // # For the validator
 //
