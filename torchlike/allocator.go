@@ -22,13 +22,11 @@ type block struct {
 	gcBase                  int64 // gc_count_base, stamped on insertion into the free set
 	prev, next              int32 // address neighbours inside one segment
 	es                      int32 // expandable segment, or none
-	// small, allocated, pending and mapped are adjacent, in this order,
-	// and 4-byte aligned: freeMapped reads them in one load.
-	small     bool // pool
-	allocated bool
-	pending   bool // freed by the program, awaiting its stream events
-	mapped    bool
-	inUse     bool // arena slot holds a block
+	small                   bool  // pool
+	allocated               bool
+	pending                 bool // freed by the program, awaiting its stream events
+	mapped                  bool
+	inUse                   bool // arena slot holds a block
 }
 
 func (b *block) isSplit() bool { return b.prev != none || b.next != none }
@@ -754,13 +752,9 @@ func (a *Allocator) mergeable(dst, src int32) bool {
 }
 
 // freeMapped is mergeable for a neighbour of a mapped block: s is free,
-// has no outstanding events, and is mapped. The three flags are adjacent
-// bytes after small (block's layout, which TestFreeMappedFlags checks),
-// each 0 or 1, so they are read in one load, with small, and compared at
-// once: a free tests both neighbours, and the three loads and their
-// combination were a sixth of its instructions.
+// has no outstanding events, and is mapped.
 func freeMapped(s *block) bool {
-	return *(*uint32)(unsafe.Pointer(&s.small))>>8 == 1<<16
+	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^1) == 0
 }
 
 // b2u is 1 for true, 0 for false.

@@ -3,7 +3,6 @@ package torchlike
 import (
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 )
 
 // refStat is upstream's Stat and update_stat, kept whole for the
@@ -107,24 +106,5 @@ func TestSplitActiveCopies(t *testing.T) {
 	}
 	if s.AllocatedBytes[Large].Current != 2560 {
 		t.Fatalf("AllocatedBytes is %+v after its own decrease", s.AllocatedBytes)
-	}
-}
-
-// TestFreeMappedFlags checks the layout freeMapped's single load relies
-// on, and its answer against the three flags' test for every combination
-// of small, allocated, pending and mapped (inUse set, as in any block).
-func TestFreeMappedFlags(t *testing.T) {
-	var b block
-	base := unsafe.Offsetof(b.small)
-	if base%4 != 0 || unsafe.Offsetof(b.allocated) != base+1 || unsafe.Offsetof(b.pending) != base+2 || unsafe.Offsetof(b.mapped) != base+3 {
-		t.Fatalf("block's flags at offsets %d, %d, %d, %d: want adjacent from a multiple of 4",
-			base, unsafe.Offsetof(b.allocated), unsafe.Offsetof(b.pending), unsafe.Offsetof(b.mapped))
-	}
-	for m := range 16 {
-		b := block{small: m&1 != 0, allocated: m&2 != 0, pending: m&4 != 0, mapped: m&8 != 0, inUse: true, prev: none, next: none, es: none}
-		want := !b.allocated && !b.pending && b.mapped
-		if got := freeMapped(&b); got != want {
-			t.Errorf("small %v allocated %v pending %v mapped %v: freeMapped %v, want %v", b.small, b.allocated, b.pending, b.mapped, got, want)
-		}
 	}
 }
