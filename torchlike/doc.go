@@ -78,12 +78,16 @@
 // Not done: Malloc with one exit into allocFoundBlock's body, for both
 // the short path and mallocSlow, so that the body could be written in
 // line, ran 9 instructions an event more before the call was even
-// removed (the merged paths' values cost moves and spills).
+// removed (the merged paths' values cost moves and spills). Reading a
+// neighbour's four flag bytes in one 32-bit load saved 2 instructions an
+// event, but that load spans the byte stores a free makes to the same
+// flags just before a neighbour's free reads them, which the processor
+// cannot forward.
 //
 // Measured with cachegrind (BenchmarkModel, gpt-generate), the model's
-// instructions an event went from 393 to 329 (expandable segments: 406
-// to 341): the statistics (the lines of stats.go inlined) from 71 to 43,
-// the rest of this package's code from 203 to 167; internal/binset's and
+// instructions an event went from 393 to 331 (expandable segments: 406
+// to 344): the statistics (the lines of stats.go inlined) from 71 to 43,
+// the rest of this package's code from 203 to 169; internal/binset's and
 // internal/freeset's best fits and updates are the other 119. In
 // BenchmarkReplay (8 runs interleaved with the previous binary, on a
 // machine shared with other benchmarks) torch went from 35.9 to 29.9
