@@ -160,7 +160,7 @@ func (a *Allocator) Allocated() int64 {
 	if a.cfg.NoCaching {
 		return a.noCacheBytes
 	}
-	return a.stats.AllocatedBytes.current(All)
+	return a.stats.current(sAllocatedBytes, All)
 }
 
 // PeakAllocated implements strategies.AllocatedPeaker with
@@ -172,7 +172,7 @@ func (a *Allocator) PeakAllocated() (int64, bool) {
 	if a.cfg.NoCaching || a.seeded {
 		return 0, false
 	}
-	return a.stats.AllocatedBytes.allPeak, true
+	return a.stats.allPeak[sAllocatedBytes], true
 }
 
 // Stats returns the torch.cuda.memory_stats() counters as they are now.
@@ -236,13 +236,14 @@ func (a *Allocator) trace(act string, addr, size, stream int64) {
 	}
 }
 
-// plainFit says that Malloc's best fit is the free set's answer alone:
-// with no max_split_size, no garbage collection and no expandable segment
-// (yet), findFreeBlock's other tests all pass and nothing ages. It reads
-// the configuration each time, as torch.cuda.memory._set_allocator_settings
-// may change it between allocations.
-func (a *Allocator) plainFit() bool {
-	return a.cfg.MaxSplitSize == unlimited && !a.gcEnabled() && len(a.exp) == 0
+// fastFit says that Malloc's best fit is the free set's answer, stepped
+// on along the stream only over expandable blocks (growableFit): with no
+// max_split_size and no garbage collection, findFreeBlock's oversize
+// tests all pass and nothing ages. It reads the configuration each time,
+// as torch.cuda.memory._set_allocator_settings may change it between
+// allocations.
+func (a *Allocator) fastFit() bool {
+	return a.cfg.MaxSplitSize == unlimited && !a.gcEnabled()
 }
 
 func (a *Allocator) setFraction() bool { return a.cfg.FractionSet }
@@ -260,7 +261,6 @@ type params struct {
 	// (freeset.Set.Replace) instead of removing one key and inserting
 	// another.
 	inSet bool
-	found freeset.Key
 }
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
@@ -280,31 +280,50 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	} else {
 		size = a.cfg.roundSize(orig)
 	}
+	pl := &a.large
+	if size <= SmallSize {
+		pl = &a.small
+	}
+	if a.fastFit() {
+		// getFreeBlock when fastFit: the best fit on the stream is
+		// the answer, or for an expandable block the one
+		// growableFit steps to, as findFreeBlock's other tests all
+		// pass (max_split_size refuses nothing) and no age is counted
+		// (no garbage collection). Without getFreeBlock's and
+		// findFreeBlock's calls and tests (and written here, as a
+		// function of its own is not inlined), a torch replay of
+		// gpt-generate ran 5% fewer of the model's instructions;
+		// without params, built in memory for mallocSlow's calls, 8%
+		// fewer again (and 16% with expandable segments, which took
+		// findFreeBlock's path).
+		k, found := pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		if found && k.Stream == stream {
+			// Without expandable segments (len(a.exp) == 0) no
+			// block is expandable: the block is not read here.
+			if len(a.exp) != 0 && a.arena[k.B].es != none {
+				if !a.cfg.ExpandableSegments {
+					return a.mallocSlow(orig, size, stream, pl, false)
+				}
+				k = a.growableFit(pl, k)
+			}
+			a.mem.Hit()
+			return strategies.Handle(a.allocFoundBlock(pl, k.B, true, size, stream, orig, k.Size, k.Addr)), true
+		}
+		return a.mallocSlow(orig, size, stream, pl, true)
+	}
+	return a.mallocSlow(orig, size, stream, pl, false)
+}
+
+// mallocSlow is malloc when the best fit is not fastFit's (searched
+// says that it was searched for, and refused), or when nothing fits:
+// the fallbacks of allocator-spec §1.7.
+func (a *Allocator) mallocSlow(orig, size, stream int64, pl *pool, searched bool) (strategies.Handle, bool) {
 	// Set field by field rather than from a composite literal, which
 	// the compiler builds apart and copies in pieces that stall (see
 	// allocFoundBlock).
 	var p params
-	p.size, p.stream, p.pool, p.block = size, stream, &a.large, none
-	if size <= SmallSize {
-		p.pool = &a.small
-	}
-	var ok bool
-	if a.plainFit() {
-		// getFreeBlock when plainFit: the best fit on the stream is
-		// the answer, as findFreeBlock's other tests all pass (no
-		// block is expandable and max_split_size refuses nothing) and
-		// no age is counted (no garbage collection). Without
-		// getFreeBlock's and findFreeBlock's calls and tests (and
-		// written here, as a function of its own is not inlined), a
-		// torch replay of gpt-generate ran 5% fewer of the model's
-		// instructions.
-		k, found := p.pool.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
-		if ok = found && k.Stream == stream; ok {
-			p.block, p.inSet, p.found = k.B, true, k
-		}
-	} else {
-		ok = a.getFreeBlock(&p)
-	}
+	p.size, p.stream, p.pool, p.block = size, stream, pl, none
+	ok := !searched && a.getFreeBlock(&p)
 	if ok {
 		a.mem.Hit()
 	} else {
@@ -321,7 +340,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		free := a.mem.Available()
 		a.lastOOM = strategies.OOM{
 			Requested: orig, Rounded: p.allocSize, Reserved: a.mem.Reserved(),
-			Allocated: a.stats.AllocatedBytes.current(All), DeviceFree: free,
+			Allocated: a.stats.current(sAllocatedBytes, All), DeviceFree: free,
 			LargestFree: a.largestFree(),
 		}
 		a.lastOOM.Message = fmt.Sprintf("CUDA out of memory. Tried to allocate %s. %s free; %s reserved in total by PyTorch, of which %s allocated",
@@ -330,7 +349,8 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		a.stats.NumOOMs++
 		return -1, false
 	}
-	return strategies.Handle(a.allocFoundBlock(&p, orig)), true
+	b := &a.arena[p.block]
+	return strategies.Handle(a.allocFoundBlock(p.pool, p.block, p.inSet, p.size, p.stream, orig, b.size, b.addr)), true
 }
 
 // getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
@@ -343,7 +363,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.block, p.inSet, p.found = k.B, true, k
+	p.block, p.inSet = k.B, true
 	return true
 }
 
@@ -356,23 +376,7 @@ func (a *Allocator) findFreeBlock(p *params) (freeset.Key, bool) {
 	}
 	if a.arena[k.B].es != none {
 		if a.cfg.ExpandableSegments {
-			// Compare the tail block of a segment by the size it can
-			// grow to (its size plus the unmapped range after it).
-			// A block that cannot grow (no unmapped range follows
-			// it) is the answer without a look at the next: the
-			// next on the stream is at least as large, and can
-			// only grow.
-			for a.arena[k.B].es != none {
-				ek := a.expandableSize(k.B)
-				if ek == k.Size {
-					break
-				}
-				nk, ok := pl.blocks.After(k)
-				if !ok || nk.Stream != p.stream || a.expandableSize(nk.B) >= ek {
-					break
-				}
-				k = nk
-			}
+			k = a.growableFit(pl, k)
 		} else {
 			// Expandable segments were turned off after some were made:
 			// take the first non-expandable block instead.
@@ -398,6 +402,28 @@ func (a *Allocator) findFreeBlock(p *params) (freeset.Key, bool) {
 	return k, true
 }
 
+// growableFit is get_free_block's walk from k, the best fit, an
+// expandable block of pl: it compares the tail block of a segment by the
+// size it can grow to (its size plus the unmapped range after it), and
+// steps on along k's stream while the next block can grow to less. A
+// block that cannot grow (no unmapped range follows it) is the answer
+// without a look at the next: the next on the stream is at least as
+// large, and can only grow.
+func (a *Allocator) growableFit(pl *pool, k freeset.Key) freeset.Key {
+	for a.arena[k.B].es != none {
+		ek := a.expandableSize(k.B)
+		if ek == k.Size {
+			break
+		}
+		nk, ok := pl.blocks.After(k)
+		if !ok || nk.Stream != k.Stream || a.expandableSize(nk.B) >= ek {
+			break
+		}
+		k = nk
+	}
+	return k
+}
+
 func (a *Allocator) expandableSize(i int32) int64 {
 	b := &a.arena[i]
 	s := b.size
@@ -407,11 +433,11 @@ func (a *Allocator) expandableSize(i int32) int64 {
 	return s
 }
 
-// shouldSplit is should_split (allocator-spec §1.6) for block b and a
-// request of size.
-func (a *Allocator) shouldSplit(b *block, size int64) bool {
-	rem := b.size - size
-	if b.small || a.cfg.ExpandableSegments {
+// shouldSplit is should_split (allocator-spec §1.6) for a block of
+// blockSize bytes in pool pl and a request of size.
+func (a *Allocator) shouldSplit(pl *pool, blockSize, size int64) bool {
+	rem := blockSize - size
+	if pl.small || a.cfg.ExpandableSegments {
 		return rem >= MinBlockSize
 	}
 	return size < a.cfg.MaxSplitSize && rem > SmallSize
@@ -437,8 +463,8 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 	}
 	addr = a.place(size, addr)
 	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, mapped: true})
-	a.stats.Segment.increase(p.pool.small, 1)
-	a.stats.ReservedBytes.increase(p.pool.small, size)
+	a.stats.increase(sSegment, p.pool.small, 1)
+	a.stats.increase(sReservedBytes, p.pool.small, size)
 	a.stats.NumDeviceAlloc++
 	if size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.increase(1)
@@ -452,14 +478,22 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 // should_split says so. The found block is read through one pointer,
 // found again only after slot, which may move the arena (each lookup
 // by index was a bounds test and an address computed anew).
-func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
-	i := p.block
-	size := p.size
-	small := p.pool.small
+//
+// Block i of pool pl, of bSize bytes at bAddr, is taken for a request
+// of orig bytes rounded to size on stream; inSet says that it is still in
+// pl's free set, under the key {stream, bSize, bAddr, i}. The block's size
+// and address are passed (as the free set's search found them) rather
+// than read from the block, so that the split decision and the free
+// set's update need not wait for the block's record, which at 10^6 live
+// blocks is a cache miss (nine arguments: all in registers).
+func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream, orig, bSize, bAddr int64) int32 {
+	small := pl.small
 	b := &a.arena[i]
 	alreadySplit := b.isSplit()
 	expandable := b.es != none
-	if a.shouldSplit(b, size) {
+	ps, po := a.stats.pools(small)
+	found := freeset.Key{Stream: stream, Size: bSize, Addr: bAddr, B: i}
+	if a.shouldSplit(pl, bSize, size) {
 		rem := i
 		// The new block's fields are set one by one in its slot: built
 		// as a struct and copied (newBlock), its freshly written fields
@@ -470,7 +504,7 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		arena := a.arena
 		r := &arena[rem]
 		n := &arena[nb]
-		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, p.stream, r.prev, rem, r.es
+		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
 		n.small, n.mapped, n.inUse = small, true, true
 		if r.prev != none {
 			arena[r.prev].next = nb
@@ -478,41 +512,41 @@ func (a *Allocator) allocFoundBlock(p *params, orig int64) int32 {
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		if p.inSet {
+		if inSet {
 			// The remainder takes the found block's place in the
 			// free set (insert_into_blocks after the erase).
-			r.gcBase = p.pool.getFreeBlocksCallCount
-			p.pool.blocks.Replace(p.found, key(r, rem))
+			r.gcBase = pl.getFreeBlocksCallCount
+			pl.blocks.Replace(found, key(r, rem))
 		} else {
 			a.insertIntoBlocks(rem)
 		}
 		if !expandable {
 			if alreadySplit {
-				a.stats.InactiveSplitBytes.decrease(small, size)
+				ps.g[sInactiveSplitBytes].cur -= size
 			} else {
-				a.stats.InactiveSplitBytes.increase(small, r.size)
-				a.stats.InactiveSplit.increase(small, 1)
+				a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
+				a.stats.raise(sInactiveSplit, ps, po, 1)
 			}
 		}
 		i, b = nb, n
 	} else {
-		if p.inSet {
-			p.pool.blocks.Remove(p.found)
+		if inSet {
+			pl.blocks.Remove(found)
 		}
 		if alreadySplit && !expandable {
-			a.stats.InactiveSplitBytes.decrease(small, b.size)
-			a.stats.InactiveSplit.decrease(small, 1)
+			ps.g[sInactiveSplitBytes].cur -= b.size
+			ps.g[sInactiveSplit].cur--
 		}
 	}
 	b.allocated = true
 	b.req = orig
-	a.stats.Allocation.increase(small, 1)
-	a.stats.AllocatedBytes.increase(small, b.size)
+	a.stats.raise(sAllocation, ps, po, 1)
+	a.stats.raise(sAllocatedBytes, ps, po, b.size)
 	if a.stats.activeApart {
-		a.stats.Active.increase(small, 1)
-		a.stats.ActiveBytes.increase(small, b.size)
+		a.stats.raise(sActive, ps, po, 1)
+		a.stats.raise(sActiveBytes, ps, po, b.size)
 	}
-	a.stats.RequestedBytes.increase(small, orig)
+	a.stats.raise(sRequestedBytes, ps, po, orig)
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.increase(1)
 	}
@@ -524,20 +558,6 @@ func (a *Allocator) Touch(h strategies.Handle) {
 	if int(h) < len(a.arena) {
 		prefetch.Line(unsafe.Pointer(&a.arena[h]))
 	}
-}
-
-// Free implements strategies.Allocator: a free with no cross-stream uses,
-// so free_requested and free_completed happen together (the block is
-// never left pending).
-func (a *Allocator) Free(h strategies.Handle) {
-	if a.cfg.NoCaching {
-		a.freeNoCache(h)
-		return
-	}
-	b := &a.arena[h]
-	b.allocated = false
-	a.allocatedDrop(b)
-	a.freeBlock(int32(h))
 }
 
 // FreeRequested is the program's free (allocator-spec §1.8): allocated
@@ -561,110 +581,160 @@ func (a *Allocator) freeRequested(h strategies.Handle) {
 
 // allocatedDrop is free's update of the allocated statistics for b.
 func (a *Allocator) allocatedDrop(b *block) {
-	a.stats.Allocation.decrease(b.small, 1)
-	a.stats.AllocatedBytes.decrease(b.small, b.size)
+	ps := &a.stats.pool[pi(b.small)&1]
+	ps.g[sAllocation].cur--
+	ps.g[sAllocatedBytes].cur -= b.size
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.decrease(1)
 	}
 }
 
 // FreeCompleted is free_block: the block merges with free address
-// neighbours (prev first, then next) and returns to its pool.
-func (a *Allocator) FreeCompleted(h strategies.Handle) {
+// neighbours (prev first, then next) and returns to its pool. A block
+// left pending by FreeRequested is no longer allocated, so Free does just
+// that.
+func (a *Allocator) FreeCompleted(h strategies.Handle) { a.Free(h) }
+
+// Free implements strategies.Allocator: a free with no cross-stream uses,
+// so free_requested and free_completed happen together (the block is
+// never left pending). It is free_block (allocator-spec §1.8) for block
+// h, allocated or pending: an allocated block stops being allocated and
+// the allocated statistics drop first; a pending one's events are
+// complete (FreeCompleted). Free is free_block itself rather than a
+// wrapper around it, whose call was a twentieth of a free's instructions.
+func (a *Allocator) Free(h strategies.Handle) {
 	if a.cfg.NoCaching {
 		a.freeNoCache(h)
 		return
 	}
-	a.arena[h].pending = false
-	a.freeBlock(int32(h))
+	i := int32(h)
+	arena := a.arena
+	b := &arena[i]
+	if b.allocated {
+		b.allocated = false
+		a.allocatedDrop(b)
+	}
+	b.pending = false
+	if !b.mapped {
+		a.freeUnmapped(i)
+		return
+	}
+	orig, req, small := b.size, b.req, b.small
+	// Merge with the free neighbours, prev first, then next, as
+	// free_block does (try_merge_blocks), and update the free set in as
+	// few steps as the merges allow: the merged block takes a
+	// neighbour's place (Replace) rather than both neighbours leaving
+	// and the merged block arriving. The neighbours found free are
+	// named by index (cp, cn) and their keys read only when the set is
+	// told, before their slots are given up: keys carried across the
+	// merges were copied through the stack.
+	//
+	// b stays valid throughout (nothing here grows the arena).
+	cp, cn := b.prev, b.next
+	if cp != none && !freeMapped(&arena[cp]) {
+		cp = none
+	}
+	if cn != none && !freeMapped(&arena[cn]) {
+		cn = none
+	}
+	pl := &a.large
+	if small {
+		pl = &a.small
+	}
+	b.gcBase = pl.getFreeBlocksCallCount
+	var nMerged int64
+	switch {
+	case cp == none && cn == none:
+		pl.blocks.Insert(key(b, i))
+	case cn == none:
+		s := &arena[cp]
+		old := key(s, cp)
+		b.addr, b.prev, b.size = s.addr, s.prev, b.size+s.size
+		if s.prev != none {
+			arena[s.prev].next = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cp)
+		nMerged = 1
+	case cp == none:
+		s := &arena[cn]
+		old := key(s, cn)
+		b.next, b.size = s.next, b.size+s.size
+		if s.next != none {
+			arena[s.next].prev = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cn)
+		nMerged = 1
+	default:
+		s, t := &arena[cp], &arena[cn]
+		pl.blocks.Remove(key(t, cn))
+		old := key(s, cp)
+		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
+		if s.prev != none {
+			arena[s.prev].next = i
+		}
+		if t.next != none {
+			arena[t.next].prev = i
+		}
+		pl.blocks.Replace(old, key(b, i))
+		a.deleteBlock(cp)
+		a.deleteBlock(cn)
+		nMerged = 2
+	}
+	// The inactive-split statistics: the merged neighbours leave them,
+	// and the merged block joins them if its segment is still split, one
+	// block for nMerged and orig bytes more than they held (a rise,
+	// whose peaks are tested behind predicted branches); if the segment
+	// is whole again, the neighbours' bytes, b.size-orig, leave alone.
+	ps, po := a.stats.pools(small)
+	if b.es == none {
+		if b.isSplit() {
+			a.stats.shift(sInactiveSplit, ps, po, 1-nMerged)
+			a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+		} else {
+			// The segment is whole again: the neighbours leave the
+			// statistics.
+			ps.g[sInactiveSplit].cur -= nMerged
+			ps.g[sInactiveSplitBytes].cur -= b.size - orig
+		}
+	}
+	if a.stats.activeApart {
+		ps.g[sActive].cur--
+		ps.g[sActiveBytes].cur -= orig
+	}
+	ps.g[sRequestedBytes].cur -= req
 }
 
-// freeBlock is free_block for block i, no longer allocated nor pending.
-func (a *Allocator) freeBlock(i int32) {
+// freeUnmapped is free_block for an unmapped block i. It is not reached
+// (only mapped blocks are ever allocated) but kept as upstream's general
+// merge, which handles unmapped neighbours.
+func (a *Allocator) freeUnmapped(i int32) {
 	b := &a.arena[i]
 	orig, req, small := b.size, b.req, b.small
 	var dBlocks, dBytes int64
-	if !b.mapped {
-		// Not reached (only mapped blocks are ever allocated): the
-		// general merge, which handles unmapped neighbours.
-		for _, c := range [2]int32{b.prev, b.next} {
-			if s := a.tryMerge(i, c); s > 0 {
-				dBlocks--
-				dBytes -= s
-			}
-		}
-		a.insertIntoBlocks(i)
-	} else {
-		// Merge with the free neighbours, prev first, then next, as
-		// free_block does, and update the free set in as few steps as
-		// the merges allow: the merged block takes a neighbour's
-		// place (Replace) rather than both neighbours leaving and the
-		// merged block arriving.
-		//
-		// b stays valid throughout (nothing here grows the arena), so
-		// the merges (try_merge_blocks) are written out on it rather
-		// than through mergeable and absorb, which named both blocks
-		// by index and found them in the arena again at each step.
-		arena := a.arena
-		var gone0, gone1 freeset.Key
-		n := 0
-		if c := b.prev; c != none {
-			if s := &arena[c]; freeMapped(s) {
-				gone0 = key(s, c)
-				n++
-				dBlocks--
-				dBytes -= s.size
-				b.addr, b.prev = s.addr, s.prev
-				if s.prev != none {
-					arena[s.prev].next = i
-				}
-				b.size += s.size
-				a.deleteBlock(c)
-			}
-		}
-		if c := b.next; c != none {
-			if s := &arena[c]; freeMapped(s) {
-				if n == 0 {
-					gone0 = key(s, c)
-				} else {
-					gone1 = key(s, c)
-				}
-				n++
-				dBlocks--
-				dBytes -= s.size
-				b.next = s.next
-				if s.next != none {
-					arena[s.next].prev = i
-				}
-				b.size += s.size
-				a.deleteBlock(c)
-			}
-		}
-		pl := a.poolOf(b)
-		b.gcBase = pl.getFreeBlocksCallCount
-		switch n {
-		case 0:
-			pl.blocks.Insert(key(b, i))
-		case 1:
-			pl.blocks.Replace(gone0, key(b, i))
-		case 2:
-			pl.blocks.Remove(gone1)
-			pl.blocks.Replace(gone0, key(b, i))
+	for _, c := range [2]int32{b.prev, b.next} {
+		if s := a.tryMerge(i, c); s > 0 {
+			dBlocks--
+			dBytes -= s
 		}
 	}
+	a.insertIntoBlocks(i)
+	b = &a.arena[i]
 	if b.isSplit() {
 		dBlocks++
 		dBytes += b.size
 	}
+	ps, po := a.stats.pools(small)
 	if b.es == none {
-		a.stats.InactiveSplit.add(small, dBlocks)
-		a.stats.InactiveSplitBytes.add(small, dBytes)
+		a.stats.shift(sInactiveSplit, ps, po, dBlocks)
+		a.stats.shift(sInactiveSplitBytes, ps, po, dBytes)
 	}
 	if a.stats.activeApart {
-		a.stats.Active.decrease(small, 1)
-		a.stats.ActiveBytes.decrease(small, orig)
+		ps.g[sActive].cur--
+		ps.g[sActiveBytes].cur -= orig
 	}
-	a.stats.RequestedBytes.decrease(small, req)
+	ps.g[sRequestedBytes].cur -= req
 }
 
 // mergeable is try_merge_blocks' test: src, a neighbour of dst, merges
@@ -737,8 +807,8 @@ func (a *Allocator) releaseBlock(i int32) {
 	b := a.arena[i]
 	a.trace(ActionSegmentFree, b.addr, b.size, b.stream)
 	a.mem.Free(b.size)
-	a.stats.Segment.decrease(b.small, 1)
-	a.stats.ReservedBytes.decrease(b.small, b.size)
+	a.stats.decrease(sSegment, b.small, 1)
+	a.stats.decrease(sReservedBytes, b.small, b.size)
 	a.stats.NumDeviceFree++
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.decrease(1)

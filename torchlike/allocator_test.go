@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		name    string
 		corrupt func(a *Allocator)
 	}{
-		{"stat", func(a *Allocator) { a.stats.AllocatedBytes.pool[1].cur++ }},
+		{"stat", func(a *Allocator) { a.stats.pool[piLarge].g[sAllocatedBytes].cur++ }},
 		{"free-set", func(a *Allocator) {
 			k, _ := a.large.blocks.Min()
 			a.large.blocks.Remove(k)
@@ -389,9 +389,9 @@ func TestCheckCatchesCorruption(t *testing.T) {
 				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
 					a.arena[i].allocated = false
 					a.stats.splitActive()
-					a.stats.AllocatedBytes.decrease(false, a.arena[i].size)
-					a.stats.ActiveBytes.decrease(false, a.arena[i].size)
-					a.stats.RequestedBytes.decrease(false, a.arena[i].req)
+					a.stats.decrease(sAllocatedBytes, false, a.arena[i].size)
+					a.stats.decrease(sActiveBytes, false, a.arena[i].size)
+					a.stats.decrease(sRequestedBytes, false, a.arena[i].req)
 					a.insertIntoBlocks(int32(i))
 					break
 				}

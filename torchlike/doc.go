@@ -55,6 +55,46 @@
 // orders them. Statistics are DeviceStats with torch.cuda.memory_stats()
 // names (§1.11), kept per pool and made whole when read (stats.go).
 //
+// # Cost per event
+//
+// A replay's events are nearly all a malloc served from the free set and
+// a free (gpt-generate: 47,005 of each, 97% in the small pool, 69% of
+// the mallocs splitting their block, 58% of the frees merging with a
+// neighbour), so those two paths are written for the compiler:
+//
+//   - Malloc's short path (fastFit: no max_split_size, no garbage
+//     collection; expandable segments included, through growableFit)
+//     asks the free set for the best fit and hands the block to
+//     allocFoundBlock with every argument in a register, the found
+//     block's size and address among them, so that neither the split
+//     decision nor the set's update waits for the block's record;
+//   - Free is free_block itself; it names the neighbours it merges by
+//     index and reads their keys only when it tells the set;
+//   - a pool's statistics are one record (poolStats), found once per
+//     malloc or free, each statistic at a fixed offset from it, the peaks
+//     raised behind branches that are predicted once a trace's peak is
+//     behind it; the aggregate keeps only its peaks.
+//
+// Not done: Malloc with one exit into allocFoundBlock's body, for both
+// the short path and mallocSlow, so that the body could be written in
+// line, ran 9 instructions an event more before the call was even
+// removed (the merged paths' values cost moves and spills). Reading a
+// neighbour's four flag bytes in one 32-bit load saved 2 instructions an
+// event, but that load spans the byte stores a free makes to the same
+// flags just before a neighbour's free reads them, which the processor
+// cannot forward.
+//
+// Measured with cachegrind (BenchmarkModel, gpt-generate), the model's
+// instructions an event went from 393 to 331 (expandable segments: 406
+// to 344): the statistics (the lines of stats.go inlined) from 71 to 43,
+// the rest of this package's code from 203 to 169; internal/binset's and
+// internal/freeset's best fits and updates are the other 119. In
+// BenchmarkReplay (8 runs interleaved with the previous binary, on a
+// machine shared with other benchmarks) torch went from 35.9 to 29.9
+// cpu-ns/event (x-decode-cpu 3.64 to 3.04) and torch with expandable
+// segments from 32.9 to 28.6 (3.34 to 2.87); at 10^6 live blocks
+// (BenchmarkReplayLivePaired) nothing changed (308 and 302 cpu-ns/event).
+//
 // # For the validator
 //
 // seed.go installs a layout reconstructed from a snapshot (warm starts),

@@ -126,7 +126,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 	a.tryMerge(i, a.arena[i].next)
 	a.insertIntoBlocks(i)
 	b = &a.arena[i]
-	a.stats.ReservedBytes.increase(b.small, bytes)
+	a.stats.increase(sReservedBytes, b.small, bytes)
 	a.stats.NumDeviceAlloc++
 	a.trace(ActionSegmentMap, es.base+begin*es.page, bytes, b.stream)
 	return true
@@ -174,7 +174,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	b = &a.arena[i]
 	pl.unmapped.Insert(key(b, i))
 	a.mem.Unmap(uSize, end-begin)
-	a.stats.ReservedBytes.decrease(b.small, uSize)
+	a.stats.decrease(sReservedBytes, b.small, uSize)
 	a.stats.NumDeviceFree++
 	a.trace(ActionSegmentUnmap, uAddr, uSize, b.stream)
 }

@@ -32,17 +32,18 @@ func request(a *Allocator, size, stream int64) params {
 	return p
 }
 
-// TestPlainFitAsFindFreeBlock: wherever plainFit holds, Malloc's short
+// TestFastFitAsFindFreeBlock: wherever fastFit holds, Malloc's short
 // search allocates from the block findFreeBlock finds (at its address), or
 // from a new segment when it finds none,
 // on random workloads of both pools and three streams — so that a best fit
 // of another stream, or none at all, is refused as findFreeBlock refuses
-// it — under the configurations that keep plainFit (the default, power-of-
-// two rounding, a memory fraction without garbage collection). Each case
+// it — under the configurations that keep fastFit (the default, power-of-
+// two rounding, a memory fraction without garbage collection, expandable
+// segments). Each case
 // must meet every outcome: a hit, a miss with nothing above the request,
 // and a miss with only another stream's block above it.
-func TestPlainFitAsFindFreeBlock(t *testing.T) {
-	for _, knobs := range []string{"", "roundup_power2_divisions=4", "per_process_memory_fraction=0.5"} {
+func TestFastFitAsFindFreeBlock(t *testing.T) {
+	for _, knobs := range []string{"", "roundup_power2_divisions=4", "per_process_memory_fraction=0.5", "expandable_segments=true"} {
 		t.Run("knobs="+knobs, func(t *testing.T) {
 			a := newTorch(t, knobs, strategies.DefaultDevice)
 			rng := rand.New(rand.NewPCG(6, 1))
@@ -57,8 +58,8 @@ func TestPlainFitAsFindFreeBlock(t *testing.T) {
 					size = 1 + rng.Int64N(24<<20)
 				}
 				stream := rng.Int64N(3)
-				if !a.plainFit() {
-					t.Fatal("plainFit does not hold")
+				if !a.fastFit() {
+					t.Fatal("fastFit does not hold")
 				}
 				p := request(a, size, stream)
 				k, want := a.findFreeBlock(&p)

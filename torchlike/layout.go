@@ -151,22 +151,22 @@ func (a *Allocator) Check() error {
 		}
 	}
 	_, activeBytes := a.stats.active()
-	for _, pi := range []int{Small, Large} {
+	for _, i := range []int{Small, Large} {
 		for _, c := range []struct {
 			name      string
 			got, want int64
 		}{
-			{"reserved_bytes", a.stats.ReservedBytes.current(pi), reserved[pi]},
-			{"allocated_bytes", a.stats.AllocatedBytes.current(pi), allocated[pi]},
-			{"active_bytes", activeBytes.current(pi), active[pi]},
-			{"requested_bytes", a.stats.RequestedBytes.current(pi), requested[pi]},
+			{"reserved_bytes", a.stats.current(sReservedBytes, i), reserved[i]},
+			{"allocated_bytes", a.stats.current(sAllocatedBytes, i), allocated[i]},
+			{"active_bytes", a.stats.current(activeBytes, i), active[i]},
+			{"requested_bytes", a.stats.current(sRequestedBytes, i), requested[i]},
 		} {
 			if c.got != c.want {
-				return fmt.Errorf("%s[%d] is %d, the blocks add up to %d", c.name, pi, c.got, c.want)
+				return fmt.Errorf("%s[%d] is %d, the blocks add up to %d", c.name, i, c.got, c.want)
 			}
 		}
 	}
-	if r := a.stats.ReservedBytes.current(All); r != a.mem.Reserved() {
+	if r := a.stats.current(sReservedBytes, All); r != a.mem.Reserved() {
 		return fmt.Errorf("reserved_bytes %d disagrees with the device's %d", r, a.mem.Reserved())
 	}
 	return nil

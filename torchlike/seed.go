@@ -28,8 +28,8 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Addr < live[j].Addr })
 	a.mem.Seed(size)
-	a.stats.Segment.increase(small, 1)
-	a.stats.ReservedBytes.increase(small, size)
+	a.stats.increase(sSegment, small, 1)
+	a.stats.increase(sReservedBytes, small, size)
 	if size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.increase(1)
 	}
@@ -77,13 +77,13 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 		switch {
 		case b.allocated || b.pending:
 			if a.stats.activeApart {
-				a.stats.Active.increase(small, 1)
-				a.stats.ActiveBytes.increase(small, b.size)
+				a.stats.increase(sActive, small, 1)
+				a.stats.increase(sActiveBytes, small, b.size)
 			}
-			a.stats.RequestedBytes.increase(small, b.req)
+			a.stats.increase(sRequestedBytes, small, b.req)
 			if b.allocated {
-				a.stats.Allocation.increase(small, 1)
-				a.stats.AllocatedBytes.increase(small, b.size)
+				a.stats.increase(sAllocation, small, 1)
+				a.stats.increase(sAllocatedBytes, small, b.size)
 				if b.size >= a.cfg.MaxSplitSize {
 					a.stats.OversizeAllocations.increase(1)
 				}
@@ -93,8 +93,8 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 		case mapped:
 			a.insertIntoBlocks(i)
 			if es == none && b.isSplit() {
-				a.stats.InactiveSplit.increase(small, 1)
-				a.stats.InactiveSplitBytes.increase(small, b.size)
+				a.stats.increase(sInactiveSplit, small, 1)
+				a.stats.increase(sInactiveSplitBytes, small, b.size)
 			}
 		default:
 			a.poolOf(b).unmapped.Insert(key(b, i))
@@ -165,7 +165,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 			a.exp[ei].mapped[p] = true
 		}
 		a.mem.Seed(r.Size)
-		a.stats.ReservedBytes.increase(small, r.Size)
+		a.stats.increase(sReservedBytes, small, r.Size)
 		at = r.Addr + r.Size
 	}
 	if at < end {
