@@ -147,9 +147,11 @@
 // fit lies far from the right end), and the change took the model's
 // instructions an event pair from 2,261 to 2,140 at 10^6 (1,212 to
 // 1,140 at 10^3; cachegrind, BenchmarkLive, 800,000 events less
-// 400,000) and its time alone at 10^6 from 181-241 to 190-202
-// cpu-ns/event (medians 224 and 196, five interleaved runs; 10^3 72-82
-// and 73-79). Scanning the separators of a descent by address four at a
+// 400,000). Its time alone (BenchmarkLive, nine interleaved runs each,
+// at a load of 5-8 on two cores) went from a median 222 to 202
+// cpu-ns/event at 10^6 and from 79 to 77 at 10^3, neither resolved
+// above the machine's noise (p = 0.6 and 0.4): the instruction count is
+// the firm figure. Scanning the separators of a descent by address four at a
 // time first (a probe of every fourth, then one by one) took another 144
 // instructions an event pair off at 10^6, but no time (medians 199 and
 // 221, four interleaved runs): the extra mispredicted exit costs what
