@@ -112,6 +112,51 @@
 // the HighestFits that correct them (cachegrind: 10^6 31 fewer
 // instructions an event pair, 10^3 the same; no change in time).
 //
+// The allocation ahead (2026-11-24): the replay now offers a model each
+// allocation's size 4 events before it (strategies.MallocToucher), and
+// PrefetchFit walks HighestFit's way down the inner nodes by the largest
+// sizes to the leaf it would end in and asks for that leaf. It is right
+// often enough (the same leaf as the HighestFit that follows 76 % of the
+// time one event pair ahead, 66 % two, 58 % three, 51 % four, at 10^6
+// live buffers), but it does not pay: the walk is HighestFit's own,
+// about 250 instructions and a mispredicted scan exit at each of four
+// levels, and in the TPU model alone (tpurt.BenchmarkLiveTouchMalloc,
+// package internal/livetouch: models touched 0 to 4 event pairs ahead
+// in alternate stretches, each pair of distances in both orders, since
+// the model built first runs 10-15 % faster whatever it does) every
+// distance cost more than none: 9-23 % more CPU an event at 2 pairs
+// (ten runs), 11-20 % at 1 (four). A walk that stopped above the lowest inner level and
+// only asked for that node cost 9-20 %, the walk without asking for the
+// leaf 9-26 %, and the call alone 1-8 %: the cost is the walk's
+// instructions, and the placement's leaf is rarely the wait (most
+// likely because the fits fall among the leaves of a few regions of the
+// heap, which stay in the cache). In the whole replay (harness.BenchmarkReplayLivePaired, six
+// interleaved runs) the TPU model with it was slower in five. A guess
+// that needs no walk, the leaf of the last fit of a size of the same
+// 4 KiB class, was right 28 % of the time. So tpurt does not offer it;
+// keeping the touch's walk for the placement would save the second
+// walk only when nothing in between moved the answer (two thirds of the
+// time), so it would still cost a third of a walk more than none.
+//
+// The scans (2026-11-24): HighestFit's loop over a node's sizes indexed
+// the node's array by a count read from memory, and checked the bound at
+// every step (10 instructions a step); over a slice of the node the
+// check goes (6). At 10^6 live buffers a HighestFit scans about 46
+// entries (8, 13, 12 and 2 children in the four inner levels, 12 spans
+// in the leaf: the top of the heap is packed with small ranges, so the
+// fit lies far from the right end), and the change took the model's
+// instructions an event pair from 2,261 to 2,140 at 10^6 (1,212 to
+// 1,140 at 10^3; cachegrind, BenchmarkLive, 800,000 events less
+// 400,000). Its time alone (BenchmarkLive, nine interleaved runs each,
+// at a load of 5-8 on two cores) went from a median 222 to 202
+// cpu-ns/event at 10^6 and from 79 to 77 at 10^3, neither resolved
+// above the machine's noise (p = 0.6 and 0.4): the instruction count is
+// the firm figure. Scanning the separators of a descent by address four at a
+// time first (a probe of every fourth, then one by one) took another 144
+// instructions an event pair off at 10^6, but no time (medians 199 and
+// 221, four interleaved runs): the extra mispredicted exit costs what
+// the instructions saved.
+//
 // Where the time goes at 10^6, in cachegrind (BenchmarkLive, 400,000
 // events less 200,000): the model runs about 2,800 instructions an event
 // pair, against 1,700 at 10^3 — HighestFit 497 (295 at 10^3: longer
@@ -119,5 +164,10 @@
 // mending of the largest sizes 534 (137), the Join's kept path and leaf
 // scan 174 — and its time is about three times 10^3's; the rest is
 // waiting for memory, which the prefetches cover only partly, a free
-// being known one event pair ahead.
+// being known one event pair ahead. With the scans above (800,000
+// events less 400,000, an event pair): 2,140 instructions at 10^6
+// against 1,140 at 10^3 — the descents by address 414 (197 plus 117 in
+// descend at 10^3, where nothing is prefetched), HighestFit 402 (223),
+// the mending 387 in carryMax and 170 in fixMax (28 and 109), the kept
+// path's match and leaf scan 175.
 package spanset
