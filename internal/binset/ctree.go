@@ -1,11 +1,5 @@
 package binset
 
-import (
-	"unsafe"
-
-	"membench/internal/prefetch"
-)
-
 // A spilled class keeps its keys in a B+tree of its own, ordered by
 // address alone (unsigned): every key of a class has the class stream and
 // the class's size, so the address is all that orders them. The trees of
@@ -156,22 +150,6 @@ func (s *Set) cdescend(t *ctree, a int64, insert bool) (lf int32, pos int, ok bo
 	lp := &s.cl[node]
 	pos = lowerU(lp.addr[:lp.n], uint64(a))
 	return node, pos, pos < int(lp.n) || insert
-}
-
-// ctouch asks for the lines of tree t's leaf where address a is or would
-// go to be brought in, changing nothing: the inner nodes on the way are
-// read (they are few, and cached), the leaf is not.
-func (s *Set) ctouch(t *ctree, a int64) {
-	node := t.root
-	for l := 0; l < int(t.height); l++ {
-		in := &s.ci[node]
-		i := lowerU(in.max[:in.n], uint64(a))
-		if i == int(in.n) {
-			i--
-		}
-		node = in.child[i]
-	}
-	prefetch.Lines(unsafe.Pointer(&s.cl[node]), unsafe.Sizeof(cleaf{}))
 }
 
 // cinsert adds (a, b), whose address is not in tree t.
