@@ -28,14 +28,24 @@
 // small pool holds about 38,000 free fragments in about 70 spilled
 // classes. They were in the freeset.Set, and then two in three best fits,
 // and most split remainders and merged neighbours, were descents of that
-// tree of 32-byte keys (harness BenchmarkReplayLivePaired: torch
-// 232–347 cpu-ns/event at 10^6, 2.1–3.0 times its cost at 10^3). With a
-// tree per class, a best fit is a bitmap search and a read of the class's
-// record whether the class has spilled or not, and a removal or insertion
-// searches one class's few hundred addresses; the classes' trees together
-// take about 1 MB, which stays in the cache where the freeset.Set's leaves
-// did not. Measured figures are in the package's commit messages and the
-// README's Speed section.
+// tree of 32-byte keys. With a tree per class, a best fit is a bitmap
+// search and a read of the class's record whether the class has spilled
+// or not; the removal of a class's lowest key (a best fit's) takes it from
+// the head leaf without a descent; any other removal or insertion searches
+// one class's few hundred addresses, four cache lines a leaf; and the
+// classes' trees together take about 1 MB, which stays cached where the
+// freeset.Set's leaves did not.
+//
+// Measured 2026-11-24 on the shared 2-core machine, against the freeset.Set
+// version (cebca31). harness BenchmarkReplayLivePaired, 6 runs each
+// interleaved, medians (cpu-ns/event at 10^6 and at 10^3 live blocks):
+// torch 306 → 212 (−31%, p=0.015) and 112 → 87 (−22%); torch with
+// expandable segments 276 → 217 (−21%) and 108 → 91 (−15%). Both sizes
+// fell (10^3 pools spill too), so x-live1k-cpu moved little: 2.53 → 2.44
+// and 2.55 → 2.48. The torch model alone (torchlike BenchmarkLive under
+// cachegrind, per event): 1,074 → 629 instructions at 10^6 and 964 → 763
+// at 10^3; L1 data misses 7.0 → 4.6 at 10^6. gpt-generate's replay (no
+// class spills there) is unchanged: x-decode-cpu 3.27 → 3.25.
 package binset
 
 import (
