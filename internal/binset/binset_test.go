@@ -515,3 +515,25 @@ func TestDeepClasses(t *testing.T) {
 			s.Len(), len(s.freeT), len(s.trees), len(s.freeCL), len(s.cl), len(s.freeCI), len(s.ci))
 	}
 }
+
+// TestLowerU checks ctree.go's branchless binary search against a scan on
+// every length up to a leaf's and every probe between and on the keys,
+// addresses above 2^63 included (compared unsigned).
+func TestLowerU(t *testing.T) {
+	for n := range ctMax + 1 {
+		addrs := make([]int64, n)
+		for i := range addrs {
+			addrs[i] = int64(uint64(i)*2*(1<<58) + 2) // crosses 2^63
+		}
+		for p := range 2*n + 2 {
+			a := uint64(p) * (1 << 58)
+			want := 0
+			for want < n && uint64(addrs[want]) < a {
+				want++
+			}
+			if got := lowerU(addrs, a); got != want {
+				t.Fatalf("n %d, probe %#x: %d, want %d", n, a, got, want)
+			}
+		}
+	}
+}
