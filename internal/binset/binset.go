@@ -32,9 +32,9 @@
 // search and a read of the class's record whether the class has spilled
 // or not; the removal of a class's lowest key (a best fit's) takes it from
 // the head leaf without a descent; any other removal or insertion searches
-// one class's few hundred addresses, four cache lines a leaf; and the
-// classes' trees together take about 1 MB, which stays cached where the
-// freeset.Set's leaves did not.
+// one class's few hundred addresses, four cache lines a leaf. The
+// classes' trees together take about 1 MB; under cachegrind (16 MB last
+// level) their descents miss the last level less than once in 800.
 //
 // Measured 2026-11-24 on the shared 2-core machine, against the freeset.Set
 // version (cebca31). harness BenchmarkReplayLivePaired, 6 runs each
