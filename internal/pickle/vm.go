@@ -309,6 +309,7 @@ type Machine struct {
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
 	marks  []int        // stack heights at each MARK
+	sbox   *stacks      // what stack and marks came in from stackPool, to go back in
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
 	depths []uint8      // skipDepth of each memo slot (len memoN): refRun's one load a reference
@@ -361,7 +362,11 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	d.r = r
 	d.buf = windowPool.Get().(*[windowSize]byte)[:]
-	d.stack = make([]Val, 0, 64)
+	if st, ok := stackPool.Get().(*stacks); ok {
+		d.stack, d.marks, d.sbox = st.vals, st.marks, st
+	} else {
+		d.stack = make([]Val, 0, 64)
+	}
 	if t, ok := textPool.Get().(*textTables); ok {
 		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
 	} else {
@@ -1424,8 +1429,33 @@ func (d *Machine) release() {
 	}
 	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
-	d.stack, d.marks = nil, nil
+	if cap(d.stack) <= recycleStack && cap(d.marks) <= recycleStack {
+		// Pointer-free, so put back as it is: append overwrites what a
+		// slot held.
+		st := d.sbox
+		if st == nil {
+			st = new(stacks)
+		}
+		st.vals, st.marks = d.stack[:0], d.marks[:0]
+		stackPool.Put(st)
+	}
+	d.stack, d.marks, d.sbox = nil, nil, nil
 }
+
+// stacks are a released machine's stack and marks, for the next one: a
+// snapshot's trace is a batch of 1000 entries on the stack, and growing
+// the stack to it again was a quarter of the bytes a warm import
+// allocated (and so of its collections).
+type stacks struct {
+	vals  []Val
+	marks []int
+}
+
+var stackPool sync.Pool // *stacks
+
+// recycleStack is the largest stack (values or marks) stackPool keeps
+// (a MiB of values): a hostile pickle may have grown it to MaxStack.
+const recycleStack = 1 << 16
 
 func (d *Machine) run() (Val, error) {
 	for {
