@@ -235,7 +235,7 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 			if kind == SlotInt {
 				rec.Int[s&slotIndex] = v.N
 			} else {
-				rec.V[s&slotIndex] = v
+				setVal(&rec.V[s&slotIndex], &v)
 			}
 		}
 	}

@@ -635,18 +635,29 @@ func (d *Machine) str(b []byte) Val {
 // fast path uses it: it never touches the object table, whose sweep
 // would not see the values it holds.
 func (d *Machine) strKept(b []byte) (Val, bool) {
+	i, ok := d.strKeptIndex(b)
+	if !ok {
+		return Val{}, false
+	}
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+}
+
+// strKeptIndex is strKept's string index: the string is the KindStr of
+// that index and its tag (d.stags). The fast path takes the index, not
+// the Val (see setVal).
+func (d *Machine) strKeptIndex(b []byte) (int, bool) {
 	if len(b) > internMax {
-		return d.longStr(d.keep(b)), true
+		return d.longStrIndex(d.keep(b)), true
 	}
 	// A direct-mapped cache in front of the map: a snapshot's
 	// strings are few and repeat.
 	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if i, ok := d.intern[string(b)]; ok {
 		d.scache[h] = i
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if len(d.intern) < internCap {
 		s := d.keep(b)
@@ -654,9 +665,9 @@ func (d *Machine) strKept(b []byte) (Val, bool) {
 		t := d.tag(b)
 		d.strs = append(d.strs, s)
 		d.stags = append(d.stags, t)
-		return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}, true
+		return len(d.strs) - 1, true
 	}
-	return Val{}, false
+	return 0, false
 }
 
 // scacheSlot is the slot of b in the direct-mapped cache of strings
@@ -687,22 +698,32 @@ const skipInternMin = 16
 // text. Both paths, general and fast, keep such strings here, so the
 // intern table fills the same way in each.
 func (d *Machine) strSkipped(b []byte) (Val, bool) {
-	if len(b) < skipInternMin {
+	i, ok := d.strSkippedIndex(b)
+	if !ok {
 		return Val{}, false
 	}
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+}
+
+// strSkippedIndex is strSkipped's string index, as strKeptIndex is
+// strKept's.
+func (d *Machine) strSkippedIndex(b []byte) (int, bool) {
+	if len(b) < skipInternMin {
+		return 0, false
+	}
 	if len(b) > internMax {
-		return d.longStr(d.keep(b)), true
+		return d.longStrIndex(d.keep(b)), true
 	}
 	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if len(d.strs) >= math.MaxInt32 {
-		return Val{}, false
+		return 0, false
 	}
-	v := d.longStr(d.keep(b))
-	d.scache[h] = int32(v.N)
-	return v, true
+	i := d.longStrIndex(d.keep(b))
+	d.scache[h] = int32(i)
+	return i, true
 }
 
 // arenaChunk is the size of the blocks kept strings are copied into.
@@ -775,10 +796,16 @@ func (d *Machine) keep(b []byte) string {
 // without interning (it costs more text than its slot, so MaxText bounds
 // the slots too).
 func (d *Machine) longStr(s string) Val {
+	i := d.longStrIndex(s)
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
+}
+
+// longStrIndex is longStr's string index.
+func (d *Machine) longStrIndex(s string) int {
 	t := d.tag(unsafe.Slice(unsafe.StringData(s), len(s)))
 	d.strs = append(d.strs, s)
 	d.stags = append(d.stags, t)
-	return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
+	return len(d.strs) - 1
 }
 
 // newObj stores x in the object table and returns its slot. Slots are
