@@ -1193,6 +1193,12 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			}
 			switch want {
 			case nSegment:
+				if r.segs == nil {
+					// Room for a small snapshot's segments at once
+					// (growing from one took four allocations for
+					// five).
+					r.segs = make([]Segment, 0, 8)
+				}
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
 			case nBlock:
