@@ -95,7 +95,7 @@
 // 64 KB, so mostly inside a frames list) is read past in a batch as
 // step reads past it. On the gpt2-medium inference snapshot (ctx128,
 // 3,840 entries of 63 frame references each) cachegrind counts about
-// 4,200 instructions an entry in this module's code, from 4,570:
+// 4,200 instructions an entry in this module's code, from 4,560:
 // refRun's reference takes 15 instructions instead of 20 (a loop for
 // runs of LONG_BINGET alone), fieldRun hands fastFields the key it
 // stops at, and 16 entries instead of 30 go the general way.
