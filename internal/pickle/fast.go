@@ -521,9 +521,13 @@ func refRun(buf []byte, j int, depths []uint8) (int, int, uint8, uint8, bool) {
 	dps, ndp := unsafe.Pointer(unsafe.SliceData(depths)), uint(len(depths))
 	for {
 		// A run of LONG_BINGETs (a snapshot's frames lists, once the
-		// memo has 256 entries) in a loop of its own, counted at its
-		// end: 15 instructions a reference, where one loop for both
-		// opcodes took 20 (the switch tested BINGET first).
+		// memo has 256 entries), then one of BINGETs, each in a loop
+		// of its own and counted at its end: 15 instructions a
+		// reference, where one loop for both opcodes took 20 (the
+		// switch tested BINGET first). A loop ends at another opcode,
+		// a slot without its byte (fastBatch's general case reads it)
+		// or the window's last bytes; the outer loop ends when the
+		// BINGET loop read nothing.
 		j0 := j
 		for j+5 <= len(buf) && *(*byte)(unsafe.Add(p, j)) == OpLongBinGet {
 			idx := uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(p, j+1))[:]))
@@ -532,28 +536,31 @@ func refRun(buf []byte, j int, depths []uint8) (int, int, uint8, uint8, bool) {
 			}
 			dp := *(*uint8)(unsafe.Add(dps, idx))
 			if dp == 0 {
-				break // fastBatch's general case reads it
+				break
 			}
 			seen |= 1 << (dp & 63)
 			dor |= dp
 			j += 5
 		}
-		cnt += (j - j0) / 5
-		if j+5 > len(buf) || *(*byte)(unsafe.Add(p, j)) != OpBinGet {
+		cnt += int(uint(j-j0) / 5)
+		j0 = j
+		for j+5 <= len(buf) && *(*byte)(unsafe.Add(p, j)) == OpBinGet {
+			idx := uint(*(*byte)(unsafe.Add(p, j+1)))
+			if idx >= ndp {
+				return j + 2, 0, 0, 0, false
+			}
+			dp := *(*uint8)(unsafe.Add(dps, idx))
+			if dp == 0 {
+				break
+			}
+			seen |= 1 << (dp & 63)
+			dor |= dp
+			j += 2
+		}
+		if j == j0 {
 			break
 		}
-		idx := uint(*(*byte)(unsafe.Add(p, j+1)))
-		if idx >= ndp {
-			return j + 2, 0, 0, 0, false
-		}
-		dp := *(*uint8)(unsafe.Add(dps, idx))
-		if dp == 0 {
-			break
-		}
-		seen |= 1 << (dp & 63)
-		dor |= dp
-		cnt++
-		j += 2
+		cnt += (j - j0) >> 1
 	}
 	return j, cnt, dmaxOf(seen), dor, true
 }
