@@ -95,10 +95,11 @@
 // 64 KB, so mostly inside a frames list) is read past in a batch as
 // step reads past it. On the gpt2-medium inference snapshot (ctx128,
 // 3,840 entries of 63 frame references each) cachegrind counts about
-// 4,200 instructions an entry in this module's code, from 4,560:
+// 4,250 instructions an entry in this module's code, from 4,560
+// (training, ctx256: 3,780 from 3,950; opt125m: 3,120 from 3,250):
 // refRun's reference takes 15 instructions instead of 20 (a loop for
-// runs of LONG_BINGET alone), fieldRun hands fastFields the key it
-// stops at, and 16 entries instead of 30 go the general way.
+// each opcode's runs), fieldRun hands fastFields the key it stops at,
+// and 16 entries instead of 30 go the general way.
 //
 // The machine itself (1.7 KB), its stack, and its window, memo, depth
 // bytes and string tables go back to pools when a decode ends, for the
