@@ -99,12 +99,12 @@
 // and Next in CPU profiles); package pickle does the same for its Val
 // copies. With those, refRun's tighter loop, FRAME opcodes read on the
 // fast path and the machine, its stack and the segments list reused or
-// sized, the gpt2-medium inference snapshot (ctx128) went from 373 to
-// 317 cpu-ns an entry (medians of 16 interleaved runs on a machine
-// shared with four other benchmarking sessions, -15%, p=0.007; best
-// runs 327 and 285) and from 169 to 116 KB allocated an import; the
-// fixed cost of an import (BenchmarkSnapshotImportFixed) from 35 to 30
-// cpu-µs (medians, -16%) and from 96 to 88 allocations. About 45
+// sized, the gpt2-medium inference snapshot (ctx128) went from 391 to
+// 340 cpu-ns an entry (medians of 20 interleaved runs on a machine
+// shared with four other benchmarking sessions, which inflates both by
+// about a sixth: -13%, p=0.003) and from 169 to 115 KB allocated an
+// import; the fixed cost of an import (BenchmarkSnapshotImportFixed)
+// from 36 to 33 cpu-µs (-10%, p=0.011) and from 96 to 88 allocations. About 45
 // of those 88 are allocator_settings, which is decoded as generic
 // values and formatted (decodeSettings); the rest are one or two each
 // for the builder, the Snapshot, the Layout and its blocks, the
