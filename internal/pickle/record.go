@@ -128,10 +128,16 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 	memo := d.memo
 	depth, tag := c.Depth, c.Tag
 	for {
-		// The pairs that need no call, in a loop of their own.
+		// The pairs that need no call, in a loop of their own, which
+		// hands over the key of the pair it stops at when it read it
+		// (kend > 0).
+		var kk *Val
+		var ks Slot
+		kend := 0
 		if d.slots != nil {
-			jr, n, t := fieldRun(buf, j, memo, d.slots, rec)
+			jr, n, t, kv, kslot, ke := fieldRun(buf, j, memo, d.slots, rec)
 			j, np, tag = jr, np+n, tag|t
+			kk, ks, kend = kv, kslot, ke
 			if n > 0 {
 				depth = max(depth, 1) // scalars
 			}
@@ -152,20 +158,27 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 			return j, false
 		}
 		// The key: a memo reference to an interned str.
-		idx, n := getArg(buf, j)
-		blk := idx / memoChunk
-		if n == 0 || blk >= uint(len(memo)) {
-			return j, false
+		k, s := kk, ks
+		if kend > 0 {
+			// What the lines below find for it: fieldRun read the
+			// reference, checked the str, and found its slot known.
+			j = kend
+		} else {
+			idx, n := getArg(buf, j)
+			blk := idx / memoChunk
+			if n == 0 || blk >= uint(len(memo)) {
+				return j, false
+			}
+			k = &memo[blk].v[idx%memoChunk]
+			if k.Kind != KindStr || k.N < 0 {
+				return j, false
+			}
+			var ok bool
+			if s, ok = d.slotOf(k); !ok {
+				return j, false
+			}
+			j = n
 		}
-		k := &memo[blk].v[idx%memoChunk]
-		if k.Kind != KindStr || k.N < 0 {
-			return j, false
-		}
-		s, ok := d.slotOf(k)
-		if !ok {
-			return j, false
-		}
-		j = n
 		fs.h++
 		tag |= k.Tag
 		var v Val
@@ -235,7 +248,7 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 			if kind == SlotInt {
 				rec.Int[s&slotIndex] = v.N
 			} else {
-				rec.V[s&slotIndex] = v
+				setVal(&rec.V[s&slotIndex], &v)
 			}
 		}
 	}
@@ -254,8 +267,12 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 // pair (SETITEMS, a new string, a list, a key met for the first time, a
 // field already set), which fastFields reads, or where fewer than
 // sixteen bytes are left. It returns where it stopped, the pairs read
-// and the union of their tags; every value it reads is a scalar, of
-// depth 0.
+// and the union of their tags (every value it reads is a scalar, of
+// depth 0), and, when it stopped at a pair's value after reading its
+// key, whose slot is known, that key's Val, its Slot and where the key
+// ends (else nil, 0, 0): fastFields takes the key from there instead
+// of reading it and asking slotOf again (the compile_context and
+// frames keys of every trace entry).
 //
 // A trace entry is five or six such pairs and two or three others: in
 // a loop that calls nothing, and reads the window through a pointer
@@ -266,7 +283,7 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 // this pair's opcodes are read, where a length computed from an opcode
 // would chain every pair's loads to the previous pair's (refRun, tried
 // that way, took 20-30% more time for fewer instructions).
-func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Record) (int, int, uint8) {
+func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Record) (int, int, uint8, *Val, Slot, int) {
 	np := 0
 	var tag uint8
 	p := unsafe.Pointer(unsafe.SliceData(buf))
@@ -280,31 +297,34 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 			// memo has memoN/memoChunk blocks: this is the idx < memoN
 			// check.
 			if idx/memoChunk >= uint(len(memo)) {
-				return j, np, tag
+				return j, np, tag, nil, 0, 0
 			}
 			k = &memo[idx/memoChunk].v[idx%memoChunk]
 			q = unsafe.Add(q, 2)
 		case OpLongBinGet:
 			idx := uint(binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(q, 1))[:]))
 			if idx/memoChunk >= uint(len(memo)) {
-				return j, np, tag
+				return j, np, tag, nil, 0, 0
 			}
 			k = &memo[idx/memoChunk].v[idx%memoChunk]
 			q = unsafe.Add(q, 5)
 		default:
-			return j, np, tag
+			return j, np, tag, nil, 0, 0
 		}
 		if k.Kind != KindStr || uint64(k.N) >= slotTableMax {
-			return j, np, tag
+			return j, np, tag, nil, 0, 0
 		}
 		// An unknown key (0) becomes 255, of kind SlotAny: fastFields
-		// asks the Builder.
+		// asks the Builder. Where the value is not one for this loop,
+		// the key (k, its known slot s, and kend, where it ends) is
+		// handed to fastFields, which would read it again.
 		s := Slot(slots[k.N] - 1)
 		at := s & slotIndex
+		kend := int(uintptr(q) - uintptr(p))
 		switch s & slotKind {
 		case SlotInt:
 			if rec.Set&(1<<at) != 0 {
-				return j, np, tag // a key twice: SetItems' order matters
+				return j, np, tag, k, s, kend // a key twice: SetItems' order matters
 			}
 			switch *(*byte)(q) {
 			case OpBinInt1:
@@ -319,7 +339,7 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 			case OpLong1:
 				m := uint(*(*byte)(unsafe.Add(q, 1)))
 				if m > 8 {
-					return j, np, tag
+					return j, np, tag, k, s, kend
 				}
 				// The eight bytes after the length, the ones past the
 				// value shifted out (smallLong).
@@ -327,12 +347,12 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 				rec.Int[at] = int64(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(q, 2))[:])<<sh) >> sh
 				q = unsafe.Add(q, 2+m)
 			default:
-				return j, np, tag
+				return j, np, tag, k, s, kend
 			}
 			rec.Set |= 1 << at
 		case SlotStr, SlotDrop:
 			if s&slotKind == SlotStr && rec.Set&(1<<at) != 0 {
-				return j, np, tag
+				return j, np, tag, k, s, kend
 			}
 			var idx uint
 			switch *(*byte)(q) {
@@ -344,7 +364,7 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 				q = unsafe.Add(q, 5)
 			case OpBinInt1, OpBinInt2, OpBinInt, OpLong1:
 				if s&slotKind == SlotStr {
-					return j, np, tag
+					return j, np, tag, k, s, kend
 				}
 				// A dropped int: its length.
 				switch *(*byte)(q) {
@@ -357,7 +377,7 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 				default:
 					m := uint(*(*byte)(unsafe.Add(q, 1)))
 					if m > 8 {
-						return j, np, tag
+						return j, np, tag, k, s, kend
 					}
 					q = unsafe.Add(q, 2+m)
 				}
@@ -366,16 +386,16 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 				j = int(uintptr(q) - uintptr(p))
 				continue
 			default:
-				return j, np, tag
+				return j, np, tag, k, s, kend
 			}
 			if idx/memoChunk >= uint(len(memo)) {
-				return j, np, tag
+				return j, np, tag, k, s, kend
 			}
 			v := &memo[idx/memoChunk].v[idx%memoChunk]
 			// A scalar (a str for a str field): any other value goes
 			// fastFields' way.
 			if v.Kind-KindNone > KindBytes-KindNone || v.Depth != 0 || (s&slotKind == SlotStr && v.Kind != KindStr) {
-				return j, np, tag
+				return j, np, tag, k, s, kend
 			}
 			if s&slotKind == SlotStr {
 				rec.V[at] = *v
@@ -383,11 +403,14 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 			}
 			tag |= v.Tag
 		default:
-			return j, np, tag
+			if slots[k.N] == slotUnknown {
+				return j, np, tag, nil, 0, 0
+			}
+			return j, np, tag, k, s, kend
 		}
 		tag |= k.Tag
 		np++
 		j = int(uintptr(q) - uintptr(p))
 	}
-	return j, np, tag
+	return j, np, tag, nil, 0, 0
 }

@@ -309,6 +309,7 @@ type Machine struct {
 	size   int64 // total input size, or -1 when unknown
 	stack  []Val
 	marks  []int        // stack heights at each MARK
+	sbox   *stacks      // what stack and marks came in from stackPool, to go back in
 	memo   []*memoBlock // chunks of memoChunk slots: growing never copies
 	memoN  int          // slots in memo
 	depths []uint8      // skipDepth of each memo slot (len memoN): refRun's one load a reference
@@ -348,7 +349,11 @@ type Machine struct {
 // when every node is NodeValue or NodeSkip; root is the top-level value's
 // node.
 func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
-	d := &Machine{lim: lim, b: b, root: root, size: -1}
+	d, _ := machinePool.Get().(*Machine) // zeroed by Recycle
+	if d == nil {
+		d = new(Machine)
+	}
+	d.lim, d.b, d.root, d.size = lim, b, root, -1
 	switch rr := r.(type) {
 	case interface{ Len() int }:
 		d.size = int64(rr.Len())
@@ -361,7 +366,11 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	d.r = r
 	d.buf = windowPool.Get().(*[windowSize]byte)[:]
-	d.stack = make([]Val, 0, 64)
+	if st, ok := stackPool.Get().(*stacks); ok {
+		d.stack, d.marks, d.sbox = st.vals, st.marks, st
+	} else {
+		d.stack = make([]Val, 0, 64)
+	}
 	if t, ok := textPool.Get().(*textTables); ok {
 		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
 	} else {
@@ -630,18 +639,29 @@ func (d *Machine) str(b []byte) Val {
 // fast path uses it: it never touches the object table, whose sweep
 // would not see the values it holds.
 func (d *Machine) strKept(b []byte) (Val, bool) {
+	i, ok := d.strKeptIndex(b)
+	if !ok {
+		return Val{}, false
+	}
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+}
+
+// strKeptIndex is strKept's string index: the string is the KindStr of
+// that index and its tag (d.stags). The fast path takes the index, not
+// the Val (see setVal).
+func (d *Machine) strKeptIndex(b []byte) (int, bool) {
 	if len(b) > internMax {
-		return d.longStr(d.keep(b)), true
+		return d.longStrIndex(d.keep(b)), true
 	}
 	// A direct-mapped cache in front of the map: a snapshot's
 	// strings are few and repeat.
 	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if i, ok := d.intern[string(b)]; ok {
 		d.scache[h] = i
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if len(d.intern) < internCap {
 		s := d.keep(b)
@@ -649,9 +669,9 @@ func (d *Machine) strKept(b []byte) (Val, bool) {
 		t := d.tag(b)
 		d.strs = append(d.strs, s)
 		d.stags = append(d.stags, t)
-		return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}, true
+		return len(d.strs) - 1, true
 	}
-	return Val{}, false
+	return 0, false
 }
 
 // scacheSlot is the slot of b in the direct-mapped cache of strings
@@ -682,22 +702,32 @@ const skipInternMin = 16
 // text. Both paths, general and fast, keep such strings here, so the
 // intern table fills the same way in each.
 func (d *Machine) strSkipped(b []byte) (Val, bool) {
-	if len(b) < skipInternMin {
+	i, ok := d.strSkippedIndex(b)
+	if !ok {
 		return Val{}, false
 	}
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+}
+
+// strSkippedIndex is strSkipped's string index, as strKeptIndex is
+// strKept's.
+func (d *Machine) strSkippedIndex(b []byte) (int, bool) {
+	if len(b) < skipInternMin {
+		return 0, false
+	}
 	if len(b) > internMax {
-		return d.longStr(d.keep(b)), true
+		return d.longStrIndex(d.keep(b)), true
 	}
 	h := scacheSlot(b)
 	if i := d.scache[h]; i > 0 && d.strs[i] == string(b) {
-		return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+		return int(i), true
 	}
 	if len(d.strs) >= math.MaxInt32 {
-		return Val{}, false
+		return 0, false
 	}
-	v := d.longStr(d.keep(b))
-	d.scache[h] = int32(v.N)
-	return v, true
+	i := d.longStrIndex(d.keep(b))
+	d.scache[h] = int32(i)
+	return i, true
 }
 
 // arenaChunk is the size of the blocks kept strings are copied into.
@@ -708,7 +738,8 @@ var arenaPool = sync.Pool{New: func() any { return new([arenaChunk]byte) }}
 // Recycle gives the machine's text blocks and tables to the next
 // machine. The caller promises that no string the machine returned (by
 // Str, Any or Obj, directly or inside a value) is used afterwards: they
-// would change under it. The machine is unusable after.
+// would change under it. The machine is unusable after: it goes back
+// to a pool, for NewMachine.
 func (d *Machine) Recycle() {
 	for _, blk := range d.blocks {
 		arenaPool.Put(blk)
@@ -728,7 +759,16 @@ func (d *Machine) Recycle() {
 		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks})
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
+	*d = Machine{}
+	machinePool.Put(d)
 }
+
+// machinePool holds recycled machines, zeroed, for NewMachine: a
+// Machine is 1.7 KB with pointers (its string cache, the limits,
+// the tables' headers), whose allocation, clearing and scanning were
+// about a tenth of the fixed cost of a snapshot's import in CPU
+// profiles.
+var machinePool sync.Pool // *Machine
 
 // recycleStrs is the largest string table Recycle keeps for the next
 // machine (1 MiB of string headers).
@@ -770,10 +810,16 @@ func (d *Machine) keep(b []byte) string {
 // without interning (it costs more text than its slot, so MaxText bounds
 // the slots too).
 func (d *Machine) longStr(s string) Val {
+	i := d.longStrIndex(s)
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
+}
+
+// longStrIndex is longStr's string index.
+func (d *Machine) longStrIndex(s string) int {
 	t := d.tag(unsafe.Slice(unsafe.StringData(s), len(s)))
 	d.strs = append(d.strs, s)
 	d.stags = append(d.stags, t)
-	return Val{Kind: KindStr, N: int64(len(d.strs) - 1), Tag: t}
+	return len(d.strs) - 1
 }
 
 // newObj stores x in the object table and returns its slot. Slots are
@@ -1424,8 +1470,33 @@ func (d *Machine) release() {
 	}
 	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
 	d.i, d.n = 0, 0
-	d.stack, d.marks = nil, nil
+	if cap(d.stack) <= recycleStack && cap(d.marks) <= recycleStack {
+		// Pointer-free, so put back as it is: append overwrites what a
+		// slot held.
+		st := d.sbox
+		if st == nil {
+			st = new(stacks)
+		}
+		st.vals, st.marks = d.stack[:0], d.marks[:0]
+		stackPool.Put(st)
+	}
+	d.stack, d.marks, d.sbox = nil, nil, nil
 }
+
+// stacks are a released machine's stack and marks, for the next one: a
+// snapshot's trace is a batch of 1000 entries on the stack, and growing
+// the stack to it again was a quarter of the bytes a warm import
+// allocated (and so of its collections).
+type stacks struct {
+	vals  []Val
+	marks []int
+}
+
+var stackPool sync.Pool // *stacks
+
+// recycleStack is the largest stack (values or marks) stackPool keeps
+// (a MiB of values): a hostile pickle may have grown it to MaxStack.
+const recycleStack = 1 << 16
 
 func (d *Machine) run() (Val, error) {
 	for {

@@ -296,6 +296,23 @@ type pgen struct {
 	generic []int          // memo indices of generic containers
 	runs    [][]int        // the runs of frame references written (refRun)
 	unique  int            // > 0: frame names are unique strings, this many so far
+	// frameOps > 0 (protocol 4 only) writes a FRAME opcode before every
+	// third item of a batch of several and of a run of references (the
+	// count so far, plus one), without drawing from r: the same seed
+	// writes the same pickle but for them.
+	frameOps int
+}
+
+// frameOp writes a FRAME opcode (its eight-byte length is ignored by
+// the machine) where frameOps says, as Python's pickler writes one
+// before a value once 64 KB are pending.
+func (g *pgen) frameOp() {
+	if g.frameOps == 0 || !g.proto4 {
+		return
+	}
+	if g.frameOps++; g.frameOps%3 == 0 {
+		g.b.Write([]byte{0x95, 0, 0, 1, 0, 0, 0, 0, 0})
+	}
 }
 
 // put memoizes the value just written and returns its index.
@@ -382,6 +399,7 @@ func (g *pgen) batch(n int, item func()) {
 	default:
 		g.b.WriteByte('(')
 		for range n {
+			g.frameOp()
 			item()
 		}
 		g.b.WriteByte('e')
@@ -594,6 +612,7 @@ func (g *pgen) refRun() {
 			g.b.WriteByte('u')
 			continue
 		}
+		g.frameOp()
 		g.get(f)
 	}
 	g.b.WriteByte('e')
@@ -630,6 +649,51 @@ func mutate(r *rand.Rand, data []byte) []byte {
 // TestFastPathGenerated compares the two paths on generated snapshots,
 // mutated ones and, under limits just large enough or just too small,
 // every limit the fast path checks before the general path would fail.
+// TestFastPathFrameOpcodes: protocol 4's FRAME opcodes, which Python
+// writes before any value once 64 KB are pending, and so mostly inside
+// a frames list. A generated snapshot with them decodes as the same one
+// without them, the record path reads as many of its entries (a FRAME
+// in a frames list used to send its entry the general way), and every
+// path decodes it the same.
+func TestFastPathFrameOpcodes(t *testing.T) {
+	recordsOf := func(data []byte) (*Snapshot, int, error) {
+		records := 0
+		decodedHook = func(m *pickle.Machine) { records = m.Records() }
+		defer func() { decodedHook = nil }()
+		s, err := DecodePickle(bytes.NewReader(data))
+		return s, records, err
+	}
+	framed := 0
+	for i := range 40 {
+		gen := func(frameOps int) []byte {
+			g := &pgen{r: rand.New(rand.NewPCG(uint64(i), 303)), proto4: true, strs: map[string]int{}, frameOps: frameOps}
+			return g.snapshot(1+3*i, false)
+		}
+		plain, with := gen(0), gen(1)
+		sp, rp, err := recordsOf(plain)
+		if err != nil || bytes.Equal(plain, with) {
+			continue // (a generated snapshot may be refused: its trace need not make sense)
+		}
+		framed++
+		sw, rw, err := recordsOf(with)
+		if err != nil {
+			t.Fatalf("snapshot %d with FRAME opcodes: %v", i, err)
+		}
+		if !reflect.DeepEqual(sw, sp) {
+			t.Fatalf("snapshot %d with FRAME opcodes: %s", i, firstDiff(sw, sp))
+		}
+		if rw != rp {
+			t.Fatalf("snapshot %d: the record path read %d records with FRAME opcodes, %d without", i, rw, rp)
+		}
+		if err := sameDecode(t, fmt.Sprintf("snapshot %d with FRAME opcodes", i), with, DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if framed < 30 {
+		t.Fatalf("only %d of 40 snapshots have FRAME opcodes", framed)
+	}
+}
+
 func TestFastPathGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 300))
 	n := 400

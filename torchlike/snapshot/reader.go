@@ -484,9 +484,13 @@ func (r *snapshotReader) release() {
 func (r *snapshotReader) Pos() traces.Pos { return traces.Pos{File: r.name, Event: r.n - 1} }
 
 // Next counts the events that read returns, for Pos.
-func (r *snapshotReader) Next() (traces.Event, error) {
-	ev, err := r.read()
-	if err == nil {
+//
+// read writes the event in place, into Next's result: returned, an
+// Event (eleven fields, too many for registers) was built on read's
+// stack with narrow stores and copied out with wide loads, which the
+// store buffer cannot forward (a stall for every event).
+func (r *snapshotReader) Next() (ev traces.Event, err error) {
+	if err = r.read(&ev); err == nil {
 		r.n++
 	}
 	return ev, err
@@ -506,19 +510,22 @@ func (r *snapshotReader) time(us int64) int64 {
 	return int64(d) * 1000
 }
 
-func (r *snapshotReader) read() (traces.Event, error) {
+// read writes the next event to the zero *ev, or returns an error and
+// leaves it zero.
+func (r *snapshotReader) read(ev *traces.Event) error {
 	if r.err != nil {
-		return traces.Event{}, r.err
+		return r.err
 	}
 	if r.next < len(r.init) {
 		r.next++
-		return r.init[r.next-1], nil
+		*ev = r.init[r.next-1]
+		return nil
 	}
 	for {
 		i := r.next - len(r.init)
 		if i >= len(r.trace.ents) {
 			r.release()
-			return traces.Event{}, io.EOF
+			return io.EOF
 		}
 		r.next++
 		e := &r.trace.ents[i]
@@ -534,7 +541,8 @@ func (r *snapshotReader) read() (traces.Event, error) {
 			id := r.nextID
 			r.nextID++
 			r.live[sl] = id
-			return traces.Event{Op: traces.OpAlloc, ID: id, Size: e.Size, Stream: e.Stream, Time: r.time(e.TimeUS)}, nil
+			ev.Op, ev.ID, ev.Size, ev.Stream, ev.Time = traces.OpAlloc, id, e.Size, e.Stream, r.time(e.TimeUS)
+			return nil
 		case RoleFree:
 			sl := r.slots[i]
 			id := r.live[sl]
@@ -542,17 +550,19 @@ func (r *snapshotReader) read() (traces.Event, error) {
 				return r.fail(i, fmt.Errorf("%s of %#x, where nothing is live: %w", r.trace.action(i), e.Addr, traces.ErrUnknownID))
 			}
 			r.live[sl] = 0
-			return traces.Event{Op: traces.OpFree, ID: id, Time: r.time(e.TimeUS)}, nil
+			ev.Op, ev.ID, ev.Time = traces.OpFree, id, r.time(e.TimeUS)
+			return nil
 		case RoleNone:
 			switch r.trace.kindOf(i) {
 			case kindOOM, kindSnapshot:
-				return traces.Event{Op: traces.OpMark, Label: r.trace.action(i), Time: r.time(e.TimeUS)}, nil
+				ev.Op, ev.Label, ev.Time = traces.OpMark, r.trace.action(i), r.time(e.TimeUS)
+				return nil
 			}
 		}
 	}
 }
 
-func (r *snapshotReader) fail(entry int, err error) (traces.Event, error) {
+func (r *snapshotReader) fail(entry int, err error) error {
 	r.err = &traces.PosError{File: r.name, Event: entry, Err: err}
-	return traces.Event{}, r.err
+	return r.err
 }

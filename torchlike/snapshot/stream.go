@@ -483,11 +483,18 @@ func (b *builder) openEntry(shape pickle.Shape, off int64) int64 {
 	if k := len(b.entFree); k > 0 {
 		h = b.entFree[k-1]
 		b.entFree = b.entFree[:k-1]
-		b.ents[h] = entRec{off: off}
 	} else {
 		h = int64(len(b.ents))
-		b.ents = append(b.ents, entRec{off: off})
+		if h < int64(cap(b.ents)) {
+			b.ents = b.ents[:h+1]
+		} else {
+			b.ents = append(b.ents, entRec{})
+		}
 	}
+	// Assigned in place: appending the literal built it on the stack
+	// and copied it with wide loads over its narrow stores, which the
+	// store buffer cannot forward (a stall for every entry).
+	b.ents[h] = entRec{off: off}
 	if shape != pickle.ShapeDict {
 		e := &b.ents[h]
 		e.bad = true
@@ -1186,6 +1193,12 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 			}
 			switch want {
 			case nSegment:
+				if r.segs == nil {
+					// Room for a small snapshot's segments at once
+					// (growing from one took four allocations for
+					// five).
+					r.segs = make([]Segment, 0, 8)
+				}
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
 			case nBlock:
