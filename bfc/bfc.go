@@ -410,32 +410,6 @@ func (a *Allocator) Touch(h strategies.Handle) {
 	}
 }
 
-// TouchMalloc implements strategies.MallocToucher: a few events before an
-// allocation of n bytes it asks for the record of the chunk the
-// allocation's best fit would take on the free chunks as they are now
-// (find reads and writes it), changing nothing. With 10^6 live chunks
-// that record is a random one of millions and the allocation waited for
-// it (find's comment). Only the exact-size bins are asked: while the free
-// chunks are few (a sorted array or one small set) their keys are in the
-// cache and the records they name are the few the replay keeps using.
-func (a *Allocator) TouchMalloc(n, _ int64) {
-	f := a.free
-	if f.inFew || f.one != nil || n <= 0 {
-		return
-	}
-	r := RoundedBytes(n)
-	if r < n || r >= bigSize {
-		return
-	}
-	b, ok := f.next(int((r + MinAllocationSize - 1) / MinAllocationSize))
-	if !ok {
-		return
-	}
-	if k, ok := f.small[b].Min(); ok && int(k.B) < len(a.chunks) {
-		prefetch.Line(unsafe.Pointer(&a.chunks[k.B]))
-	}
-}
-
 // Free is DeallocateRaw with coalescing (§2.3): merge the next chunk in,
 // then merge into the previous one.
 func (a *Allocator) Free(hh strategies.Handle) {
@@ -848,7 +822,6 @@ var (
 	_ strategies.Layouter         = (*Allocator)(nil)
 	_ strategies.Defragmenter     = (*Allocator)(nil)
 	_ strategies.Noter            = (*Allocator)(nil)
-	_ strategies.MallocToucher    = (*Allocator)(nil)
 	_ strategies.Toucher          = (*Allocator)(nil)
 	_ strategies.FootprintWatcher = (*Allocator)(nil)
 	_ strategies.AllocatedPeaker  = (*Allocator)(nil)

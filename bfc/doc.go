@@ -56,24 +56,6 @@
 // 10^6 (x-live1k-cpu 1.6-2.2 for tf and jax on a shared machine) is
 // mostly the replay's.
 //
-// An allocation can be touched ahead (strategies.MallocToucher): once the
-// free chunks are in the exact-size bins, TouchMalloc finds the chunk the
-// best fit would take now (the lowest non-empty bin at or above the
-// request, in the bitmap, and that bin's first chunk) and asks for its
-// record, which find reads and writes and which with 10^6 live chunks is
-// a random one of millions. Measured 2026-11-24 on a machine at a load
-// of 5-8 on two cores: the allocator alone at 10^6
-// (BenchmarkLiveTouchMalloc, models touched 0, 1 and 2 event pairs ahead
-// in alternate stretches) 0.92-1.06 of its untouched time, median about
-// 0.98; the whole replay (harness.BenchmarkReplayLivePaired, six
-// interleaved runs) no change (tf 140 and 136 cpu-ns/event at 10^6, jax
-// 126 and 127, p ≥ 0.48). It stays because it costs nothing measurable
-// and asks for no more than the record. Asking in Touch also for the
-// records of a freed chunk's free neighbours, which the free merges,
-// made the allocator alone at 10^6 a sixth slower (81 to 89-102
-// cpu-ns/event, four interleaved runs): the touch then reads the record
-// the touch before asked for, and waits for it.
-//
 // Beyond TSL, the allocator can defragment (Options.Defrag): when a request
 // fails although the free bytes inside its regions would hold it, live
 // chunks are slid to the low end of each region in address order, leaving
@@ -87,6 +69,6 @@
 // Beyond the Allocator contract the allocator declares
 // strategies.Layouter, Defragmenter, Footprinter, Noter, Placer, Tracer
 // (regions taken and given back, chunks a defragmentation moves: the only
-// places that look for a tracer), Toucher and MallocToucher. The package
-// imports strategies, internal/freeset and internal/prefetch only.
+// places that look for a tracer) and Toucher. The package imports
+// strategies, internal/freeset and internal/prefetch only.
 package bfc

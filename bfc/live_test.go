@@ -1,10 +1,6 @@
 package bfc
 
 import (
-	"membench/internal/livetouch"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"membench/internal/livebench"
@@ -20,26 +16,5 @@ func BenchmarkLive(b *testing.B) {
 		d, _ := strategies.ParseDevice("a100-80g")
 		a := New(Options{Limit: d.Capacity / 4 * 3}, strategies.NewMemory(&d))
 		return livebench.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch}
-	})
-}
-
-// BenchmarkLiveTouchMalloc times the allocator with each allocation
-// touched ahead (TouchMalloc) 1 or 2 event pairs before it against the
-// allocator untouched (d0), in one process in alternate stretches
-// (internal/livetouch); TOUCH_DISTS (a comma-separated list) overrides
-// the distances.
-func BenchmarkLiveTouchMalloc(b *testing.B) {
-	dists := []int{0, 1, 2}
-	if e := os.Getenv("TOUCH_DISTS"); e != "" {
-		dists = nil
-		for _, f := range strings.Split(e, ",") {
-			d, _ := strconv.Atoi(f)
-			dists = append(dists, d)
-		}
-	}
-	livetouch.Sizes(b, dists, func() livetouch.Model {
-		d, _ := strategies.ParseDevice("a100-80g")
-		a := New(Options{Limit: d.Capacity / 4 * 3}, strategies.NewMemory(&d))
-		return livetouch.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch, TouchMalloc: a.TouchMalloc}
 	})
 }

@@ -246,7 +246,6 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	*rp = replayer{name: name, r: r, a: a, mem: mem, res: res, opts: opts, ids: rp.ids, buf: rp.buf}
 	rp.layouter, _ = a.(strategies.Layouter)
 	rp.toucher, _ = a.(strategies.Toucher)
-	rp.mallocToucher, _ = a.(strategies.MallocToucher)
 	footprinter, _ := a.(strategies.Footprinter)
 	// A model that keeps its footprint in a variable (FootprintWatcher)
 	// has it read there after each allocation, without a call.
@@ -483,8 +482,6 @@ type replayer struct {
 	temps     int // temps of the launch open
 	liveBytes int64
 	toucher   strategies.Toucher
-	// mallocToucher is a, when it can be read ahead of an allocation.
-	mallocToucher strategies.MallocToucher
 	// keepsPeak: the allocator keeps the peak of Allocated itself
 	// (strategies.AllocatedPeaker), read at the end of the replay.
 	keepsPeak bool
@@ -511,14 +508,8 @@ func (rp *replayer) release() {
 // touchAhead touches what the frees a few events after event k of batch
 // will read first: the slot of the free ahead events on (Tracker.Touch),
 // and the allocator's record of the free half as far on, whose slot the
-// touch before brought in (strategies.Toucher); and what the allocation
-// half as far on will search (strategies.MallocToucher).
+// touch before brought in (strategies.Toucher).
 func (rp *replayer) touchAhead(batch []traces.Event, k int) {
-	if rp.mallocToucher != nil && k+ahead/2 < len(batch) {
-		if ev := &batch[k+ahead/2]; ev.Op == traces.OpAlloc && ev.Kind == traces.KindNone && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
-			rp.mallocToucher.TouchMalloc(ev.Size, ev.Stream)
-		}
-	}
 	if k+ahead < len(batch) && batch[k+ahead].Op == traces.OpFree {
 		rp.ids.Touch(batch[k+ahead].ID)
 	}

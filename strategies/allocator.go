@@ -56,19 +56,6 @@ type Toucher interface {
 	Touch(h Handle)
 }
 
-// MallocToucher is a model whose allocations can be read ahead:
-// TouchMalloc(size, stream) asks for what Malloc(size, stream) would read
-// first on the model as it stands (the leaf of its free structure where
-// the search would end) to be brought into the cache, without waiting for
-// it, and changes nothing. With a large live set that leaf is a cache miss
-// the allocation waits for; the harness touches an allocation a few events
-// before it, so that the miss overlaps the events in between. The events
-// in between may move the answer elsewhere: the touch is then wasted, and
-// the outcome is the same.
-type MallocToucher interface {
-	TouchMalloc(size, stream int64)
-}
-
 // Releaser is a model whose memory can serve the next model built: a
 // sweep builds thousands of models one after another on each worker, and
 // their record arrays were most of the garbage it made, which made the

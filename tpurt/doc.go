@@ -59,10 +59,9 @@
 // otherwise need 6,000 TLB entries, and the model alone costs 0.935 of
 // what it did without (BenchmarkLiveHugePages, median of six). The
 // placement itself, the highest free range that fits, is not asked for
-// ahead although the replay now offers each allocation's size a few
-// events before it (strategies.MallocToucher): the walk to the leaf the
-// placement would end in is the placement's own, and it cost more than
-// the leaf it brought in saved (touchMalloc, BenchmarkLiveTouchMalloc;
+// ahead: given each allocation's size a few events before it, the walk
+// to the leaf the placement would end in is the placement's own, and it
+// cost more than the leaf it brought in saved (tried and removed;
 // package spanset's doc has the figures). At 10^3
 // live buffers none of this costs anything (70.7 and 70.8 ns an event
 // before and after, 12 interleaved runs each); the package spanset's

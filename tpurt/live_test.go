@@ -2,15 +2,12 @@ package tpurt
 
 import (
 	"math/rand/v2"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"membench/internal/hugemem"
 	"membench/internal/livebench"
 	"membench/internal/livepair"
-	"membench/internal/livetouch"
 	"membench/strategies"
 )
 
@@ -86,28 +83,4 @@ func TestHugePagesPlaceAlike(t *testing.T) {
 			t.Fatalf("placement %d: at %d in huge pages, %d without", i, huge[i], small[i])
 		}
 	}
-}
-
-// BenchmarkLiveTouchMalloc times the model with each allocation touched
-// ahead (touchMalloc, the strategies.MallocToucher the model does not
-// offer) 1, 2, 3 or 4 event pairs before it against the model untouched
-// (d0), in one process in alternate stretches (internal/livetouch):
-// cpu-ns/event-d<k> and ratio-d<k>. TOUCH_DISTS (a comma-separated
-// list) overrides the distances. The first model built runs faster
-// than the others whatever it does (the order 0,2 and 2,0 both favour
-// the first by 10-15 %): compare each distance in both orders.
-func BenchmarkLiveTouchMalloc(b *testing.B) {
-	dists := []int{0, 1, 2, 3, 4}
-	if e := os.Getenv("TOUCH_DISTS"); e != "" {
-		dists = nil
-		for _, f := range strings.Split(e, ",") {
-			d, _ := strconv.Atoi(f)
-			dists = append(dists, d)
-		}
-	}
-	livetouch.Sizes(b, dists, func() livetouch.Model {
-		d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
-		a := New(Options{}, strategies.NewMemory(&d))
-		return livetouch.Model{Malloc: a.Malloc, Free: a.Free, Touch: a.Touch, TouchMalloc: a.touchMalloc}
-	})
 }

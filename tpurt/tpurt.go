@@ -310,25 +310,6 @@ func (a *Allocator) Touch(h strategies.Handle) {
 	a.touched = h
 }
 
-// touchMalloc would be strategies.MallocToucher's TouchMalloc: a few
-// events before an allocation of n bytes, ask for the leaf of the free
-// set where its placement (the highest free range that holds the
-// rounded request) would end on the set as it is now
-// (spanset.PrefetchFit), changing nothing. The model does not offer it
-// to the replay: at 10^6 live buffers the walk to that leaf, HighestFit's
-// own descent of four inner levels and about 250 instructions, cost more
-// than the leaf it brought in saved (model alone, BenchmarkLiveTouchMalloc:
-// 13-20 % more CPU time an event touched 2 event pairs ahead than not
-// touched; whole replay: 5 of 6 interleaved runs slower; package doc).
-// It stays, unexported, so that the benchmark can repeat that
-// measurement.
-func (a *Allocator) touchMalloc(n, _ int64) {
-	if n <= 0 || !a.started || a.free.Len() < touchSpans {
-		return
-	}
-	a.free.PrefetchFit(a.Round(n))
-}
-
 // touchSpans is the free ranges from which Touch asks for the leaf of a
 // buffer's free: a smaller free set is in the cache.
 const touchSpans = 1 << 12

@@ -727,31 +727,6 @@ func (s *Set) Replace(old, new freeset.Key) {
 	s.Insert(new)
 }
 
-// TouchLowerBound is LowerBound for a look-ahead (strategies.MallocToucher):
-// it changes nothing (not even the tree's finger) and reads only what is
-// cached. When the classes answer a best fit, it returns the key found, for
-// the caller to ask for what it will read of the block (its record); when
-// the search would go to the tree, it asks for the tree's leaf to be
-// brought into the cache (freeset.Set.Touch) and returns false, as reading
-// the key would wait for that leaf.
-//
-// It asks for nothing of the class found: asking also for a spilled
-// class's head leaf (which the removal of its lowest key reads) and for
-// the leaf where a split's remainder would go made no difference to the
-// harness's cost at 10^6 live blocks and cost the model alone a fifth more
-// (the classes' trees, about 1 MB, are mostly cached).
-func (s *Set) TouchLowerBound(k freeset.Key) (freeset.Key, bool) {
-	if k.Stream == s.stream && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran && s.odd == 0 {
-		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
-			return s.first(c), true
-		}
-	}
-	if s.tree.Len() > 0 {
-		s.tree.Touch(k)
-	}
-	return freeset.Key{}, false
-}
-
 // Items returns the keys in order: for the rare whole-pool passes
 // (empty_cache, garbage collection), which mutate the set as they go.
 func (s *Set) Items() []freeset.Key {

@@ -1,11 +1,5 @@
 package freeset
 
-import (
-	"unsafe"
-
-	"membench/internal/prefetch"
-)
-
 // Key orders free blocks as PyTorch's BlockComparatorSize does
 // (allocator-spec §1.3): stream, then size, then address, streams and
 // addresses compared as unsigned pointers; BFC, which has no streams, uses
@@ -190,26 +184,6 @@ func (s *Set) descend(k Key, insert bool) (lf int32, pos int, ok bool) {
 }
 
 func (s *Set) Len() int { return s.n }
-
-// Touch asks for the leaf where k is or would go to be brought into the
-// cache (internal/prefetch), without waiting for it, and changes nothing
-// (not even the finger): a model's look-ahead, for a search or an
-// insertion a few events on, at 10^6 live blocks where that leaf is a
-// cache miss. The inner nodes on the way are read, as they are few and
-// cached; the leaf's lines are all asked for, as where a search in it
-// will look is not known without reading it.
-func (s *Set) Touch(k Key) {
-	node := s.root
-	for l := 0; l < s.height; l++ {
-		in := &s.inners[node]
-		i := s.lowerIn(in.max[:in.n], k)
-		if i == int(in.n) {
-			i--
-		}
-		node = in.child[i]
-	}
-	prefetch.Lines(unsafe.Pointer(&s.leaves[node]), unsafe.Sizeof(leaf{}))
-}
 
 // LowerBound is the first key not less than k. A set of one leaf, a
 // small pool, is scanned here without descend's call (every allocation

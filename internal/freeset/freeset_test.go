@@ -3,7 +3,6 @@ package freeset
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -333,37 +332,5 @@ func TestTreeGrowsAndDrains(t *testing.T) {
 	}
 	if s.height != 0 {
 		t.Errorf("empty set of height %d", s.height)
-	}
-}
-
-// TestTouchChangesNothing checks that Touch, a look-ahead, leaves a set
-// as it was, its finger included, on sets of one leaf and of several
-// levels, for keys in the set, between its keys and above them all.
-func TestTouchChangesNothing(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 5, 40, 3000} {
-		s := New(false)
-		var keys []Key
-		for len(keys) < n {
-			k := Key{Stream: r.Int64N(3), Size: 512 * (1 + r.Int64N(50)), Addr: 512 * r.Int64N(1<<30), B: int32(len(keys))}
-			if !s.Contains(k) {
-				s.Insert(k)
-				keys = append(keys, k)
-			}
-		}
-		if n > 0 {
-			s.LowerBound(keys[r.IntN(n)]) // a finger to keep
-		}
-		before := s.Clone()
-		for range 200 {
-			k := Key{Stream: r.Int64N(4), Size: 512 * r.Int64N(60), Addr: 512 * r.Int64N(1<<30)}
-			if n > 0 && r.IntN(2) == 0 {
-				k = keys[r.IntN(n)]
-			}
-			s.Touch(k)
-		}
-		if !reflect.DeepEqual(before, s.Clone()) {
-			t.Fatalf("%d keys: Touch changed the set", n)
-		}
 	}
 }

@@ -112,31 +112,31 @@
 // the HighestFits that correct them (cachegrind: 10^6 31 fewer
 // instructions an event pair, 10^3 the same; no change in time).
 //
-// The allocation ahead (2026-11-24): the replay now offers a model each
-// allocation's size 4 events before it (strategies.MallocToucher), and
-// PrefetchFit walks HighestFit's way down the inner nodes by the largest
-// sizes to the leaf it would end in and asks for that leaf. It is right
-// often enough (the same leaf as the HighestFit that follows 76 % of the
-// time one event pair ahead, 66 % two, 58 % three, 51 % four, at 10^6
-// live buffers), but it does not pay: the walk is HighestFit's own,
-// about 250 instructions and a mispredicted scan exit at each of four
-// levels, and in the TPU model alone (tpurt.BenchmarkLiveTouchMalloc,
-// package internal/livetouch: models touched 0 to 4 event pairs ahead
-// in alternate stretches, each pair of distances in both orders, since
-// the model built first runs 10-15 % faster whatever it does) every
-// distance cost more than none: 9-23 % more CPU an event at 2 pairs
-// (ten runs), 11-20 % at 1 (four). A walk that stopped above the lowest inner level and
-// only asked for that node cost 9-20 %, the walk without asking for the
-// leaf 9-26 %, and the call alone 1-8 %: the cost is the walk's
-// instructions, and the placement's leaf is rarely the wait (most
-// likely because the fits fall among the leaves of a few regions of the
-// heap, which stay in the cache). In the whole replay (harness.BenchmarkReplayLivePaired, six
-// interleaved runs) the TPU model with it was slower in five. A guess
-// that needs no walk, the leaf of the last fit of a size of the same
-// 4 KiB class, was right 28 % of the time. So tpurt does not offer it;
-// keeping the touch's walk for the placement would save the second
-// walk only when nothing in between moved the answer (two thirds of the
-// time), so it would still cost a third of a walk more than none.
+// The allocation ahead (2026-11-24, tried and removed): with the replay
+// offering each allocation's size 4 events before it, a PrefetchFit
+// walked HighestFit's way down the inner nodes by the largest sizes to
+// the leaf it would end in and asked for that leaf (commits 7f614ee,
+// 89def91; removed with the replay's hook, since no model gained from
+// it). It was right often enough (the same leaf as the HighestFit that
+// followed 76 % of the time one event pair ahead, 66 % two, 58 % three,
+// 51 % four, at 10^6 live buffers), but it did not pay: the walk is
+// HighestFit's own, about 250 instructions and a mispredicted scan exit
+// at each of four levels, and in the TPU model alone (models touched 0
+// to 4 event pairs ahead in alternate stretches, each pair of distances
+// in both orders, since the model built first runs 10-15 % faster
+// whatever it does) every distance cost more than none: 9-23 % more CPU
+// an event at 2 pairs (ten runs), 11-20 % at 1 (four). A walk that
+// stopped above the lowest inner level and only asked for that node cost
+// 9-20 %, the walk without asking for the leaf 9-26 %, and the call alone
+// 1-8 %: the cost is the walk's instructions, and the placement's leaf is
+// rarely the wait (most likely because the fits fall among the leaves of
+// a few regions of the heap, which stay in the cache). In the whole
+// replay (harness.BenchmarkReplayLivePaired, six interleaved runs) the
+// TPU model with it was slower in five. A guess that needs no walk, the
+// leaf of the last fit of a size of the same 4 KiB class, was right 28 %
+// of the time. Keeping the touch's walk for the placement would save the
+// second walk only when nothing in between moved the answer (two thirds
+// of the time), so it would still cost a third of a walk more than none.
 //
 // The scans (2026-11-24): HighestFit's loop over a node's sizes indexed
 // the node's array by a count read from memory, and checked the bound at

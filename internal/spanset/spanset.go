@@ -337,23 +337,6 @@ func (s *Set) Prefetch(x int64) {
 	prefetchLeaf(&s.leaves[node])
 }
 
-// PrefetchFit asks the processor for the leaf that HighestFit(size)
-// would end in on the set as it is now, without waiting for it and
-// without changing anything (not the finger, not the kept paths): for a
-// caller that knows an allocation's size a few events ahead
-// (strategies.MallocToucher). The events in between may move the answer
-// to another leaf: the request is then wasted, and nothing else differs.
-//
-// The TPU model does not use it (package doc: measured at 10^6 live
-// buffers, the walk down the inner nodes costs as much as HighestFit's
-// own, about 250 instructions, and the leaf it brings in saves less);
-// tpurt's BenchmarkLiveTouchMalloc keeps the measurement repeatable.
-func (s *Set) PrefetchFit(size int64) {
-	if lf := s.fitLeaf(size); lf >= 0 {
-		prefetchLeaf(&s.leaves[lf])
-	}
-}
-
 // fitLeaf is the leaf HighestFit(size) ends in, found by the same walk
 // down the largest sizes, without recording the path; -1 when no span
 // of the inner levels' maxima holds size (a leaf that is the root is

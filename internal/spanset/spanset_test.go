@@ -2,7 +2,6 @@ package spanset
 
 import (
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
 	"unsafe"
@@ -598,40 +597,6 @@ func TestLastFit(t *testing.T) {
 	} {
 		if got := lastFit(c.sizes, c.size); got != c.want {
 			t.Errorf("lastFit(%v, %d) = %d, want %d", c.sizes, c.size, got, c.want)
-		}
-	}
-}
-
-// TestPrefetchFitChangesNothing: on random sets of up to 200,000 spans
-// (up to four inner levels), PrefetchFit of random sizes leaves the set
-// exactly as it was, nodes, finger and kept paths included, and the leaf
-// it asks for is the one HighestFit then ends in.
-func TestPrefetchFitChangesNothing(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{1, 40, 3000, 200000} {
-		s := New()
-		for i := range int64(n) {
-			s.Insert(Span{i << 20, 1 + rng.Int64N(1<<19)})
-		}
-		// Some joins and carves, so that the finger and the kept
-		// paths hold something.
-		for range n / 4 {
-			x := rng.Int64N(int64(n)) << 20
-			s.Prefetch(x + 1<<19)
-			s.Carve(1 + rng.Int64N(1<<18))
-		}
-		for k := range 200 {
-			size := 1 + rng.Int64N(1<<19)
-			before := *s
-			leaves, inners := slices.Clone(s.leaves), slices.Clone(s.inners)
-			s.PrefetchFit(size)
-			if !reflect.DeepEqual(*s, before) || !slices.Equal(s.leaves, leaves) || !slices.Equal(s.inners, inners) {
-				t.Fatalf("%d spans, PrefetchFit(%d) #%d changed the set", n, size, k)
-			}
-			lf := s.fitLeaf(size)
-			if _, ok := s.HighestFit(size); ok && (!s.fOK || s.fLeaf != lf) {
-				t.Fatalf("%d spans: PrefetchFit(%d) asks for leaf %d, HighestFit ends in %d", n, size, lf, s.fLeaf)
-			}
 		}
 	}
 }

@@ -275,7 +275,10 @@ func TestUnknownActions(t *testing.T) {
 // TestJSONUnknownKeysSkipped: values under keys the snapshot never reads
 // are skipped token by token, not built: a million unknown objects cost
 // no generic tree (the process stays near 20 MB; the bound below is on
-// bytes allocated, which counts encoding/json's garbage per token).
+// bytes allocated, which counts encoding/json's garbage per token). The
+// time bound is looser than the hostile inputs' 2 s: this input is 9 MB of
+// real work, which took 0.6 s on the idle 2-core machine and up to 2 s
+// when four other sessions benchmarked beside it.
 func TestJSONUnknownKeysSkipped(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString(`{"segments": [], "junk": [`)
@@ -285,7 +288,7 @@ func TestJSONUnknownKeysSkipped(t *testing.T) {
 	b.WriteString(`0], "device_traces": [[{"action": "alloc", "addr": 1048576, "size": 512, "stream": 0, "frames": [{"filename": "a.py", "line": 1, "name": "f"}], "extra": {"x": [1, 2]}}]]}`)
 	var snap *Snapshot
 	var err error
-	fuzzbound.Within(2*time.Second, 384<<20).Check(t, func() { snap, err = DecodeJSON(bytes.NewReader(b.Bytes())) })
+	fuzzbound.Within(4*time.Second, 384<<20).Check(t, func() { snap, err = DecodeJSON(bytes.NewReader(b.Bytes())) })
 	if err != nil {
 		t.Fatal(err)
 	}
