@@ -2,6 +2,7 @@ package tpurt
 
 import (
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"testing"
 
@@ -44,8 +45,10 @@ func BenchmarkLiveHugePages(b *testing.B) {
 // the free set's nodes sit in huge pages (internal/hugemem), the model
 // places every buffer where it does with ordinary arrays.
 func TestHugePagesPlaceAlike(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10^6 live buffers, twice")
+	// A campaign of 10^6 live buffers, twice (2.5 s): .ci/run runs it
+	// (README, Tests).
+	if os.Getenv("MEMBENCH_LONG") == "" {
+		t.Skip("10^6 live buffers, twice: runs with MEMBENCH_LONG=1")
 	}
 	place := func(off bool) []int64 {
 		hugemem.Off = off

@@ -696,7 +696,12 @@ func TestFastPathFrameOpcodes(t *testing.T) {
 
 func TestFastPathGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 300))
-	n := 400
+	// A campaign: 100 pickles by default, 400 with MEMBENCH_LONG=1
+	// (README, Tests).
+	n := 100
+	if os.Getenv("MEMBENCH_LONG") != "" {
+		n = 400
+	}
 	if testing.Short() {
 		n = 60
 	}
@@ -815,7 +820,12 @@ func TestFastPathSharedMutated(t *testing.T) {
 		t.Skip("../shared/traces is absent: the real snapshots are not compared (generated ones are, in TestFastPathGenerated)")
 	}
 	r := rand.New(rand.NewPCG(11, 301))
-	per := 60
+	// A campaign: 15 mutants of each snapshot by default, 60 with
+	// MEMBENCH_LONG=1 (README, Tests).
+	per := 15
+	if os.Getenv("MEMBENCH_LONG") != "" {
+		per = 60
+	}
 	if testing.Short() {
 		per = 10
 	}
