@@ -209,20 +209,8 @@ func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key)
 		if g, want := s.Contains(k), ref.Contains(k); g != want {
 			return fmt.Errorf("Contains(%v) %v, reference %v", k, g, want)
 		}
-		for _, op := range []struct {
-			name string
-			got  func(freeset.Key) (freeset.Key, bool)
-			want func(freeset.Key) (freeset.Key, bool)
-		}{
-			{"LowerBound", s.LowerBound, ref.LowerBound},
-			{"After", s.After, ref.After},
-			{"Before", s.Before, ref.Before},
-		} {
-			g, gok := op.got(k)
-			x, xok := op.want(k)
-			if gok != xok || (gok && g != x) {
-				return fmt.Errorf("%s(%v) = %v %v, reference %v %v", op.name, k, g, gok, x, xok)
-			}
+		if err := searchesAgree(s, ref, k); err != nil {
+			return err
 		}
 	}
 	g, gok := s.Min()
@@ -234,6 +222,25 @@ func agree(r *rand.Rand, w workload, s *Set, ref *freeset.Set, in []freeset.Key)
 	x, xok = ref.Max()
 	if gok != xok || g != x {
 		return fmt.Errorf("Max %v, reference %v", g, x)
+	}
+	return nil
+}
+
+// searchesAgree compares the set's searches from k with the reference's.
+func searchesAgree(s *Set, ref *freeset.Set, k freeset.Key) error {
+	for _, op := range []struct {
+		name      string
+		got, want func(freeset.Key) (freeset.Key, bool)
+	}{
+		{"LowerBound", s.LowerBound, ref.LowerBound},
+		{"After", s.After, ref.After},
+		{"Before", s.Before, ref.Before},
+	} {
+		g, gok := op.got(k)
+		x, xok := op.want(k)
+		if gok != xok || (gok && g != x) {
+			return fmt.Errorf("%s(%v) = %v %v, reference %v %v", op.name, k, g, gok, x, xok)
+		}
 	}
 	return nil
 }
@@ -394,19 +401,8 @@ func TestDeepClasses(t *testing.T) {
 				k = in[r.IntN(len(in))]
 				k.Addr += Gran * (r.Int64N(3) - 1)
 			}
-			for _, op := range []struct {
-				name      string
-				got, want func(freeset.Key) (freeset.Key, bool)
-			}{
-				{"LowerBound", s.LowerBound, ref.LowerBound},
-				{"After", s.After, ref.After},
-				{"Before", s.Before, ref.Before},
-			} {
-				g, gok := op.got(k)
-				x, xok := op.want(k)
-				if gok != xok || (gok && g != x) {
-					t.Fatalf("step %d: %s(%v) = %v %v, reference %v %v", step, op.name, k, g, gok, x, xok)
-				}
+			if err := searchesAgree(s, ref, k); err != nil {
+				t.Fatalf("step %d: %v", step, err)
 			}
 			if g, want := s.Contains(k), ref.Contains(k); g != want {
 				t.Fatalf("step %d: Contains(%v) %v, reference %v", step, k, g, want)
