@@ -759,7 +759,7 @@ func getArg(buf []byte, j int) (uint, int) {
 // bytes, read in place as readText does) at buf[j], and a PUT after it.
 // A string whose node is NodeSkip (skip) is kept only when a PUT follows,
 // as pushStr decides; a kept one is interned (or kept whole when long,
-// or, skipped, as strSkipped keeps it) and counts as text.
+// or, skipped, as strSkippedIndex keeps it) and counts as text.
 func (d *Machine) fastString(buf []byte, j int, v *Val, skip bool) (int, bool) {
 	var n uint64
 	k := j + 2

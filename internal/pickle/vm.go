@@ -607,11 +607,11 @@ func (d *Machine) pushStr(b []byte, node Node) error {
 
 // pushKept pushes a string the machine keeps: one the schema skips but a
 // PUT keeps (skip) outside the intern table when it is long enough
-// (strSkipped), any other interned (str).
+// (strSkippedIndex), any other interned (str).
 func (d *Machine) pushKept(b []byte, skip bool) error {
 	if skip {
-		if v, ok := d.strSkipped(b); ok {
-			return d.push(v)
+		if i, ok := d.strSkippedIndex(b); ok {
+			return d.push(d.strVal(i))
 		}
 	}
 	return d.push(d.str(b))
@@ -628,27 +628,23 @@ func (d *Machine) tag(b []byte) uint8 {
 // str returns a string value of b: interned when short (repeated keys
 // and actions then cost no allocation), else in the object table.
 func (d *Machine) str(b []byte) Val {
-	if v, ok := d.strKept(b); ok {
-		return v
+	if i, ok := d.strKeptIndex(b); ok {
+		return d.strVal(i)
 	}
 	return Val{Kind: KindStr, N: ^d.newObj(d.keep(b)), Tag: d.tag(b)}
 }
 
-// strKept is str for the strings that need no slot in the object table:
-// all but the short ones met once the intern table is full (false). The
-// fast path uses it: it never touches the object table, whose sweep
-// would not see the values it holds.
-func (d *Machine) strKept(b []byte) (Val, bool) {
-	i, ok := d.strKeptIndex(b)
-	if !ok {
-		return Val{}, false
-	}
-	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
+// strVal is the string value of index i of the string table.
+func (d *Machine) strVal(i int) Val {
+	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
 }
 
-// strKeptIndex is strKept's string index: the string is the KindStr of
-// that index and its tag (d.stags). The fast path takes the index, not
-// the Val (see setVal).
+// strKeptIndex is str for the strings that need no slot in the object
+// table: all but the short ones met once the intern table is full
+// (false). It returns the string's index in the string table (strVal
+// makes the value; the fast path takes the index, see setVal). The fast
+// path uses it: it never touches the object table, whose sweep would not
+// see the values it holds.
 func (d *Machine) strKeptIndex(b []byte) (int, bool) {
 	if len(b) > internMax {
 		return d.longStrIndex(d.keep(b)), true
@@ -675,7 +671,7 @@ func (d *Machine) strKeptIndex(b []byte) (int, bool) {
 }
 
 // scacheSlot is the slot of b in the direct-mapped cache of strings
-// (Machine.scache) that strKept and strSkipped share.
+// (Machine.scache) that strKeptIndex and strSkippedIndex share.
 func scacheSlot(b []byte) uint {
 	h := uint(len(b))
 	if len(b) > 0 {
@@ -684,13 +680,13 @@ func scacheSlot(b []byte) uint {
 	return h & 255
 }
 
-// skipInternMin is the shortest string strSkipped keeps without the
+// skipInternMin is the shortest string strSkippedIndex keeps without the
 // intern table: at that length the string's slot in strs (17 bytes)
 // costs no more than the text MaxText counts for it, so that MaxText
-// bounds the slots as it does longStr's.
+// bounds the slots as it does longStrIndex's.
 const skipInternMin = 16
 
-// strSkipped is str for a string the schema skips but a PUT keeps (a
+// strSkippedIndex is str for a string the schema skips but a PUT keeps (a
 // stack frame's function or file name, which only a later GET can use):
 // a snapshot's frames are hundreds of such strings, most of them met
 // once, and only a Tagger's tag of them is ever read, so they skip the
@@ -700,17 +696,8 @@ const skipInternMin = 16
 // value sees an ordinary KindStr. Short ones are interned as before
 // (false: the caller runs str), since a slot would cost more than their
 // text. Both paths, general and fast, keep such strings here, so the
-// intern table fills the same way in each.
-func (d *Machine) strSkipped(b []byte) (Val, bool) {
-	i, ok := d.strSkippedIndex(b)
-	if !ok {
-		return Val{}, false
-	}
-	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}, true
-}
-
-// strSkippedIndex is strSkipped's string index, as strKeptIndex is
-// strKept's.
+// intern table fills the same way in each. It returns the string's
+// index in the string table, as strKeptIndex does.
 func (d *Machine) strSkippedIndex(b []byte) (int, bool) {
 	if len(b) < skipInternMin {
 		return 0, false
@@ -748,8 +735,8 @@ func (d *Machine) Recycle() {
 	d.blocks, d.arena = d.blocks[:0], nil
 	if len(d.intern) <= internCap {
 		// The intern map is bounded; the string tables are kept when
-		// they are of a common size (strSkipped and longStr add to them
-		// without bound but MaxText's).
+		// they are of a common size (strSkippedIndex and longStrIndex
+		// add to them without bound but MaxText's).
 		clear(d.intern)
 		strs, stags := d.strs, d.stags
 		if cap(strs) > recycleStrs {
@@ -806,15 +793,9 @@ func (d *Machine) keep(b []byte) string {
 	return unsafe.String(&d.arena[k], len(b))
 }
 
-// longStr is a string value for s, longer than internMax: kept in strs
-// without interning (it costs more text than its slot, so MaxText bounds
-// the slots too).
-func (d *Machine) longStr(s string) Val {
-	i := d.longStrIndex(s)
-	return Val{Kind: KindStr, N: int64(i), Tag: d.stags[i]}
-}
-
-// longStrIndex is longStr's string index.
+// longStrIndex keeps s, longer than internMax, in strs without interning
+// (it costs more text than its slot, so MaxText bounds the slots too) and
+// returns its index there.
 func (d *Machine) longStrIndex(s string) int {
 	t := d.tag(unsafe.Slice(unsafe.StringData(s), len(s)))
 	d.strs = append(d.strs, s)
@@ -992,7 +973,7 @@ func (d *Machine) readText(n uint64, kind Kind) error {
 		return d.push(Val{Kind: KindBytes, N: d.newObj(append([]byte{}, b...))})
 	case kind == KindStr:
 		// b is this string's own buffer, never written again: no copy.
-		return d.push(d.longStr(unsafe.String(&b[0], len(b))))
+		return d.push(d.strVal(d.longStrIndex(unsafe.String(&b[0], len(b)))))
 	}
 	return d.push(Val{Kind: KindBytes, N: d.newObj(b)})
 }
