@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"membench/internal/cpuclock"
+	"membench/internal/livebench"
 	"membench/strategies"
 	"membench/traces"
 )
@@ -119,12 +120,7 @@ type liveStep struct {
 
 const steadyChunk = 1 << 16
 
-func (t *liveTrace) size() int64 {
-	if t.rng.IntN(100) == 0 {
-		return (1 + t.rng.Int64N(2<<20)) + 1<<20
-	}
-	return 512 + t.rng.Int64N(48<<10-512)
-}
+func (t *liveTrace) size() int64 { return livebench.Size(t.rng) }
 
 // refill generates the next chunk of steady events.
 func (t *liveTrace) refill() {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"membench/internal/livebench"
 	"membench/internal/spanset"
 	"membench/strategies"
 )
@@ -25,12 +26,7 @@ func BenchmarkStaircase(b *testing.B) {
 	a := New(Options{}, strategies.NewMemory(&d))
 	const live = 1000000
 	rng := rand.New(rand.NewPCG(15, live))
-	size := func() int64 {
-		if rng.IntN(100) == 0 {
-			return (1 + rng.Int64N(2<<20)) + 1<<20
-		}
-		return 512 + rng.Int64N(48<<10-512)
-	}
+	size := func() int64 { return livebench.Size(rng) }
 	hs := make([]strategies.Handle, live)
 	for i := range hs {
 		hs[i], _ = a.Malloc(size(), 0)

@@ -22,12 +22,7 @@ import (
 // prefetching as the replay does.
 func Run(b *testing.B, live int, malloc func(n, stream int64) (strategies.Handle, bool), free, touch func(strategies.Handle)) {
 	rng := rand.New(rand.NewPCG(15, uint64(live)))
-	size := func() int64 {
-		if rng.IntN(100) == 0 {
-			return (1 + rng.Int64N(2<<20)) + 1<<20
-		}
-		return 512 + rng.Int64N(48<<10-512)
-	}
+	size := func() int64 { return Size(rng) }
 	hs := make([]strategies.Handle, live)
 	for i := range hs {
 		hs[i], _ = malloc(size(), 0)
@@ -61,6 +56,18 @@ func Run(b *testing.B, live int, malloc func(n, stream int64) (strategies.Handle
 		hs[v] = h
 	}
 	b.ReportMetric(float64((cpuclock.Now()-cpu).Nanoseconds())/float64(2*steps), "cpu-ns/event")
+}
+
+// Size draws a request of the workload from rng: 99 % small (512 B to
+// 48 KiB) and 1 % large (1 to 3 MiB). Every benchmark on this workload
+// (harness.BenchmarkReplayLive and BenchmarkReplayLivePaired, Run,
+// package livepair, tpurt's staircase) draws its sizes here, so that
+// they all measure the same allocations.
+func Size(rng *rand.Rand) int64 {
+	if rng.IntN(100) == 0 {
+		return (1 + rng.Int64N(2<<20)) + 1<<20
+	}
+	return 512 + rng.Int64N(48<<10-512)
 }
 
 // Model is an allocator model's three calls that the benchmark makes.

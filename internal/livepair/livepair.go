@@ -52,12 +52,7 @@ func Run(b *testing.B, live int, names [2]string, use func(k int), newModel func
 		use(k)
 		s.m = newModel(k)
 		s.rng = rand.New(rand.NewPCG(15, uint64(live)))
-		size := func() int64 {
-			if s.rng.IntN(100) == 0 {
-				return (1 + s.rng.Int64N(2<<20)) + 1<<20
-			}
-			return 512 + s.rng.Int64N(48<<10-512)
-		}
+		size := func() int64 { return livebench.Size(s.rng) }
 		s.hs = make([]strategies.Handle, live)
 		for i := range s.hs {
 			var ok bool
