@@ -637,10 +637,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 	if cn != none && !freeMapped(&arena[cn]) {
 		cn = none
 	}
-	pl := &a.large
-	if small {
-		pl = &a.small
-	}
+	pl := a.poolOf(b)
 	b.gcBase = pl.getFreeBlocksCallCount
 	var nMerged int64
 	switch {

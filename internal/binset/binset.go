@@ -654,20 +654,13 @@ func (s *Set) Remove(k freeset.Key) {
 		}
 	case m < 0:
 		t := &s.trees[-m-1]
-		if cl.addr == k.Addr && cl.b == k.B {
-			// The class's lowest key, a best fit's: first in the
-			// head leaf, which it leaves without a descent unless
-			// it is the leaf's last key (the leaf goes, and the
-			// maxima above it change).
-			if lp := &s.cl[t.head]; lp.n > 1 {
-				n := int(lp.n)
-				copy(lp.addr[:n-1], lp.addr[1:n])
-				copy(lp.b[:n-1], lp.b[1:n])
-				lp.n--
-				t.n--
-				cl.addr, cl.b = lp.addr[0], lp.b[0]
-				break
-			}
+		// The class's lowest key, a best fit's, leaves the head leaf
+		// without a descent (cremoveFirst) unless it is the leaf's
+		// last.
+		if cl.addr == k.Addr && cl.b == k.B && s.cremoveFirst(t) {
+			lp := &s.cl[t.head]
+			cl.addr, cl.b = lp.addr[0], lp.b[0]
+			break
 		}
 		if !s.cremove(t, k.Addr, k.B) {
 			panic("binset: removing a block that is not in its set")

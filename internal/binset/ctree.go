@@ -240,6 +240,28 @@ func cinsertChild(in *cinner, i int, m int64, c int32) {
 	in.n++
 }
 
+// shiftOut removes the leaf's key at pos, moving the later ones down.
+func (lp *cleaf) shiftOut(pos int) {
+	n := int(lp.n)
+	copy(lp.addr[pos:n-1], lp.addr[pos+1:n])
+	copy(lp.b[pos:n-1], lp.b[pos+1:n])
+	lp.n--
+}
+
+// cremoveFirst deletes tree t's lowest key when its head leaf keeps
+// another, without a descent (a best fit takes a class's lowest key), and
+// reports whether it did; otherwise the leaf would go and the maxima
+// above it change, which is cremove's work.
+func (s *Set) cremoveFirst(t *ctree) bool {
+	lp := &s.cl[t.head]
+	if lp.n < 2 {
+		return false
+	}
+	lp.shiftOut(0)
+	t.n--
+	return true
+}
+
 // cremove deletes (a, b) from tree t, and reports whether it was there.
 // The tree's last key leaves its root an empty leaf (dropTree).
 func (s *Set) cremove(t *ctree, a int64, b int32) bool {
@@ -249,10 +271,7 @@ func (s *Set) cremove(t *ctree, a int64, b int32) bool {
 	}
 	t.n--
 	lp := &s.cl[lf]
-	n := int(lp.n)
-	copy(lp.addr[pos:n-1], lp.addr[pos+1:n])
-	copy(lp.b[pos:n-1], lp.b[pos+1:n])
-	lp.n--
+	lp.shiftOut(pos)
 	if lp.n == 0 {
 		if t.height > 0 {
 			s.cunlink(t, lf)
