@@ -227,6 +227,13 @@
 // short is an error ("truncated gzip stream") with the line where the data
 // ended. WriterOptions.Gzip makes a Writer compress.
 //
+// Cut files. In every line format here (native, memtrace CSV, lifetime
+// tables) a file whose last line has no newline is refused, naming that
+// line: a copy cut short most often stops inside a line that still parses
+// (an allocation whose size or time lost digits), and reading it would
+// replay another trace without a word. Every writer ends its lines, so
+// only a hand-written file needs its newline added.
+//
 // Speed. The reader parses bytes in place in its read buffer: beyond the
 // buffer it allocates nothing per event except the string of a mark label
 // (repeated labels share one string). BenchmarkNativeDecode measures it on

@@ -112,6 +112,10 @@ func OpenInput(name string, r io.Reader) (content *bufio.Reader, close func() er
 
 var errTruncatedGzip = errors.New("truncated gzip stream")
 
+// errNoFinalNewline is the error of a text input whose last line has no
+// newline (lineReader.next says why).
+var errNoFinalNewline = errors.New("the last line has no newline: the file looks cut short (if it is complete, end it with a newline)")
+
 // input is what a reader owns under the content it decodes: the gzip
 // stream, when the content was compressed, and the file Open opened (nil
 // for a caller's io.Reader, which the caller closes).
@@ -217,9 +221,15 @@ func (l *lineReader) failAt(line int, err error) error {
 	return l.err
 }
 
-// next returns the next line without its '\n' (a final line without one is
-// returned as is), io.EOF at the end, or a read error as a *PosError. The
-// error is latched like fail's.
+// next returns the next line without its '\n', io.EOF at the end, or a
+// read error as a *PosError. The error is latched like fail's.
+//
+// A final line without its '\n' is an error (errNoFinalNewline), not a
+// line: every writer of these formats ends each line with one, and a file
+// cut short (a copy that stopped, a disk that filled) most often ends in
+// the middle of a line that still parses — an allocation with its size or
+// time shortened — so accepting it would replay a different trace without
+// a word. A hand-written file needs only its newline added.
 func (l *lineReader) next() ([]byte, error) {
 	if l.err != nil {
 		return nil, l.err
@@ -249,8 +259,7 @@ func (l *lineReader) next() ([]byte, error) {
 			l.err = io.EOF
 			return nil, io.EOF
 		}
-		l.line++
-		return line, nil
+		return nil, l.failAt(l.line+1, errNoFinalNewline)
 	}
 	switch {
 	case err == io.ErrUnexpectedEOF && l.gz != nil:

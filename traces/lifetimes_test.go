@@ -179,6 +179,8 @@ func TestLifetimeErrors(t *testing.T) {
 		{"sim size 0", "0 1 0\n", "t:1: bad size: size 0", ErrBadSize},
 		{"sim free before alloc", "3 2 1\n", "t:1: empty lifetime: upper 2 <= lower 3", nil},
 		{"sim hex", "0 1 0x10\n", `t:1: bad size: size "0x10" is not`, ErrBadSize},
+		{"csv cut short", h + "0,1,2,3\n1,1,2,3", "t:3: " + errNoFinalNewline.Error(), errNoFinalNewline},
+		{"sim cut short", "0 1 2\n1 2 3", "t:2: " + errNoFinalNewline.Error(), errNoFinalNewline},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -121,7 +121,7 @@ func TestMemtraceSmall(t *testing.T) {
 		"1500,mark,,,with, commas\n" +
 		"1600,mark,,,\"quo\"\"ted\"\n" +
 		"1700,f,0X10,,\n" +
-		"1800,f,0x20,,"
+		"1800,f,0x20,,\n"
 	r, err := NewMemtraceReader("m.csv", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +186,7 @@ func TestMemtraceErrors(t *testing.T) {
 		{"alloc name", h + "5,a,0x10,8,x\n", `m.csv:2 (event 0): alloc row with a name "x" (only mark rows have one)`, nil},
 		{"free size", h + "5,a,0x10,8,\n6,f,0x10,8,\n", `m.csv:3 (event 1): free row with a size or a name (want t_ns,f,addr,,)`, nil},
 		{"mark addr", h + "5,mark,0x10,,x\n", `m.csv:2 (event 0): mark row with an address or a size (want t_ns,mark,,,name)`, nil},
+		{"cut short", h + "5,a,0x10,8,\n6,a,0x20,81", `m.csv:3 (event 1): ` + errNoFinalNewline.Error(), errNoFinalNewline},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

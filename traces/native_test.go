@@ -140,7 +140,7 @@ func TestNativeCanonicalize(t *testing.T) {
 		"m \"plain\"\n" +
 		"m \"needs quote\"\t@1\n" +
 		"m @5\n" +
-		"# trailing comment without newline"
+		"# trailing comment\n"
 	want := "membench-trace 1\n" +
 		"meta k replaced\n" +
 		"meta k2\n" +
@@ -158,10 +158,37 @@ func TestNativeCanonicalize(t *testing.T) {
 	}
 }
 
+// TestNativeLastLineWithoutNewline: a file whose last line has no newline
+// is refused, naming the line, whatever that line holds: a file cut short
+// most often ends in a line that still parses (here an allocation whose
+// size or time lost digits), so reading it would replay another trace in
+// silence. The same text with its newline reads.
 func TestNativeLastLineWithoutNewline(t *testing.T) {
-	evs, _ := readNative(t, "membench-trace 1\na 1 2\nf 1")
-	if len(evs) != 2 || evs[1].Op != OpFree {
-		t.Errorf("got %+v", evs)
+	for _, tc := range []struct {
+		name, text string
+		line       int
+		event      int
+	}{
+		{"free", "membench-trace 1\na 1 2\nf 1", 3, 1},
+		{"alloc cut in its time", "membench-trace 1\na 1 2 @1000\na 2 8192 @61", 3, 1},
+		{"alloc cut in its size", "membench-trace 1\na 1 2\na 2 81", 3, 1},
+		{"comment", "membench-trace 1\na 1 2\n# a comm", 3, 1},
+		{"header", "membench-trace 1\nmeta k v", 2, -1},
+		{"magic", "membench-trace 1", 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readErr("t", tc.text)
+			want := fmt.Sprintf("t:%d (event %d): %v", tc.line, tc.event, errNoFinalNewline)
+			if tc.event < 0 {
+				want = fmt.Sprintf("t:%d: %v", tc.line, errNoFinalNewline)
+			}
+			if err == nil || err.Error() != want || !errors.Is(err, errNoFinalNewline) {
+				t.Errorf("error %v, want %s", err, want)
+			}
+			if _, err := readErr("t", tc.text+"\n"); err != nil {
+				t.Errorf("with its newline: %v", err)
+			}
+		})
 	}
 }
 
