@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
-	"slices"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,29 +66,72 @@ func decodeBinary(t testing.TB, bin []byte) int {
 	}
 }
 
-// decodeNsPerEvent times decodeBinary on its own for at least 200 ms, for
-// a benchmark run filtered so that the decode sub-benchmark did not run
-// (testing.Benchmark cannot run inside a benchmark: it waits for the
-// running one), and returns its wall-clock and CPU ns/event.
-func decodeNsPerEvent(t testing.TB, bin []byte, events int) (ns, cpu float64) {
-	start, cpu0 := time.Now(), cpuclock.Now()
-	n := 0
-	for time.Since(start) < 200*time.Millisecond {
-		decodeBinary(t, bin)
-		n++
-	}
-	per := float64(n) * float64(events)
-	return float64(time.Since(start).Nanoseconds()) / per, float64((cpuclock.Now() - cpu0).Nanoseconds()) / per
+// pairedTurns times a benchmark iteration's two turns apart, a decode then
+// a replay (BenchmarkReplay): the wall and CPU time of each, and the heap
+// allocations of the replay turns, which testing's own allocs/op would mix
+// with the decode's (about 200 an iteration on gpt-generate, against the
+// replay's 20-30). The counters are read outside the timed turns; a turn
+// of a corpus trace is a millisecond or more.
+type pairedTurns struct {
+	n               int
+	at              time.Time
+	cpuAt           time.Duration
+	decWall, decCPU time.Duration
+	repWall, repCPU time.Duration
+	allocs, bytes   uint64
+	mem             runtime.MemStats
+	allocs0, bytes0 uint64
 }
 
-// medianOf is the median of xs (not empty), which it sorts.
-func medianOf(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
+// decode starts an iteration's decode turn.
+func (p *pairedTurns) decode() {
+	p.at, p.cpuAt = time.Now(), cpuclock.Now()
+}
+
+// replay ends the decode turn and starts the replay turn.
+func (p *pairedTurns) replay() {
+	now, cpu := time.Now(), cpuclock.Now()
+	p.decWall += now.Sub(p.at)
+	p.decCPU += cpu - p.cpuAt
+	p.allocs0, p.bytes0 = p.heapAllocs()
+	p.at, p.cpuAt = time.Now(), cpuclock.Now()
+}
+
+// end ends the replay turn.
+func (p *pairedTurns) end() {
+	now, cpu := time.Now(), cpuclock.Now()
+	p.repWall += now.Sub(p.at)
+	p.repCPU += cpu - p.cpuAt
+	a, by := p.heapAllocs()
+	p.allocs += a - p.allocs0
+	p.bytes += by - p.bytes0
+	p.n++
+}
+
+// heapAllocs returns the objects and bytes the heap has allocated so far.
+// It reads them with runtime.ReadMemStats, as testing does, which flushes
+// every P's cache first: runtime/metrics' counters credit a span's objects
+// when its cache is refilled, which could be in the other turn.
+func (p *pairedTurns) heapAllocs() (objects, bytes uint64) {
+	runtime.ReadMemStats(&p.mem)
+	return p.mem.Mallocs, p.mem.TotalAlloc
+}
+
+// report reports the replay turns' cost per iteration and per event, the
+// paired decode's per event, and their ratios.
+func (p *pairedTurns) report(b *testing.B, events int) {
+	if p.n == 0 {
+		return
 	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	n, per := float64(p.n), float64(p.n)*float64(events)
+	b.ReportMetric(float64(p.repWall.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(p.allocs)/n, "allocs/op")
+	b.ReportMetric(float64(p.bytes)/n, "B/op")
+	b.ReportMetric(float64(p.repWall.Nanoseconds())/per, "ns/event")
+	b.ReportMetric(float64(p.repCPU.Nanoseconds())/per, "cpu-ns/event")
+	b.ReportMetric(float64(p.decCPU.Nanoseconds())/per, "decode-cpu-ns/event")
+	b.ReportMetric(float64(p.repWall)/float64(p.decWall), "x-decode")
+	b.ReportMetric(float64(p.repCPU)/float64(p.decCPU), "x-decode-cpu")
 }
 
 // liveTrace generates the events of BenchmarkReplayLive as a Reader: live
