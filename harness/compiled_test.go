@@ -263,6 +263,39 @@ func TestPlannerOnCompiledTrace(t *testing.T) {
 	}
 }
 
+// TestPlannerThatDoesNotFit: a plan whose arena does not fit on the
+// device cannot run, and its row says so (fit 0, every allocation failed,
+// nothing reserved) while still describing the plan as a plan that fits
+// does: the same arena, the trace's peak live at the same event, and the
+// same placement-frag-%, not a replayed peak live of 0 that read as a
+// plan wasting its whole arena.
+func TestPlannerThatDoesNotFit(t *testing.T) {
+	evs := loadCorpus(t, "gpt-train")
+	run := func(dev string) *Result {
+		t.Helper()
+		d, err := strategies.ParseDevice(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Replay("gpt-train", &traces.SliceReader{Events: evs}, "planner", d, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	fits, not := run("a100-80g"), run("a100-40g:capacity=600MiB")
+	if !fits.Fit() || not.Fit() || not.FirstOOMEvent() != 0 || not.PeakReserved != 0 {
+		t.Fatalf("fit %v and %v, first OOM %d, reserved %d: want a plan that fits on a100-80g and none on 600 MiB",
+			fits.Fit(), not.Fit(), not.FirstOOMEvent(), not.PeakReserved)
+	}
+	if not.PeakLive != fits.PeakLive || not.PeakLiveEvent != fits.PeakLiveEvent || not.PeakFootprint != fits.PeakFootprint ||
+		not.PlacementFragPct() != fits.PlacementFragPct() || not.PeakLive == 0 {
+		t.Errorf("plan that does not fit: peak live %d at %d, arena %d, placement-frag %.3f%%; "+
+			"the plan that fits: %d at %d, %d, %.3f%%", not.PeakLive, not.PeakLiveEvent, not.PeakFootprint, not.PlacementFragPct(),
+			fits.PeakLive, fits.PeakLiveEvent, fits.PeakFootprint, fits.PlacementFragPct())
+	}
+}
+
 // TestJaxCallsPerCompiledStep counts the allocator calls jax makes in
 // each step of gpt-train compiled by traces compile: the launch's
 // non-donated outputs and its one temp, about 2 + outputs (allocator-spec

@@ -228,10 +228,11 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		opts.Samples = DefaultOptions.Samples
 	}
 	off, offline := a.(strategies.Offline)
+	var plan planPeak
 	if offline {
 		// An offline plan is made with the whole trace in view (foresee).
 		var err error
-		if r, err = foresee(name, r, off); err != nil {
+		if r, plan, err = foresee(name, r, off); err != nil {
 			return &Result{Trace: name, Device: a.Memory().Dev.Label(), Strategy: label}, err
 		}
 	}
@@ -307,6 +308,9 @@ events:
 		// that the miss overlaps the events in between. A small live
 		// set is in the cache, and the touches would be wasted work.
 		touch := rp.ids.Live() >= touchLive
+		if touch {
+			rp.touchFirst(batch)
+		}
 		for k := range batch {
 			ev := &batch[k]
 			if touch {
@@ -423,6 +427,10 @@ events:
 		return res, stop
 	}
 	res.Events = i
+	if offline && !res.Fit() {
+		// The plan's peak live, not the replay's 0 (planPeak).
+		res.PeakLive, res.PeakLiveEvent = plan.live, plan.event
+	}
 	if opts.Check && opts.CheckEvery > 1 {
 		if err := a.Check(); err != nil {
 			return res, rp.fail(i-1, fmt.Errorf("invariant broken at the end: %w", err))
@@ -516,6 +524,19 @@ func (rp *replayer) touchAhead(batch []traces.Event, k int) {
 	if rp.toucher != nil && k+ahead/2 < len(batch) && batch[k+ahead/2].Op == traces.OpFree {
 		if e, ok := rp.ids.Peek(batch[k+ahead/2].ID); ok && e.h >= 0 {
 			rp.toucher.Touch(e.h)
+		}
+	}
+}
+
+// touchFirst touches the slots of the frees among a batch's first ahead
+// events, which touchAhead, seeing one batch at a time, cannot reach from
+// the batch before: at once, so that their misses overlap one another
+// where they would otherwise come one after another (a few frees in every
+// batch of replayBatch events).
+func (rp *replayer) touchFirst(batch []traces.Event) {
+	for k := range min(ahead, len(batch)) {
+		if batch[k].Op == traces.OpFree {
+			rp.ids.Touch(batch[k].ID)
 		}
 	}
 }

@@ -62,7 +62,9 @@ func ParsePlannerConfig(sp strategies.Spec) (PlannerConfig, error) {
 //   - peak-footprint-B: the plan's heap (Footprinter), the memory a
 //     planned layout of this trace needs;
 //   - fit: whether that arena fits on the device; when it does not, the
-//     plan cannot run and every allocation fails;
+//     plan cannot run and every allocation fails, and the row still
+//     describes the plan: its arena, the trace's peak live and the
+//     placement-frag-% between them (the harness's planPeak);
 //   - placement-frag-%: the plan's own waste over peak live, which the
 //     allocators' placement-frag-% can be read against.
 //
