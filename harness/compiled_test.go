@@ -381,3 +381,57 @@ func (l *launchReader) Next() (traces.Event, error) {
 	}
 	return e, err
 }
+
+// TestPlannerLayoutIsThePlan: the report's layouts of a plan (LayoutAt)
+// are the plan of the whole trace at the chosen event, the arena its
+// replay reports, holding the live bytes of that moment; and a plan whose
+// arena does not fit, which never ran, has no layout. Planned on the
+// prefix up to the event instead, a layout at event 0 was a one-buffer
+// arena that fit, shown for a plan that did not.
+func TestPlannerLayoutIsThePlan(t *testing.T) {
+	evs := loadCorpus(t, "gpt-train")
+	dev := device(t, "a100-80g")
+	res, err := Replay("gpt-train", &traces.SliceReader{Events: evs}, "planner", dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Fit() || res.PeakLiveEvent <= 0 {
+		t.Fatalf("fit %v, peak live at %d: want a plan that fits, its peak after event 0", res.Fit(), res.PeakLiveEvent)
+	}
+	for _, ev := range []int64{0, res.PeakLiveEvent / 2, res.PeakLiveEvent} {
+		l, err := LayoutAt("gpt-train", &traces.SliceReader{Events: evs}, "planner", dev, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) != 1 || l[0].Size != res.PeakFootprint {
+			t.Errorf("event %d: %d segments, the first of %d bytes; want the plan's arena of %d", ev, len(l), segSize(l), res.PeakFootprint)
+			continue
+		}
+		var held int64
+		for _, b := range l[0].Blocks {
+			if b.State == strategies.BlockAllocated {
+				held += b.Size
+			}
+		}
+		if ev == res.PeakLiveEvent && held != res.PeakLive {
+			t.Errorf("at peak live (event %d) the plan holds %d bytes, want %d", ev, held, res.PeakLive)
+		}
+	}
+	small := device(t, "a100-40g:capacity=600MiB")
+	for _, ev := range []int64{0, res.PeakLiveEvent} {
+		l, err := LayoutAt("gpt-train", &traces.SliceReader{Events: evs}, "planner", small, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) != 0 {
+			t.Errorf("a plan that does not fit on %s, at event %d: %d segments, the first of %d bytes; want none", small.Label(), ev, len(l), segSize(l))
+		}
+	}
+}
+
+func segSize(l []strategies.Segment) int64 {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[0].Size
+}

@@ -13,7 +13,10 @@ import (
 // which is the same moment for every strategy, or its PeakFootprintEvent.
 // (Options.KeepLayout gives the layout at peak reserved, which for a
 // preallocating allocator is its first event.) It costs a replay of that prefix. A model that does not
-// declare strategies.Layouter has no layout to give: nil.
+// declare strategies.Layouter has no layout to give: nil. An offline
+// plan (strategies.Offline) is made on the whole of r, as Replay makes it,
+// and shown at event: a plan whose arena does not fit never ran and has
+// no layout.
 func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, event int64) ([]strategies.Segment, error) {
 	mem := strategies.NewMemory(&dev)
 	a, sp, err := NewAllocator(spec, mem)
@@ -24,8 +27,21 @@ func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, 
 	if !ok {
 		return nil, nil
 	}
+	var replayed strategies.Allocator = a
+	if off, ok := a.(strategies.Offline); ok {
+		// A plan is made with the whole trace in view: planned on the
+		// prefix alone it would be another plan (of a one-event trace
+		// at event 0, an arena of that one buffer, which fits where the
+		// whole plan does not). So it is made on the whole trace here,
+		// and the prefix replayed through the plan without making it
+		// again (unplanned hides Offline from ReplayWith).
+		if r, _, err = foresee(name, r, off); err != nil {
+			return nil, err
+		}
+		replayed = unplanned{a}
+	}
 	pr := &prefixReader{Reader: r, left: event + 1}
-	if _, err := ReplayWith(name, pr, a, sp.String(), Options{Samples: 1}); err != nil {
+	if _, err := ReplayWith(name, pr, replayed, sp.String(), Options{Samples: 1}); err != nil {
 		return nil, err
 	}
 	var l []strategies.Segment
@@ -47,6 +63,11 @@ func LayoutAtJob(j Job, event int64) ([]strategies.Segment, error) {
 	defer r.Close()
 	return LayoutAt(j.Source.Name, r, j.Spec, j.Device, event)
 }
+
+// unplanned is an offline model whose plan LayoutAt has made already: it
+// shows ReplayWith only the strategies.Allocator, so that the replay does
+// not plan again on the prefix it is given.
+type unplanned struct{ strategies.Allocator }
 
 // prefixReader ends a trace after its first left events.
 type prefixReader struct {
