@@ -113,8 +113,12 @@ func OpenInput(name string, r io.Reader) (content *bufio.Reader, close func() er
 var errTruncatedGzip = errors.New("truncated gzip stream")
 
 // errNoFinalNewline is the error of a text input whose last line has no
-// newline (lineReader.next says why).
-var errNoFinalNewline = errors.New("the last line has no newline: the file looks cut short (if it is complete, end it with a newline)")
+// newline (lineReader.next says why). It names both ways on: a recording
+// that stopped part-way (a process killed, a disk that filled) replays
+// what it holds once the cut line is deleted, and only a file known to be
+// complete should have its newline added, which would make the cut line
+// parse.
+var errNoFinalNewline = errors.New("the last line has no newline: the file looks cut short (delete that line to replay the rest; if the file is complete, end it with a newline)")
 
 // input is what a reader owns under the content it decodes: the gzip
 // stream, when the content was compressed, and the file Open opened (nil
