@@ -308,3 +308,27 @@ func pageOf(t *testing.T, results string) *page {
 	}
 	return p
 }
+
+// TestOfflineBoundThatDoesNotFit: a plan whose arena does not fit never
+// ran, so its verdict row shows the plan (its arena and placement-frag-%)
+// but no peak reserved or frag-%: the failed replay's 0 B and 0 % would
+// read as a plan that wastes nothing beside allocators that reserved
+// memory. The allocator that did not fit keeps its own dashes.
+func TestOfflineBoundThatDoesNotFit(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g/strategy=torch 1 0 fit 4232 first-oom-event 629145600 peak-footprint-B 1.59 placement-frag-% 619163680 peak-live-B 629145600 peak-reserved-B 1.59 frag-%
+BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 0 fit 0 first-oom-event 687288324 peak-footprint-B 0.15 placement-frag-% 686272540 peak-live-B 0 peak-reserved-B 0 frag-%
+`
+	p := pageOf(t, results)
+	v := p.Verdicts[0]
+	if len(v.Rows) != 2 || v.Rows[1].Strategy != "planner" {
+		t.Fatalf("verdict rows %+v", v.Rows)
+	}
+	torch, plan := v.Rows[0], v.Rows[1]
+	if !plan.Bound || plan.Failed || !strings.Contains(plan.Fit, "does not fit") || plan.Reserved != "–" || plan.Frag != "–" ||
+		plan.PlacementFrag != "0.15 %" || plan.Footprint == "–" {
+		t.Errorf("plan that does not fit: %+v", plan)
+	}
+	if !torch.Failed || torch.Frag != "–" || torch.PlacementFrag != "–" {
+		t.Errorf("torch that did not fit: %+v", torch)
+	}
+}

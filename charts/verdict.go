@@ -99,6 +99,13 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 			// Its figures are what it managed before it ran out.
 			r.Footprint, r.PlacementFrag, r.Frag = "("+r.Footprint+")", "–", "–"
 		}
+		if r.Bound && o.failed() {
+			// A plan that does not fit never ran: it reserved nothing,
+			// and a frag-% of 0 over nothing would read as a plan that
+			// wastes nothing beside allocators that reserved memory. Its
+			// arena and placement-frag-% still describe the plan.
+			r.Reserved, r.Frag = "–", "–"
+		}
 		if !r.Bound && o.known && o.fit && r.footprint > 0 && (least < 0 || r.footprint < least) {
 			least = r.footprint
 		}
