@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"membench/harness"
+	"membench/internal/benchtab"
 	"membench/internal/fuzzbound"
 	"membench/strategies"
 	"membench/traces"
@@ -459,6 +460,15 @@ func TestReadResults(t *testing.T) {
 		if _, err := ReadResults(strings.NewReader(c.in), "nan.txt"); err == nil || err.Error() != c.want {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
+	}
+	// A file cut short in its last line is refused at that line: cut in
+	// a unit's name, the row read with a unit that is not there.
+	cut := "BenchmarkReplay/trace=a/device=b/strategy=tf 1 5 peak-live-B 7 modeled-alloc-sec\nBenchmarkReplay/trace=a/device=b/strategy=torch 1 5 peak-live-B 7 modeled-al"
+	if _, err := ReadResults(strings.NewReader(cut), "cut.txt"); err == nil || err.Error() != "cut.txt:2: "+benchtab.ErrCutShort.Error() {
+		t.Errorf("cut short: error %v", err)
+	}
+	if _, err := ReadResults(strings.NewReader(cut+"\n"), "cut.txt"); err != nil {
+		t.Errorf("with its newline: %v", err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"golang.org/x/perf/benchfmt"
+
+	"membench/internal/benchtab"
 )
 
 // ReadResults reads benchmark results in the Go benchmark format
@@ -15,7 +17,8 @@ import (
 // and /strategy= name parts place it in the report. A syntax error is
 // returned with its file and line.
 func ReadResults(r io.Reader, name string) ([]Measurement, error) {
-	br := benchfmt.NewReader(r, name)
+	end := benchtab.NewEndCheck(r)
+	br := benchfmt.NewReader(end, name)
 	var out []Measurement
 	for br.Scan() {
 		switch rec := br.Result().(type) {
@@ -65,6 +68,9 @@ func ReadResults(r io.Reader, name string) ([]Measurement, error) {
 	}
 	if err := br.Err(); err != nil {
 		return out, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := end.Err(name); err != nil {
+		return out, err
 	}
 	if len(out) == 0 {
 		// benchfmt skips lines it does not recognise, so a file of

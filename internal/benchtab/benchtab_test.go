@@ -484,3 +484,38 @@ func TestCompareHelpers(t *testing.T) {
 		t.Errorf("geomean(2, 0) = %v, want NaN", g)
 	}
 }
+
+// TestCompareCutShort: a results file whose last line has no newline is
+// refused, naming its file and that line, wherever the cut fell: inside a
+// unit's name (which benchfmt read as another unit) or between two
+// metrics (which dropped the rest of the row), both of which read without
+// an error before; inside a value, where benchfmt's own "missing units"
+// comes with it. With its newline a line that parses reads, and so does an
+// empty file's nothing.
+func TestCompareCutShort(t *testing.T) {
+	const row = "BenchmarkReplay/trace=t/strategy=a 1 10 ns/op 120 peak-live-B 130 modeled-alloc-sec\n"
+	for _, c := range []struct {
+		name, text string
+		parses     bool // whether the line with its newline reads
+	}{
+		{"in a unit", row + row[:len(row)-9], true},
+		{"between metrics", row + row[:len(row)-23], true},
+		{"alone", row[:len(row)-1], true},
+		{"in a value", row + row[:len(row)-20], false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lines := strings.Count(c.text, "\n") + 1
+			_, err := Read([]Input{{Name: "r.txt", R: strings.NewReader(c.text)}}, DefaultOptions)
+			want := fmt.Sprintf("r.txt:%d: %v", lines, ErrCutShort)
+			if err == nil || !errors.Is(err, ErrCutShort) || !strings.Contains(err.Error(), want) || c.parses && err.Error() != want {
+				t.Errorf("error %v, want %s", err, want)
+			}
+			if _, err := Read([]Input{{Name: "r.txt", R: strings.NewReader(c.text + "\n")}}, DefaultOptions); c.parses && err != nil {
+				t.Errorf("with its newline: %v", err)
+			}
+		})
+	}
+	if err := NewEndCheck(strings.NewReader("")).Err("e"); err != nil {
+		t.Errorf("empty input: %v", err)
+	}
+}

@@ -34,6 +34,11 @@
 //   - read.go: Read and ReadFiles feed a Builder from benchfmt inputs with
 //     benchstat's file rules (label=path, path#0 for a repeated path, "-"
 //     for stdin).
+//   - cut.go: EndCheck refuses an input whose last line has no newline
+//     (ErrCutShort, with its file and line), for Read and for the report's
+//     charts.ReadResults: benchfmt reads a result line cut short as it
+//     stands, its last metrics gone or a cut unit name read as another
+//     unit, the silent loss the trace readers refuse too (issue 11).
 //   - table.go: the Tables, Table, Row, Cell, Delta and Geomean a Build
 //     returns, with the figures every renderer shares: the ± range, the
 //     delta, each row's centres scaled to one prefix (benchunit: SI, or

@@ -80,7 +80,8 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 	var rd benchfmt.Reader
 	var bad []error
 	for _, in := range inputs {
-		rd.Reset(in.R, in.Name, ".file", in.Label)
+		end := NewEndCheck(in.R)
+		rd.Reset(end, in.Name, ".file", in.Label)
 		for rd.Scan() {
 			switch rec := rd.Result().(type) {
 			case *benchfmt.SyntaxError:
@@ -99,6 +100,9 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 		}
 		if err := rd.Err(); err != nil {
 			return nil, err
+		}
+		if err := end.Err(in.Name); err != nil {
+			bad = append(bad, err)
 		}
 	}
 	if len(bad) > 0 {
