@@ -308,7 +308,7 @@ events:
 		// that the miss overlaps the events in between. A small live
 		// set is in the cache, and the touches would be wasted work.
 		touch := rp.ids.Live() >= touchLive
-		if touch {
+		if touch && batched {
 			rp.touchFirst(batch)
 		}
 		for k := range batch {
