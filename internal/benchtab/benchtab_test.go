@@ -519,3 +519,35 @@ func TestCompareCutShort(t *testing.T) {
 		t.Errorf("empty input: %v", err)
 	}
 }
+
+// TestCompareUnfitWarning: a result whose fit is 0 is named in a warning
+// whenever a table compares it, whatever the filter keeps (here not the
+// fit unit itself), and a file of runs that all fit gives none: a run cut
+// short by failed allocations reserves less and would read as better.
+func TestCompareUnfitWarning(t *testing.T) {
+	const in = "Unit fit assume=exact better=higher\n" +
+		"Unit peak-reserved-B assume=exact better=lower\n" +
+		"BenchmarkReplay/trace=t/strategy=jax 1 1 fit 900 peak-reserved-B\n" +
+		"BenchmarkReplay/trace=t/strategy=torch 1 0 fit 600 peak-reserved-B\n" +
+		"BenchmarkReplay/trace=u/strategy=torch 1 1 fit 700 peak-reserved-B\n"
+	read := func(text, filter string) *Tables {
+		t.Helper()
+		opts := DefaultOptions
+		opts.Col, opts.Filter = "/strategy", filter
+		c, err := Read([]Input{{Label: "r.txt", Name: "r.txt", R: strings.NewReader(text)}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, filter := range []string{"*", ".unit:peak-reserved-B", "/trace:t"} {
+		c := read(in, filter)
+		if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "1 of the results compared did not fit") ||
+			!strings.Contains(c.Warnings[0], "BenchmarkReplay/trace=t/strategy=torch (r.txt)") {
+			t.Errorf("filter %s: warnings %q", filter, c.Warnings)
+		}
+	}
+	if c := read(in, "/trace:u"); len(c.Warnings) != 0 {
+		t.Errorf("only runs that fit compared: warnings %q", c.Warnings)
+	}
+}

@@ -70,6 +70,26 @@ type Builder struct {
 	units    benchfmt.UnitMetadataMap
 	nResults int
 	warnings []string
+	// unfit names the results compared whose fit metric was 0 (notFit).
+	unfit []string
+}
+
+// FitUnit is the unit of membench's fit metric: 1 when every allocation
+// of the replay succeeded, 0 when some failed.
+const FitUnit = "fit"
+
+// notFit reports whether res carries a fit metric of 0: a replay cut
+// short by failed allocations, whose other figures (peak reserved, frag,
+// device calls) describe less of the trace than a run that fit, and so
+// read as better beside it. Build warns about every such result that a
+// table compares, since benchstat's tables cannot say it.
+func notFit(res *benchfmt.Result) bool {
+	for _, v := range res.Values {
+		if v.Unit == FitUnit && v.Value == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // tableAcc and cellAcc accumulate one table key's results.
@@ -132,11 +152,19 @@ func NewBuilder(opts Options) (*Builder, error) {
 // result may be reused once Add returns, as benchfmt.Reader reuses it.
 func (b *Builder) Add(res *benchfmt.Result) {
 	b.nResults++
+	unfit := notFit(res) // before the filter, which may drop the fit value
 	if ok, err := b.filter.Apply(res); !ok {
 		if err != nil {
 			b.warnings = append(b.warnings, err.Error())
 		}
 		return
+	}
+	if unfit && len(res.Values) > 0 {
+		name := "Benchmark" + string(res.Name)
+		if f := res.GetConfig(".file"); f != "" {
+			name += " (" + f + ")"
+		}
+		b.unfit = append(b.unfit, name)
 	}
 	tableKeys := b.tableBy.ProjectValues(res)
 	ck := cellKey{b.rowBy.Project(res), b.colBy.Project(res)}
@@ -199,6 +227,16 @@ func (b *Builder) Build() (*Tables, error) {
 		}
 		slices.Sort(files)
 		out.Warnings = append(out.Warnings, fmt.Sprintf("some cells pool results from several input files (%s): keep .file in -col, -row or -table, or pass -ignore .file", strings.Join(files, ", ")))
+	}
+	if n := len(b.unfit); n > 0 {
+		const shown = 5
+		names := strings.Join(b.unfit[:min(n, shown)], ", ")
+		if n > shown {
+			names += fmt.Sprintf(" and %d more", n-shown)
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of the results compared did not fit (fit 0): %s; "+
+			"their figures describe a replay cut short by failed allocations and can read as better than a run that fit: "+
+			"compare them by fit and first-oom-event first", n, names))
 	}
 	return out, nil
 }
