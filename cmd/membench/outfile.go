@@ -14,10 +14,18 @@ import (
 // failed command leaves no partial output and never truncates an existing
 // file first. createOutput also refuses a destination that is one of the
 // command's inputs: no command may overwrite what it reads.
+//
+// A destination that is not a regular file (a device such as /dev/null, a
+// named pipe, a terminal, /dev/stdout) is written in place: renaming over
+// it would replace the device with a regular file (as root, --out
+// /dev/full became one), and a stream has nothing to keep whole. A
+// symbolic link is followed: its target gets the output and the link
+// stays a link.
 type outFile struct {
 	*os.File
-	path string
-	done bool
+	path   string
+	direct bool // written in place: a device, pipe or socket
+	done   bool
 }
 
 // createOutput opens a temporary file for path, after checking that path
@@ -26,6 +34,26 @@ type outFile struct {
 func createOutput(path string, inputs []string) (*outFile, error) {
 	if err := notAnInput(path, inputs); err != nil {
 		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, fmt.Errorf("output %s is a directory", path)
+		}
+		// Opened by its name, which follows links as a shell's > does:
+		// /dev/stdout's target is a /proc link to a pipe that no path
+		// names.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", path, err)
+		}
+		return &outFile{File: f, path: path, direct: true}, nil
+	}
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: a symbolic link whose target cannot be resolved: %w", path, err)
+		}
+		path = target
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -77,7 +105,9 @@ func abortOutputs() {
 	defer openOutputs.Unlock()
 	for o := range openOutputs.m {
 		o.File.Close()
-		os.Remove(o.File.Name())
+		if !o.direct {
+			os.Remove(o.File.Name())
+		}
 	}
 }
 
@@ -118,6 +148,12 @@ func (o *outFile) Commit() error {
 	o.done = true
 	defer o.forget()
 	err := o.File.Close()
+	if o.direct {
+		if err != nil {
+			return fmt.Errorf("output %s: %w", o.path, err)
+		}
+		return nil
+	}
 	if err == nil {
 		err = os.Rename(o.File.Name(), o.path)
 	}
@@ -136,5 +172,7 @@ func (o *outFile) Abort() {
 	o.done = true
 	defer o.forget()
 	o.File.Close()
-	os.Remove(o.File.Name())
+	if !o.direct {
+		os.Remove(o.File.Name())
+	}
 }
