@@ -88,7 +88,7 @@ func output(c *cli.Context) (w io.Writer, format string, commit func() error, ab
 	w, commit, abort = c.App.Writer, func() error { return nil }, func() {}
 	toTerminal := isTerminal(w)
 	if p := c.String("out"); p != "" {
-		f, err := createOutput(p, c.StringSlice("trace"))
+		f, err := createOutput(c, p, c.StringSlice("trace"))
 		if err != nil {
 			return nil, "", nil, nil, err
 		}

@@ -62,7 +62,7 @@ func exportCommand() *cli.Command {
 			}
 			defer src.Close()
 			// Refused before the replay: the output may not be the input.
-			out, err := createOutput(c.String("out"), []string{one["trace"]})
+			out, err := createOutput(c, c.String("out"), []string{one["trace"]})
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}

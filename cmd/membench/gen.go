@@ -51,7 +51,7 @@ func genCommand() *cli.Command {
 			var w io.Writer = c.App.Writer
 			var f *outFile
 			if p := c.String("out"); p != "" {
-				if f, err = createOutput(p, nil); err != nil {
+				if f, err = createOutput(c, p, nil); err != nil {
 					return err
 				}
 				defer f.Abort()

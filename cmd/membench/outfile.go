@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/urfave/cli/v2"
 )
 
 // outFile is an output file written safely: into a temporary file in the
@@ -21,17 +24,31 @@ import (
 // /dev/full became one), and a stream has nothing to keep whole. A
 // symbolic link is followed: its target gets the output and the link
 // stays a link.
+//
+// "-" is standard output (the command's writer), as "-" is standard input
+// for --trace: `traces convert IN -` wrote a file named "-".
+//
+// The file is a field, not embedded: an embedded *os.File would lend its
+// WriteString and ReadFrom to io.WriteString and io.Copy, which would
+// then write past Write (to a nil file, for "-").
 type outFile struct {
-	*os.File
+	file   *os.File  // nil for "-"
+	w      io.Writer // what Write writes to: file, or the command's writer
 	path   string
-	direct bool // written in place: a device, pipe or socket
+	direct bool // written in place: a device, pipe or socket, or "-"
 	done   bool
 }
+
+// Write writes to the output.
+func (o *outFile) Write(p []byte) (int, error) { return o.w.Write(p) }
 
 // createOutput opens a temporary file for path, after checking that path
 // is none of inputs (the same file by identity, so a link or another
 // spelling of an input is caught too).
-func createOutput(path string, inputs []string) (*outFile, error) {
+func createOutput(c *cli.Context, path string, inputs []string) (*outFile, error) {
+	if path == "-" {
+		return &outFile{w: c.App.Writer, path: path, direct: true}, nil
+	}
 	if err := notAnInput(path, inputs); err != nil {
 		return nil, err
 	}
@@ -46,7 +63,7 @@ func createOutput(path string, inputs []string) (*outFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
-		return &outFile{File: f, path: path, direct: true}, nil
+		return &outFile{file: f, w: f, path: path, direct: true}, nil
 	}
 	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(path)
@@ -85,7 +102,7 @@ func createOutput(path string, inputs []string) (*outFile, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
-	o := &outFile{File: f, path: path}
+	o := &outFile{file: f, w: f, path: path}
 	openOutputs.Lock()
 	openOutputs.m[o] = true
 	openOutputs.Unlock()
@@ -104,9 +121,9 @@ func abortOutputs() {
 	openOutputs.Lock()
 	defer openOutputs.Unlock()
 	for o := range openOutputs.m {
-		o.File.Close()
+		o.file.Close()
 		if !o.direct {
-			os.Remove(o.File.Name())
+			os.Remove(o.file.Name())
 		}
 	}
 }
@@ -147,7 +164,10 @@ func (o *outFile) Commit() error {
 	}
 	o.done = true
 	defer o.forget()
-	err := o.File.Close()
+	if o.file == nil {
+		return nil // standard output: the command's writer stays open
+	}
+	err := o.file.Close()
 	if o.direct {
 		if err != nil {
 			return fmt.Errorf("output %s: %w", o.path, err)
@@ -155,10 +175,10 @@ func (o *outFile) Commit() error {
 		return nil
 	}
 	if err == nil {
-		err = os.Rename(o.File.Name(), o.path)
+		err = os.Rename(o.file.Name(), o.path)
 	}
 	if err != nil {
-		os.Remove(o.File.Name())
+		os.Remove(o.file.Name())
 		return fmt.Errorf("output %s: %w", o.path, err)
 	}
 	return nil
@@ -171,8 +191,11 @@ func (o *outFile) Abort() {
 	}
 	o.done = true
 	defer o.forget()
-	o.File.Close()
+	if o.file == nil {
+		return
+	}
+	o.file.Close()
 	if !o.direct {
-		os.Remove(o.File.Name())
+		os.Remove(o.file.Name())
 	}
 }

@@ -133,3 +133,31 @@ func TestReadOnlyOutput(t *testing.T) {
 		t.Errorf("output in a read-only directory: %v", err)
 	}
 }
+
+// TestOutputDash: "-" as an output is standard output, as "-" is standard
+// input for --trace; `traces convert IN -` wrote a file named "-".
+func TestOutputDash(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"traces", "convert", "gpt-train", "-"}, "membench-trace 1\n"},
+		{[]string{"traces", "compile", "gpt-train", "-"}, "membench-trace 2\n"},
+		{[]string{"run", "--trace", "gpt-train", "--strategy", "torch", "--out", "-"}, "BenchmarkReplay/trace=gpt-train"},
+		{[]string{"report", "--trace", "gpt-train", "--strategy", "torch", "--out", "-"}, "<!DOCTYPE html>"},
+	} {
+		out, _, err := runCLI(t, c.args...)
+		if err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %v, output %.80q", c.args, err, out)
+		}
+		if _, err := os.Stat("-"); err == nil {
+			t.Fatalf("%v wrote a file named -", c.args)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func reportCommand() *cli.Command {
 			// The output is checked (not an input) and opened before any
 			// replay; it replaces the destination only when all succeeded.
 			out := c.String("out")
-			f, err := createOutput(out, append(c.StringSlice("trace"), c.StringSlice("results")...))
+			f, err := createOutput(c, out, append(c.StringSlice("trace"), c.StringSlice("results")...))
 			if err != nil {
 				return err
 			}
@@ -193,7 +193,7 @@ func reportColocate(c *cli.Context) error {
 	}
 	defer closeAll()
 	out := c.String("out")
-	f, err := createOutput(out, inputs)
+	f, err := createOutput(c, out, inputs)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func tracesCommand() *cli.Command {
 						return err
 					}
 					defer r.Close()
-					f, err := createOutput(out, []string{in})
+					f, err := createOutput(c, out, []string{in})
 					if err != nil {
 						return err
 					}
@@ -219,7 +219,7 @@ func compileCommand() *cli.Command {
 				return err
 			}
 			// Refuse to overwrite the input before reading it.
-			f, err := createOutput(out, []string{in})
+			f, err := createOutput(c, out, []string{in})
 			if err != nil {
 				return err
 			}
