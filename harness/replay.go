@@ -343,6 +343,13 @@ events:
 				default:
 					rp.freeSpecial(e)
 				}
+				if !perEvent && i < tlEnd {
+					// A free lowers the live bytes and never raises the
+					// reserved ones, so the peaks and the open bucket's
+					// maxima stand (TestFreeKeepsPeaks).
+					i++
+					continue
+				}
 			} else {
 				if ev.Kind == traces.KindNone && ev.Op == traces.OpAlloc && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
 					res.Allocs++

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -458,5 +459,38 @@ func TestLiveEntry(t *testing.T) {
 	}
 	if s, a := unsafe.Sizeof(liveEntry{}), unsafe.Alignof(liveEntry{}); s != 12 || a != 4 {
 		t.Errorf("liveEntry is %d bytes aligned to %d, want 12 aligned to 4", s, a)
+	}
+}
+
+// TestFreeKeepsPeaks: the replay loop takes a plain free's shortcut
+// (no peak or timeline update: a free never raises the live or reserved
+// bytes) unless it checks every event. Replaying each corpus trace under
+// every model both ways, with Check (its checker run once, at the end)
+// taking the general path on every event, must give the same peaks and
+// the same timeline.
+func TestFreeKeepsPeaks(t *testing.T) {
+	for _, name := range corpus.Names() {
+		evs := loadCorpus(t, name)
+		if len(evs) > 200000 {
+			continue // the long generated traces add time, not cases
+		}
+		for _, sd := range speedSpecs {
+			dev := device(t, sd.dev)
+			run := func(opts Options) *Result {
+				t.Helper()
+				res, err := Replay(name, &traces.SliceReader{Events: evs}, sd.spec, dev, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			fast, full := run(Options{}), run(Options{Check: true, CheckEvery: int64(len(evs)) + 1})
+			if fast.PeakReserved != full.PeakReserved || fast.PeakLive != full.PeakLive || fast.PeakLiveEvent != full.PeakLiveEvent ||
+				fast.PeakFootprint != full.PeakFootprint || !reflect.DeepEqual(fast.Timeline, full.Timeline) {
+				t.Errorf("%s, %s on %s: the free's shortcut changed the peaks or the timeline: reserved %d vs %d, live %d@%d vs %d@%d, %d vs %d samples",
+					name, sd.spec, sd.dev, fast.PeakReserved, full.PeakReserved, fast.PeakLive, fast.PeakLiveEvent, full.PeakLive, full.PeakLiveEvent,
+					len(fast.Timeline), len(full.Timeline))
+			}
+		}
 	}
 }
