@@ -117,3 +117,60 @@ func BenchmarkFastBatch(b *testing.B) {
 		})
 	}
 }
+
+// nodeBuilder is a Builder whose Child names each (container node, key)
+// pair by a different node, so that a wrong parent or key shows.
+type nodeBuilder struct{}
+
+func (nodeBuilder) Child(c *Val, key *Val) Node {
+	n := Node(10 + 4*int(c.Node))
+	switch {
+	case key == nil:
+	case key.Kind == KindStr:
+		n += 1 + Node(key.N%2)
+	default:
+		n += 3
+	}
+	return n
+}
+func (nodeBuilder) Open(Node, Shape, int64) (int64, error) { return 0, nil }
+func (nodeBuilder) SetItems(*Val, []Val) error             { return nil }
+func (nodeBuilder) Append(*Val, []Val) error               { return nil }
+func (nodeBuilder) Drop(*Val)                              {}
+func (nodeBuilder) Describe(Node) string                   { return "node" }
+func (nodeBuilder) Shape(Node) Shape                       { return ShapeNone }
+
+// TestNextNode compares nextNode, the node fastDict gives the dict that
+// follows a record it built, with newNode's on random stacks and marks
+// whose top is such a record: below a list, a dict (as its value or in
+// a key's place), a skipped or generic container, a scalar, a nested
+// MARK or none.
+func TestNextNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []Val{
+		{Kind: KindNode, Shape: ShapeList, Node: 1},
+		{Kind: KindNode, Shape: ShapeDict, Node: 2},
+		{Kind: KindNode, Shape: ShapeSet, Node: 3},
+		{Kind: KindSkipped, Shape: ShapeList},
+		{Kind: KindSkipped, Shape: ShapeDict},
+		{Kind: KindValue, Shape: ShapeList},
+		{Kind: KindValue, Shape: ShapeDict},
+		{Kind: KindStr, N: 0},
+		{Kind: KindStr, N: 1},
+		{Kind: KindInt, N: 7},
+	}
+	for range 20000 {
+		d := NewMachine(bytes.NewReader(nil), nodeBuilder{}, 5, DefaultLimits)
+		for range rng.IntN(6) {
+			if rng.IntN(3) == 0 {
+				d.marks = append(d.marks, len(d.stack))
+			} else {
+				d.stack = append(d.stack, vals[rng.IntN(len(vals))])
+			}
+		}
+		d.stack = append(d.stack, Val{Kind: KindNode, Shape: ShapeDict, Node: Node(4 + rng.IntN(2))})
+		if got, want := d.nextNode(), d.newNode(ShapeDict); got != want {
+			t.Fatalf("stack %+v marks %v: nextNode %d, newNode %d", d.stack, d.marks, got, want)
+		}
+	}
+}

@@ -86,6 +86,11 @@ const (
 // that must know it ran.
 func (d *Machine) Records() int { return d.nrec }
 
+// Chained is the number of dicts fastDict went on to from the one
+// before without returning to the dispatch, for tests that must know
+// it ran.
+func (d *Machine) Chained() int { return d.nnext }
+
 // slotTable is a machine's Slot plus one of each string index, by index.
 type slotTable [slotTableMax]uint8
 

@@ -339,6 +339,7 @@ type Machine struct {
 	slots  *slotTable          // the Slot plus one of each string index met as a key of rnode (record.go)
 	slotHi int                 // one past the highest index set in slots
 	nrec   int                 // records read by the record path (Records)
+	nnext  int                 // dicts fastDict went on to without the dispatch (tests)
 	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
 	tslabN int                 // the length of the last such array
