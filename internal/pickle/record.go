@@ -139,7 +139,9 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 		var kk *Val
 		var ks Slot
 		kend := 0
-		if d.slots != nil {
+		// (At the SETITEMS, the usual end after the frames, there is
+		// nothing for it to read.)
+		if d.slots != nil && j < len(buf) && buf[j] != OpSetItems {
 			jr, n, t, kv, kslot, ke := fieldRun(buf, j, memo, d.slots, rec)
 			j, np, tag = jr, np+n, tag|t
 			kk, ks, kend = kv, kslot, ke
@@ -324,7 +326,10 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 		// the key (k, its known slot s, and kend, where it ends) is
 		// handed to fastFields, which would read it again.
 		s := Slot(slots[k.N] - 1)
-		at := s & slotIndex
+		// The field's place, below RecordSlots for the int and str
+		// fields that use it (slotOf): masked so, it needs no bounds
+		// check.
+		at := s & (RecordSlots - 1)
 		kend := int(uintptr(q) - uintptr(p))
 		switch s & slotKind {
 		case SlotInt:
