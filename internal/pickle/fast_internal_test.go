@@ -174,3 +174,56 @@ func TestNextNode(t *testing.T) {
 		}
 	}
 }
+
+// TestRecycleObjs checks that Recycle hands the next machine its object
+// table empty and holding nothing (the decoded values are the caller's),
+// and that a decode on the recycled table gives the same values.
+func TestRecycleObjs(t *testing.T) {
+	// (1, [2, 3], {"a": (4, 5)}, "x"*100): objects in the table.
+	p := []byte{0x80, 2, OpMark, OpBinInt1, 1, OpEmptyList, OpMark, OpBinInt1, 2, OpBinInt1, 3, OpAppends}
+	p = append(p, OpEmptyDict, OpShortBinUnicode, 1, 'a', OpBinInt1, 4, OpBinInt1, 5, OpTuple2, OpSetItem)
+	p = append(p, OpBinUnicode, 100, 0, 0, 0)
+	p = append(p, bytes.Repeat([]byte("x"), 100)...)
+	p = append(p, OpTuple, OpStop)
+	want, err := DecodeLimits(bytes.NewReader(p), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for range 20 {
+		d := NewMachine(bytes.NewReader(p), nil, NodeValue, DefaultLimits)
+		root, err := d.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Any(&root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eq(got, want) {
+			t.Fatalf("decoded on a recycled table: %#v, want %#v", got, want)
+		}
+		d.Recycle()
+		// The pool is per processor: the tables just put back are
+		// usually, not always, what the next Get returns.
+		tt, ok := textPool.Get().(*textTables)
+		if !ok {
+			continue
+		}
+		if len(tt.objs) != 0 {
+			t.Fatalf("recycled object table of %d objects", len(tt.objs))
+		}
+		for i, x := range tt.objs[:cap(tt.objs)] {
+			if x != nil {
+				t.Fatalf("recycled object table holds %#v at %d", x, i)
+			}
+		}
+		if cap(tt.objs) > 0 {
+			found++
+		}
+		textPool.Put(tt)
+	}
+	if found == 0 {
+		t.Fatal("no object table came back from Recycle")
+	}
+}

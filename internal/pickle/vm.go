@@ -373,7 +373,7 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 		d.stack = make([]Val, 0, 64)
 	}
 	if t, ok := textPool.Get().(*textTables); ok {
-		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
+		d.intern, d.strs, d.stags, d.blocks, d.objs = t.intern, t.strs, t.stags, t.blocks, t.objs
 	} else {
 		d.intern = make(map[string]int32)
 		d.strs = make([]string, 0, 64)
@@ -744,7 +744,16 @@ func (d *Machine) Recycle() {
 			strs, stags = nil, nil
 		}
 		clear(strs)
-		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks})
+		// The object table too, emptied (the values it held are the
+		// caller's): a snapshot's segments add a pool id pair each,
+		// and growing the table from nothing took nine allocations
+		// for the 140 of ctx128.
+		objs := d.objs
+		if cap(objs) > recycleObjs {
+			objs = nil
+		}
+		clear(objs)
+		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks, objs: objs[:0]})
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
 	*d = Machine{}
@@ -762,12 +771,16 @@ var machinePool sync.Pool // *Machine
 // machine (1 MiB of string headers).
 const recycleStrs = 1 << 16
 
+// recycleObjs is the largest object table Recycle keeps (64 KiB).
+const recycleObjs = 1 << 12
+
 // textTables are the string tables of a recycled machine.
 type textTables struct {
 	intern map[string]int32
 	strs   []string
 	stags  []uint8
 	blocks []*[arenaChunk]byte
+	objs   []any // empty
 }
 
 var textPool sync.Pool

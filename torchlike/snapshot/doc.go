@@ -121,12 +121,12 @@
 // values and formatted (decodeSettings); the rest are one or two each
 // for the builder, the Snapshot, the Layout and its blocks, the
 // reader, its Meta and the warm-start events. The import buffers take
-// seven of those off (81 an import): what is left besides the
-// settings' generic values (Machine.Any's boxes, 21; their dicts,
-// tuples and formatting, about 25) is a few small structs each
-// (builder, Snapshot, reader, recon, address index, Meta and its
-// strings, action counts) and the segments' pool id pairs, decoded as
-// generic tuples.
+// seven of those off and the machine's recycled object table four more
+// (77 an import): what is left besides the settings' generic values
+// (Machine.Any's boxes, 21; their dicts, tuples and formatting, about
+// 25) is a few small structs each (builder, Snapshot, reader, recon,
+// address index, Meta and its strings, action counts) and the
+// segments' pool id pairs, decoded as generic tuples.
 //
 // The machine decides where a new container will be stored from the
 // stack (a dict's pending key sits above its MARK); a pickle built in an
