@@ -87,12 +87,69 @@ func (d *Machine) fastDict() (bool, error) {
 	if d.n-d.i < fastWindow && d.rerr == nil {
 		d.fill(fastWindow)
 	}
+	next := false
+	for {
+		ok, err := d.fastDictAt(next)
+		if !ok || err != nil {
+			return ok, err
+		}
+		// The next record of the batch, without the dispatch: run's
+		// and fastDict's work for the EMPTY_DICT at d.i, when neither
+		// would read (a full window) and run would call fastDict (the
+		// stack below its limit). The dict's node is newNode's, read
+		// from the batch parent alone (nextNode). If this one goes the
+		// general way, run's step sees what it would have: the opcode
+		// read and its offset set.
+		if d.n-d.i <= fastWindow || d.buf[d.i] != OpEmptyDict || len(d.stack)+len(d.marks) >= d.lim.MaxStack {
+			return true, nil
+		}
+		d.opPos, d.op = d.off0+int64(d.i), OpEmptyDict
+		d.i++
+		d.nnext++
+		next = true
+	}
+}
+
+// nextNode is newNode(ShapeDict) when the top of the stack is a
+// Builder's dict (the record fastDict just built): such a top names no
+// node for what follows it (newNode's inner), so the batch parent below
+// the latest MARK (outer) decides, as newNode decides it.
+func (d *Machine) nextNode() Node {
+	k := len(d.marks)
+	if k == 0 {
+		return NodeValue
+	}
+	base := d.marks[k-1]
+	if base < 1 || (k > 1 && d.marks[k-2] >= base) {
+		return NodeValue
+	}
+	p := &d.stack[base-1]
+	if !p.isContainer() {
+		return NodeValue
+	}
+	if p.Shape != ShapeDict {
+		return d.child(p, nil)
+	}
+	if n := len(d.stack); (n-base)%2 == 1 {
+		return d.child(p, &d.stack[n-1])
+	}
+	return NodeValue
+}
+
+// fastDictAt is fastDict for one dict, whose EMPTY_DICT was read; next
+// when it follows one that fastDict built (nextNode).
+func (d *Machine) fastDictAt(next bool) (bool, error) {
 	buf := d.buf[:d.n]
 	j := d.i
 	if k := j + putLen(buf, j); k >= len(buf) || buf[k] != OpMark {
 		return false, nil
 	}
-	node := d.newNode(ShapeDict)
+	var node Node
+	if next {
+		node = d.nextNode()
+	} else {
+		node = d.newNode(ShapeDict)
+	}
 	if node == NodeSkip || node == NodeValue || !d.flat.Flat(node) {
 		return false, nil
 	}

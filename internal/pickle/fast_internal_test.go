@@ -117,3 +117,113 @@ func BenchmarkFastBatch(b *testing.B) {
 		})
 	}
 }
+
+// nodeBuilder is a Builder whose Child names each (container node, key)
+// pair by a different node, so that a wrong parent or key shows.
+type nodeBuilder struct{}
+
+func (nodeBuilder) Child(c *Val, key *Val) Node {
+	n := Node(10 + 4*int(c.Node))
+	switch {
+	case key == nil:
+	case key.Kind == KindStr:
+		n += 1 + Node(key.N%2)
+	default:
+		n += 3
+	}
+	return n
+}
+func (nodeBuilder) Open(Node, Shape, int64) (int64, error) { return 0, nil }
+func (nodeBuilder) SetItems(*Val, []Val) error             { return nil }
+func (nodeBuilder) Append(*Val, []Val) error               { return nil }
+func (nodeBuilder) Drop(*Val)                              {}
+func (nodeBuilder) Describe(Node) string                   { return "node" }
+func (nodeBuilder) Shape(Node) Shape                       { return ShapeNone }
+
+// TestNextNode compares nextNode, the node fastDict gives the dict that
+// follows a record it built, with newNode's on random stacks and marks
+// whose top is such a record: below a list, a dict (as its value or in
+// a key's place), a skipped or generic container, a scalar, a nested
+// MARK or none.
+func TestNextNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []Val{
+		{Kind: KindNode, Shape: ShapeList, Node: 1},
+		{Kind: KindNode, Shape: ShapeDict, Node: 2},
+		{Kind: KindNode, Shape: ShapeSet, Node: 3},
+		{Kind: KindSkipped, Shape: ShapeList},
+		{Kind: KindSkipped, Shape: ShapeDict},
+		{Kind: KindValue, Shape: ShapeList},
+		{Kind: KindValue, Shape: ShapeDict},
+		{Kind: KindStr, N: 0},
+		{Kind: KindStr, N: 1},
+		{Kind: KindInt, N: 7},
+	}
+	for range 20000 {
+		d := NewMachine(bytes.NewReader(nil), nodeBuilder{}, 5, DefaultLimits)
+		for range rng.IntN(6) {
+			if rng.IntN(3) == 0 {
+				d.marks = append(d.marks, len(d.stack))
+			} else {
+				d.stack = append(d.stack, vals[rng.IntN(len(vals))])
+			}
+		}
+		d.stack = append(d.stack, Val{Kind: KindNode, Shape: ShapeDict, Node: Node(4 + rng.IntN(2))})
+		if got, want := d.nextNode(), d.newNode(ShapeDict); got != want {
+			t.Fatalf("stack %+v marks %v: nextNode %d, newNode %d", d.stack, d.marks, got, want)
+		}
+	}
+}
+
+// TestRecycleObjs checks that Recycle hands the next machine its object
+// table empty and holding nothing (the decoded values are the caller's),
+// and that a decode on the recycled table gives the same values.
+func TestRecycleObjs(t *testing.T) {
+	// (1, [2, 3], {"a": (4, 5)}, "x"*100): objects in the table.
+	p := []byte{0x80, 2, OpMark, OpBinInt1, 1, OpEmptyList, OpMark, OpBinInt1, 2, OpBinInt1, 3, OpAppends}
+	p = append(p, OpEmptyDict, OpShortBinUnicode, 1, 'a', OpBinInt1, 4, OpBinInt1, 5, OpTuple2, OpSetItem)
+	p = append(p, OpBinUnicode, 100, 0, 0, 0)
+	p = append(p, bytes.Repeat([]byte("x"), 100)...)
+	p = append(p, OpTuple, OpStop)
+	want, err := DecodeLimits(bytes.NewReader(p), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for range 20 {
+		d := NewMachine(bytes.NewReader(p), nil, NodeValue, DefaultLimits)
+		root, err := d.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Any(&root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eq(got, want) {
+			t.Fatalf("decoded on a recycled table: %#v, want %#v", got, want)
+		}
+		d.Recycle()
+		// The pool is per processor: the tables just put back are
+		// usually, not always, what the next Get returns.
+		tt, ok := textPool.Get().(*textTables)
+		if !ok {
+			continue
+		}
+		if len(tt.objs) != 0 {
+			t.Fatalf("recycled object table of %d objects", len(tt.objs))
+		}
+		for i, x := range tt.objs[:cap(tt.objs)] {
+			if x != nil {
+				t.Fatalf("recycled object table holds %#v at %d", x, i)
+			}
+		}
+		if cap(tt.objs) > 0 {
+			found++
+		}
+		textPool.Put(tt)
+	}
+	if found == 0 {
+		t.Fatal("no object table came back from Recycle")
+	}
+}

@@ -86,6 +86,11 @@ const (
 // that must know it ran.
 func (d *Machine) Records() int { return d.nrec }
 
+// Chained is the number of dicts fastDict went on to from the one
+// before without returning to the dispatch, for tests that must know
+// it ran.
+func (d *Machine) Chained() int { return d.nnext }
+
 // slotTable is a machine's Slot plus one of each string index, by index.
 type slotTable [slotTableMax]uint8
 
@@ -134,7 +139,9 @@ func (d *Machine) fastFields(buf []byte, j int, c *Val) (int, bool) {
 		var kk *Val
 		var ks Slot
 		kend := 0
-		if d.slots != nil {
+		// (At the SETITEMS, the usual end after the frames, there is
+		// nothing for it to read.)
+		if d.slots != nil && j < len(buf) && buf[j] != OpSetItems {
 			jr, n, t, kv, kslot, ke := fieldRun(buf, j, memo, d.slots, rec)
 			j, np, tag = jr, np+n, tag|t
 			kk, ks, kend = kv, kslot, ke
@@ -319,7 +326,10 @@ func fieldRun(buf []byte, j int, memo []*memoBlock, slots *slotTable, rec *Recor
 		// the key (k, its known slot s, and kend, where it ends) is
 		// handed to fastFields, which would read it again.
 		s := Slot(slots[k.N] - 1)
-		at := s & slotIndex
+		// The field's place, below RecordSlots for the int and str
+		// fields that use it (slotOf): masked so, it needs no bounds
+		// check.
+		at := s & (RecordSlots - 1)
 		kend := int(uintptr(q) - uintptr(p))
 		switch s & slotKind {
 		case SlotInt:

@@ -339,6 +339,7 @@ type Machine struct {
 	slots  *slotTable          // the Slot plus one of each string index met as a key of rnode (record.go)
 	slotHi int                 // one past the highest index set in slots
 	nrec   int                 // records read by the record path (Records)
+	nnext  int                 // dicts fastDict went on to without the dispatch (tests)
 	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
 	tslabN int                 // the length of the last such array
@@ -372,7 +373,7 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 		d.stack = make([]Val, 0, 64)
 	}
 	if t, ok := textPool.Get().(*textTables); ok {
-		d.intern, d.strs, d.stags, d.blocks = t.intern, t.strs, t.stags, t.blocks
+		d.intern, d.strs, d.stags, d.blocks, d.objs = t.intern, t.strs, t.stags, t.blocks, t.objs
 	} else {
 		d.intern = make(map[string]int32)
 		d.strs = make([]string, 0, 64)
@@ -743,7 +744,16 @@ func (d *Machine) Recycle() {
 			strs, stags = nil, nil
 		}
 		clear(strs)
-		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks})
+		// The object table too, emptied (the values it held are the
+		// caller's): a snapshot's segments add a pool id pair each,
+		// and growing the table from nothing took nine allocations
+		// for the 140 of ctx128.
+		objs := d.objs
+		if cap(objs) > recycleObjs {
+			objs = nil
+		}
+		clear(objs)
+		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks, objs: objs[:0]})
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
 	*d = Machine{}
@@ -761,12 +771,16 @@ var machinePool sync.Pool // *Machine
 // machine (1 MiB of string headers).
 const recycleStrs = 1 << 16
 
+// recycleObjs is the largest object table Recycle keeps (64 KiB).
+const recycleObjs = 1 << 12
+
 // textTables are the string tables of a recycled machine.
 type textTables struct {
 	intern map[string]int32
 	strs   []string
 	stags  []uint8
 	blocks []*[arenaChunk]byte
+	objs   []any // empty
 }
 
 var textPool sync.Pool

@@ -189,12 +189,13 @@ func TestFastPathSharedSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			records := 0
-			decodedHook = func(m *pickle.Machine) { records = m.Records() }
+			records, chained := 0, 0
+			decodedHook = func(m *pickle.Machine) { records, chained = m.Records(), m.Chained() }
 			defer func() { decodedHook = nil }()
 			if _, err := DecodePickle(bytes.NewReader(data)); err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("%d records, %d of the dicts chained", records, chained)
 			// The record path must have read nearly every entry, or
 			// the comparisons below compare the fast path with itself.
 			entries := 0
@@ -205,6 +206,12 @@ func TestFastPathSharedSnapshots(t *testing.T) {
 			}
 			if records < entries*9/10 {
 				t.Fatalf("the record path read %d records of %d trace entries", records, entries)
+			}
+			// Nearly every entry follows another in its batch: fastDict
+			// must go on to it without the dispatch (its nextNode is
+			// compared with newNode in package pickle's tests).
+			if chained < records*9/10 && entries > 1000 {
+				t.Fatalf("fastDict went on to %d dicts of %d records", chained, records)
 			}
 			if err := sameDecode(t, name, data, DefaultLimits); err != nil {
 				t.Fatal(err)

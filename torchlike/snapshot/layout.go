@@ -200,6 +200,7 @@ func (r *recon) blockIndex(s *rseg, addr int64) int {
 func (r *recon) blk(h int32) *rblock { return &r.slabs[h/slabSize][h%slabSize] }
 
 type recon struct {
+	bufs          *importBufs // the trace reader's, for the segments (loadFinal)
 	device        int
 	trace         rawTrace
 	div           [16]int64
@@ -349,13 +350,16 @@ func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) 
 	if !slices.Contains(s.Devices(), device) {
 		return nil, fmt.Errorf("snapshot: device %d is not in the snapshot (devices: %s)", device, joinInts(s.Devices()))
 	}
-	return s.reconstruct(device, rawOf(s.Trace(device)), opts, false)
+	return s.reconstruct(device, rawOf(s.Trace(device)), opts, false, nil)
 }
 
 // reconstruct is Reconstruct of tr, device's trace. With pooled, the
 // layout's index, roles and slots come from pools, for a caller that
 // gives them back (the trace reader: index.release, putRoles, putSlots).
-func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pooled bool) (*Layout, error) {
+//
+// With bufs (the trace reader's), the layout's segments and blocks are
+// in its buffers.
+func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pooled bool, bufs *importBufs) (*Layout, error) {
 	nb := 0
 	for i := range s.Segments {
 		if s.Segments[i].Device == device {
@@ -363,7 +367,7 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		}
 	}
 	ents := tr.ents
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, pooled: pooled}
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, pooled: pooled, bufs: bufs}
 	defer r.putSlabs()
 	if pooled {
 		r.idx = newPooledAddrIndex(nb + len(ents)/4)
@@ -394,12 +398,19 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		}
 	}
 	slices.SortStableFunc(r.assume, func(a, b Assumption) int { return a.Entry - b.Entry })
-	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, Segments: make([]LSeg, len(r.segs)), index: r.idx, slots: r.slot}
+	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, index: r.idx, slots: r.slot}
 	nb = 0
 	for _, sg := range r.segs {
 		nb += len(sg.blocks)
 	}
-	all := make([]LBlock, nb)
+	var all []LBlock
+	if bufs != nil {
+		bufs.lsegs = slices.Grow(bufs.lsegs[:0], len(r.segs))[:len(r.segs)]
+		bufs.lblks = slices.Grow(bufs.lblks[:0], nb)[:nb]
+		l.Segments, all = bufs.lsegs, bufs.lblks
+	} else {
+		l.Segments, all = make([]LSeg, len(r.segs)), make([]LBlock, nb)
+	}
 	for i, sg := range r.segs {
 		ls := LSeg{Address: sg.addr, Size: sg.size, Stream: sg.stream, Small: sg.small, Expandable: sg.expandable}
 		ls.Blocks, all = all[:len(sg.blocks):len(sg.blocks)], all[len(sg.blocks):]
@@ -462,8 +473,15 @@ func (r *recon) loadFinal(segs []Segment) error {
 			nblk += len(segs[si].Blocks)
 		}
 	}
-	rsegs := make([]rseg, nseg)
-	ptrs := make([]int32, nblk)
+	var rsegs []rseg
+	var ptrs []int32
+	if u := r.bufs; u != nil {
+		u.rsegs = slices.Grow(u.rsegs[:0], nseg)[:nseg]
+		u.ptrs = slices.Grow(u.ptrs[:0], nblk)[:nblk]
+		rsegs, ptrs = u.rsegs, u.ptrs
+	} else {
+		rsegs, ptrs = make([]rseg, nseg), make([]int32, nblk)
+	}
 	r.segs = slices.Grow(r.segs, nseg) // not one allocation a doubling
 	for si := range segs {
 		sg := &segs[si]

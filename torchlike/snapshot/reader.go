@@ -74,10 +74,13 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	var snap *Snapshot
 	var raws []rawTrace
 	var err error
+	// The import's buffers, which go back with the reader's others once
+	// it has served its trace (release); on an error they are dropped.
+	bufs := importPool.Get().(*importBufs)
 	if encoding == "json" {
 		snap, err = DecodeJSON(br)
 	} else {
-		snap, raws, err = decodePickle(br, DefaultLimits, true)
+		snap, raws, err = decodePickleBufs(br, DefaultLimits, true, bufs)
 	}
 	if err != nil {
 		return fail(-1, err)
@@ -124,7 +127,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	}
 
 	tr := trace(dev)
-	layout, err := snap.reconstruct(dev, tr, LayoutOptions{}, true)
+	layout, err := snap.reconstruct(dev, tr, LayoutOptions{}, true, bufs)
 	if err != nil {
 		var ee *EntryError
 		if errors.As(err, &ee) {
@@ -152,6 +155,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 		live:      idPool.get(int(layout.index.n)),
 		nextID:    1,
 		t0:        traces.NoTime,
+		bufs:      bufs,
 	}
 	clear(sr.live)
 	for _, e := range sr.trace.ents {
@@ -164,7 +168,7 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	if sr.t0 != traces.NoTime {
 		initTime = 0
 	}
-	sr.init = make([]traces.Event, 0, layout.NumBlocks())
+	sr.init = slices.Grow(bufs.init[:0], layout.NumBlocks())
 	for _, sg := range layout.Segments {
 		for _, b := range sg.Blocks {
 			if b.RequestedSize <= 0 || b.RequestedSize > traces.MaxSize {
@@ -187,6 +191,10 @@ func openSnapshot(name string, r io.Reader, opts traces.OpenOptions) (traces.Rea
 	layout.index.release()
 	layout.index = nil
 	sr.meta = snapshotMeta(snap, dev, devs, encoding, layout, sr)
+	// What the import's buffers hold besides the warm-start events is
+	// read no more: the snapshot and the layout are dropped here.
+	bufs.segs = snap.Segments
+	snap.Segments, layout.Segments = nil, nil
 	if unknown.n > 0 {
 		sr.meta = append(sr.meta, traces.KV{Key: IgnoredEntriesKey, Value: fmt.Sprintf("%d entries with actions membench does not know (%s), first at entry %d: not replayed", unknown.n, unknown.list, unknown.first)})
 	}
@@ -453,9 +461,10 @@ type snapshotReader struct {
 	// ownsTrace: trace.ents came from rawPool and goes back at the end.
 	ownsTrace bool
 	roles     []Role
-	slots     []int32  // each entry's address slot (Layout)
-	next      int      // next init event, then len(init) + next entry
-	live      []uint64 // the live id at each address slot, 0: none
+	bufs      *importBufs // the import's buffers, init among them (release)
+	slots     []int32     // each entry's address slot (Layout)
+	next      int         // next init event, then len(init) + next entry
+	live      []uint64    // the live id at each address slot, 0: none
 	nextID    uint64
 	t0        int64 // time_us origin, or NoTime
 	err       error // sticky
@@ -474,6 +483,11 @@ func (r *snapshotReader) release() {
 		slotPool.put(r.slots)
 		rolePool.put(r.roles)
 		idPool.put(r.live)
+	}
+	if r.bufs != nil {
+		r.bufs.init = r.init
+		r.bufs.put()
+		r.bufs, r.init = nil, nil
 	}
 	r.ownsTrace = false
 	r.trace.ents, r.slots, r.roles, r.live = nil, nil, nil, nil

@@ -11,6 +11,7 @@ import (
 
 	"membench/internal/pickle"
 	"membench/torchlike"
+	"membench/traces"
 )
 
 // Limits bound what decoding one snapshot may cost (see the package
@@ -160,7 +161,12 @@ func (b *builder) appendBlock(r *recExt, bl *Block) {
 		return
 	}
 	if len(a) == cap(a) {
-		a = make([]Block, 0, max(2*(n+1), min(max(2*cap(a), 16), 1024)))
+		c := max(2*(n+1), min(max(2*cap(a), 16), 1024))
+		if b.bufs != nil {
+			a = b.bufs.arena(c)
+		} else {
+			a = make([]Block, 0, c)
+		}
 		a = append(a, r.blocks...)
 	}
 	a = append(a, *bl)
@@ -331,6 +337,62 @@ type builder struct {
 	actIdx   map[string]uint32
 	actTab0  [16]string // actTab's first array: a snapshot has a dozen actions
 	blkArena []Block    // see appendBlock
+	// bufs: the trace reader's import buffers (keepRaw), from which
+	// the segments and the block arrays come.
+	bufs *importBufs
+}
+
+// importBufs holds what a trace reader's import allocates and drops
+// once its reader has served the trace: the Snapshot's segments and the
+// arrays their blocks are carved from, the Layout's segments and blocks
+// the reconstruction's segments, and the reader's warm-start events
+// (ctx128: about 95 KB of the 127 KB an import allocated). They go back to importPool in one piece with the reader's other
+// buffers (snapshotReader.release), cleared of pointers, and serve the
+// next import: a buffer is taken whatever its capacity, and only grown.
+type importBufs struct {
+	segs   []Segment
+	arenas [][]Block // appendBlock's arrays, in the order carved
+	narena int       // arenas used by this import
+	lsegs  []LSeg
+	lblks  []LBlock
+	rsegs  []rseg  // the reconstruction's segments (recon.loadFinal)
+	ptrs   []int32 // and their block lists' array
+	init   []traces.Event
+}
+
+var importPool = sync.Pool{New: func() any { return new(importBufs) }}
+
+// put gives u back to importPool, its buffers cleared (they hold the
+// strings and slices of a snapshot nobody reads any more).
+func (u *importBufs) put() {
+	clear(u.segs[:cap(u.segs)])
+	u.segs = u.segs[:0]
+	for _, a := range u.arenas[:u.narena] {
+		clear(a[:cap(a)])
+	}
+	u.narena = 0
+	clear(u.lsegs[:cap(u.lsegs)])
+	clear(u.rsegs[:cap(u.rsegs)])
+	u.lsegs, u.lblks, u.rsegs, u.ptrs, u.init = u.lsegs[:0], u.lblks[:0], u.rsegs[:0], u.ptrs[:0], u.init[:0]
+	importPool.Put(u)
+}
+
+// arena returns an empty array of Blocks with room for at least n: the
+// next of the import buffers', or a new one, kept there.
+func (u *importBufs) arena(n int) []Block {
+	if u.narena < len(u.arenas) && cap(u.arenas[u.narena]) >= n {
+		a := u.arenas[u.narena][:0]
+		u.narena++
+		return a
+	}
+	a := make([]Block, 0, n)
+	if u.narena < len(u.arenas) {
+		u.arenas[u.narena] = a
+	} else {
+		u.arenas = append(u.arenas, a)
+	}
+	u.narena++
+	return a
 }
 
 // field is a dict key of the schema, decided once per interned string.
@@ -1196,8 +1258,13 @@ func (b *builder) Append(c *pickle.Val, items []pickle.Val) error {
 				if r.segs == nil {
 					// Room for a small snapshot's segments at once
 					// (growing from one took four allocations for
-					// five).
-					r.segs = make([]Segment, 0, 8)
+					// five), or the trace reader's array from the
+					// import before.
+					if b.bufs != nil && cap(b.bufs.segs) > 0 {
+						r.segs, b.bufs.segs = b.bufs.segs[:0], nil
+					} else {
+						r.segs = make([]Segment, 0, 8)
+					}
 				}
 				r.segs = append(r.segs, cr.seg)
 				b.putExt(cr.recExt)
@@ -1342,7 +1409,13 @@ func DecodePickleLimits(r io.Reader, lim Limits) (*Snapshot, error) {
 // from a generic value (an unusual pickle) has its traces in the
 // Snapshot and none returned.
 func decodePickle(r io.Reader, lim Limits, keepRaw bool) (*Snapshot, []rawTrace, error) {
-	b := &builder{lim: lim, keepRaw: keepRaw}
+	return decodePickleBufs(r, lim, keepRaw, nil)
+}
+
+// decodePickleBufs is decodePickle, with the segments and their blocks
+// in bufs' buffers when it is not nil (the trace reader's import).
+func decodePickleBufs(r io.Reader, lim Limits, keepRaw bool, bufs *importBufs) (*Snapshot, []rawTrace, error) {
+	b := &builder{lim: lim, keepRaw: keepRaw, bufs: bufs}
 	if t, ok := tablesPool.Get().(*tables); ok {
 		b.recs, b.ents, b.extFree, b.free, b.entFree = t.recs[:0], t.ents[:0], t.exts, t.free[:0], t.entFree[:0]
 		// By string index, zeroed as they grow (key, action).
