@@ -465,12 +465,12 @@ func (s *Set) higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.
 // class's.
 //
 // A best-fit search — a key of the class stream with address 0 and a size
-// up to the largest class's — is answered here, without chunkLower's call:
-// a bitmap search and one read of the class found, spilled or not.
+// up to the largest class's — is answered by Fit, without chunkLower's
+// call: a bitmap search and one read of the class found, spilled or not.
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
-	if k.Stream == s.stream && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran && s.odd == 0 {
-		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
-			return s.first(c), true
+	if k.Addr == 0 {
+		if x, ok := s.Fit(k.Stream, k.Size); ok {
+			return x, true
 		}
 	}
 	x, ok := s.chunkLower(k)
@@ -553,6 +553,9 @@ func (s *Set) Contains(k freeset.Key) bool {
 // Insert adds k, which must not be in the set. The first key inserted
 // fixes the class stream.
 func (s *Set) Insert(k freeset.Key) {
+	if s.Put(k) {
+		return
+	}
 	if !s.hasStream {
 		s.stream, s.hasStream = k.Stream, true
 	}
@@ -618,6 +621,9 @@ func (s *Set) Insert(k freeset.Key) {
 
 // Remove deletes k, which must be in the set.
 func (s *Set) Remove(k freeset.Key) {
+	if s.Take(k) {
+		return
+	}
 	c, ok := s.classOf(k)
 	if !ok {
 		s.fromTree(k)
@@ -686,23 +692,10 @@ func (s *Set) Remove(k freeset.Key) {
 // which touches one class.
 //
 // The commonest case, old alone in its class and new's class empty (a
-// split's remainder, a block merged with its neighbour), moves the record.
+// split's remainder, a block merged with its neighbour), is Move's.
 func (s *Set) Replace(old, new freeset.Key) {
-	// Both keys of a class (classOf, for the two at once: on the class
-	// stream, sizes 1 to Classes granules, both multiples of Gran), with
-	// one test each for the sizes' ranges and one for both granules: the
-	// fast path below is one in two events of a torch replay, and
-	// classOf's tests twice over were about half of it.
-	if s.hasStream && old.Stream == s.stream && new.Stream == s.stream &&
-		uint64(old.Size-1) < Classes*Gran && uint64(new.Size-1) < Classes*Gran && (old.Size|new.Size)&(Gran-1) == 0 {
-		co, cn := int(old.Size/Gran-1)&(Classes-1), int(new.Size/Gran-1)&(Classes-1)
-		if o, n := &s.cls[co], &s.cls[cn]; o.m == 1 && n.m == 0 && o.addr == old.Addr && o.b == old.B {
-			*o = class{}
-			*n = class{addr: new.Addr, b: new.B, m: 1}
-			s.clearBit(co)
-			s.setBit(cn)
-			return
-		}
+	if s.Move(old, new) {
+		return
 	}
 	_, okOld := s.classOf(old)
 	_, okNew := s.classOf(new)
