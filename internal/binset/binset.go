@@ -72,8 +72,27 @@ const (
 // (unsigned).
 type chunk struct {
 	n    int32
+	next int32 // in the list of free chunks: the next's index + 1, or 0
 	b    [ChunkMax]int32
 	addr [ChunkMax]int64
+}
+
+// pair makes ch the chunk of a class of one key, in its record cl, and k.
+func (ch *chunk) pair(cl *class, k freeset.Key) {
+	ch.n = 2
+	if uint64(k.Addr) < uint64(cl.addr) {
+		ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = k.Addr, k.B, cl.addr, cl.b
+		cl.addr, cl.b = k.Addr, k.B
+	} else {
+		ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
+	}
+}
+
+// freeChunk puts chunk i at the head of the list of free chunks.
+func (s *Set) freeChunk(i int32) {
+	ch := &s.chunks[i]
+	ch.n, ch.next = 0, s.freeC
+	s.freeC = i + 1
 }
 
 // class is one exact-size class. Its lowest key is kept here, so that a
@@ -105,7 +124,10 @@ type Set struct {
 	bits    [words]uint64 // the non-empty classes, spilled or not
 	cls     [Classes]class
 	chunks  []chunk
-	freeC   []int32
+	// freeC is the first free chunk's index + 1, or 0: the free chunks
+	// are a list through their next fields, so that a short path
+	// (fast.go) frees or takes one without append's call.
+	freeC int32
 
 	// The spilled classes' trees and their node arenas (ctree.go), and
 	// the path of the last descent of one.
@@ -137,7 +159,7 @@ func (s *Set) Reset() {
 	}
 	s.tree.Reset()
 	s.stream, s.hasStream, s.n, s.odd, s.summary = 0, false, 0, 0, 0
-	s.chunks, s.freeC = s.chunks[:0], s.freeC[:0]
+	s.chunks, s.freeC = s.chunks[:0], 0
 	s.trees, s.freeT = s.trees[:0], s.freeT[:0]
 	s.cl, s.freeCL = s.cl[:0], s.freeCL[:0]
 	s.ci, s.freeCI = s.ci[:0], s.freeCI[:0]
@@ -551,75 +573,52 @@ func (s *Set) Contains(k freeset.Key) bool {
 }
 
 // Insert adds k, which must not be in the set. The first key inserted
-// fixes the class stream.
+// fixes the class stream. Put does the cases of the class records and
+// the chunks; here are the rest: the first key, a key of the tree, a
+// second key when no chunk is free, a class that spills and a spilled
+// class.
 func (s *Set) Insert(k freeset.Key) {
 	if s.Put(k) {
 		return
 	}
 	if !s.hasStream {
 		s.stream, s.hasStream = k.Stream, true
+		if s.Put(k) {
+			return
+		}
 	}
 	c, ok := s.classOf(k)
 	if !ok {
 		s.toTree(k)
 		return
 	}
-	s.n++
 	cl := &s.cls[c]
 	switch m := cl.m; {
-	case m == 0:
-		cl.addr, cl.b, cl.m = k.Addr, k.B, 1
-		s.setBit(c)
 	case m == 1:
-		// A second key: both go to a chunk.
-		var i int32
-		if n := len(s.freeC); n > 0 {
-			i = s.freeC[n-1]
-			s.freeC = s.freeC[:n-1]
-		} else {
-			s.chunks = append(s.chunks, chunk{})
-			i = int32(len(s.chunks) - 1)
-		}
-		ch := &s.chunks[i]
-		ch.n = 2
-		if uint64(k.Addr) < uint64(cl.addr) {
-			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = k.Addr, k.B, cl.addr, cl.b
-			cl.addr, cl.b = k.Addr, k.B
-		} else {
-			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
-		}
-		cl.m = i + 2
+		// A second key and no free chunk: a new one, which Put takes.
+		s.chunks = append(s.chunks, chunk{})
+		s.freeChunk(int32(len(s.chunks) - 1))
+		s.Put(k)
+		return
 	case m >= 2:
+		// The class's chunk is full and spills: its keys and k start
+		// a tree.
 		ch := &s.chunks[m-2]
-		n := int(ch.n)
-		if n == ChunkMax {
-			// The class spills: its chunk and k start a tree.
-			t := s.newTree(ch, k.Addr, k.B)
-			s.freeC = append(s.freeC, m-2)
-			ch.n = 0
-			cl.m = -(t + 1)
-			if uint64(k.Addr) < uint64(cl.addr) {
-				cl.addr, cl.b = k.Addr, k.B
-			}
-			return
-		}
-		i := n
-		for i > 0 && uint64(ch.addr[i-1]) > uint64(k.Addr) {
-			ch.addr[i], ch.b[i] = ch.addr[i-1], ch.b[i-1]
-			i--
-		}
-		ch.addr[i], ch.b[i] = k.Addr, k.B
-		ch.n++
-		cl.addr, cl.b = ch.addr[0], ch.b[0]
+		t := s.newTree(ch, k.Addr, k.B)
+		s.freeChunk(m - 2)
+		cl.m = -(t + 1)
 	default:
 		s.cinsert(&s.trees[-m-1], k.Addr, k.B)
-		if uint64(k.Addr) < uint64(cl.addr) {
-			cl.addr, cl.b = k.Addr, k.B
-		}
 	}
+	if uint64(k.Addr) < uint64(cl.addr) {
+		cl.addr, cl.b = k.Addr, k.B
+	}
+	s.n++
 }
 
-// Remove deletes k, which must be in the set.
+// Remove deletes k, which must be in the set. Take does the cases of the
+// class records and the chunks; here are the rest: a key of the tree, a
+// spilled class's key, and a key not in the set, which panics.
 func (s *Set) Remove(k freeset.Key) {
 	if s.Take(k) {
 		return
@@ -630,44 +629,17 @@ func (s *Set) Remove(k freeset.Key) {
 		return
 	}
 	cl := &s.cls[c]
-	switch m := cl.m; {
-	case m == 1:
-		if cl.addr != k.Addr || cl.b != k.B {
-			panic("binset: removing a block that is not in its set")
-		}
-		*cl = class{}
-		s.clearBit(c)
-	case m >= 2:
-		ch := &s.chunks[m-2]
-		n := int(ch.n)
-		i := 0
-		for i < n && ch.addr[i] != k.Addr {
-			i++
-		}
-		if i == n || ch.b[i] != k.B {
-			panic("binset: removing a block that is not in its set")
-		}
-		for ; i < n-1; i++ {
-			ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
-		}
-		ch.n--
-		cl.addr, cl.b = ch.addr[0], ch.b[0]
-		if ch.n == 1 {
-			// One key left: the class record holds it alone.
-			ch.n = 0
-			s.freeC = append(s.freeC, m-2)
-			cl.m = 1
-		}
-	case m < 0:
-		t := &s.trees[-m-1]
-		// The class's lowest key, a best fit's, leaves the head leaf
-		// without a descent (cremoveFirst) unless it is the leaf's
-		// last.
-		if cl.addr == k.Addr && cl.b == k.B && s.cremoveFirst(t) {
-			lp := &s.cl[t.head]
-			cl.addr, cl.b = lp.addr[0], lp.b[0]
-			break
-		}
+	m := cl.m
+	if m >= 0 {
+		panic("binset: removing a block that is not in its set")
+	}
+	t := &s.trees[-m-1]
+	// The class's lowest key, a best fit's, leaves the head leaf
+	// without a descent (cremoveFirst) unless it is the leaf's last.
+	if cl.addr == k.Addr && cl.b == k.B && s.cremoveFirst(t) {
+		lp := &s.cl[t.head]
+		cl.addr, cl.b = lp.addr[0], lp.b[0]
+	} else {
 		if !s.cremove(t, k.Addr, k.B) {
 			panic("binset: removing a block that is not in its set")
 		}
@@ -680,8 +652,6 @@ func (s *Set) Remove(k freeset.Key) {
 		} else if cl.addr == k.Addr {
 			cl.addr, cl.b = s.cfirst(t)
 		}
-	default:
-		panic("binset: removing a block that is not in its set")
 	}
 	s.n--
 }
@@ -755,7 +725,6 @@ func (s *Set) Clone() *Set {
 	c := *s
 	c.tree = s.tree.Clone()
 	c.chunks = append([]chunk(nil), s.chunks...)
-	c.freeC = append([]int32(nil), s.freeC...)
 	c.trees = append([]ctree(nil), s.trees...)
 	c.freeT = append([]int32(nil), s.freeT...)
 	c.cl = append([]cleaf(nil), s.cl...)

@@ -68,8 +68,8 @@ func (s *Set) Move(old, new freeset.Key) bool {
 	}
 	co, cn := uint(xo/Gran)%Classes, uint(xn/Gran)%Classes
 	o, n := &s.cls[co], &s.cls[cn]
-	if (o.m^1)|n.m != 0 {
-		return false
+	if (o.m^1)|n.m != 0 || o.addr != old.Addr || o.b != old.B {
+		return false // or old is not in the set: Replace panics
 	}
 	*o = class{}
 	*n = class{addr: new.Addr, b: new.B, m: 1}
@@ -84,10 +84,12 @@ func (s *Set) Move(old, new freeset.Key) bool {
 	return true
 }
 
-// Put is Insert's commonest case: k is a class's key and its class is
-// empty. The record takes it, and Put reports true; in any other case
-// (the class stream not yet fixed among them) it changes nothing and
-// reports false. k must not be in the set.
+// Put is Insert's cases of the class records and chunks: k is a class's
+// key and its class is empty (the record takes it), or of one key (both
+// go to a free chunk, if one is), or of a chunk with room (k joins it in
+// address order). Put then reports true; in any other case (the class
+// stream not yet fixed among them) it changes nothing and reports false.
+// k must not be in the set.
 func (s *Set) Put(k freeset.Key) bool {
 	x := uint64(k.Size - Gran)
 	if k.Stream != s.stream || x&^classBits != 0 || !s.hasStream {
@@ -95,18 +97,44 @@ func (s *Set) Put(k freeset.Key) bool {
 	}
 	c := uint(x/Gran) % Classes
 	cl := &s.cls[c]
-	if cl.m != 0 {
+	switch m := cl.m; {
+	case m == 0:
+		*cl = class{addr: k.Addr, b: k.B, m: 1}
+		s.bits[c/64] |= 1 << (c % 64)
+		s.summary |= 1 << (c / 64)
+	case m == 1:
+		i := s.freeC - 1
+		if i < 0 {
+			return false
+		}
+		ch := &s.chunks[i]
+		s.freeC = ch.next
+		ch.pair(cl, k)
+		cl.m = i + 2
+	case m >= 2:
+		ch := &s.chunks[m-2]
+		i := int(ch.n)
+		if i >= ChunkMax {
+			return false
+		}
+		for i > 0 && uint64(ch.addr[i-1]) > uint64(k.Addr) {
+			ch.addr[i], ch.b[i] = ch.addr[i-1], ch.b[i-1]
+			i--
+		}
+		ch.addr[i], ch.b[i] = k.Addr, k.B
+		ch.n++
+		cl.addr, cl.b = ch.addr[0], ch.b[0]
+	default:
 		return false
 	}
-	*cl = class{addr: k.Addr, b: k.B, m: 1}
-	s.bits[c/64] |= 1 << (c % 64)
-	s.summary |= 1 << (c / 64)
 	s.n++
 	return true
 }
 
-// Take is Remove's commonest case: k is the only key of its class. The
-// class empties, and Take reports true; in any other case it changes
+// Take is Remove's cases of the class records and chunks: k is the only
+// key of its class (the class empties), or one of a chunk's (it leaves
+// the chunk, and a chunk left with one key is freed, its key in the
+// record alone). Take then reports true; in any other case it changes
 // nothing and reports false. k must be in the set.
 func (s *Set) Take(k freeset.Key) bool {
 	x := uint64(k.Size - Gran)
@@ -115,14 +143,40 @@ func (s *Set) Take(k freeset.Key) bool {
 	}
 	c := uint(x/Gran) % Classes
 	cl := &s.cls[c]
-	if cl.m != 1 {
+	switch m := cl.m; {
+	case m == 1:
+		if cl.addr != k.Addr || cl.b != k.B {
+			return false // not in the set: Remove panics
+		}
+		*cl = class{}
+		w := c / 64
+		s.bits[w] &^= 1 << (c % 64)
+		if s.bits[w] == 0 {
+			s.summary &^= 1 << w
+		}
+	case m >= 2:
+		ch := &s.chunks[m-2]
+		n := min(int(ch.n), ChunkMax)
+		i := 0
+		for i < n && ch.addr[i] != k.Addr {
+			i++
+		}
+		if i == n || ch.b[i] != k.B {
+			return false
+		}
+		for ; i < n-1; i++ {
+			ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
+		}
+		ch.n--
+		cl.addr, cl.b = ch.addr[0], ch.b[0]
+		if ch.n == 1 {
+			// One key left: the class record holds it alone.
+			ch.n, ch.next = 0, s.freeC
+			s.freeC = m - 1
+			cl.m = 1
+		}
+	default:
 		return false
-	}
-	*cl = class{}
-	w := c / 64
-	s.bits[w] &^= 1 << (c % 64)
-	if s.bits[w] == 0 {
-		s.summary &^= 1 << w
 	}
 	s.n--
 	return true

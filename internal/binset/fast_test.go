@@ -169,3 +169,36 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 		}
 	}
 }
+
+// TestRemoveAbsent checks that Remove and Replace of a key not in the set
+// panic rather than take another, in every shape a class can have: empty,
+// one key, a chunk, a tree; the key absent, or its address held by
+// another block.
+func TestRemoveAbsent(t *testing.T) {
+	for _, n := range []int{0, 1, 3, ChunkMax + 4} {
+		for _, probe := range []freeset.Key{
+			{Size: 4 * Gran, Addr: 1 << 40, B: 1},     // no such address
+			{Size: 4 * Gran, Addr: Gran << 20, B: 99}, // the first key's address, another block
+		} {
+			for _, op := range []string{"Remove", "Replace"} {
+				s := New()
+				s.Insert(freeset.Key{Size: Gran, Addr: 1}) // fixes the class stream, 0
+				for i := range n {
+					s.Insert(freeset.Key{Size: 4 * Gran, Addr: int64(i+1) * Gran << 20, B: int32(i)})
+				}
+				func() {
+					defer func() {
+						if recover() == nil {
+							t.Errorf("%d keys: %s(%v) did not panic", n, op, probe)
+						}
+					}()
+					if op == "Remove" {
+						s.Remove(probe)
+					} else {
+						s.Replace(probe, freeset.Key{Size: 8 * Gran, Addr: 1 << 41, B: 5})
+					}
+				}()
+			}
+		}
+	}
+}
