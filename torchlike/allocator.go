@@ -342,11 +342,17 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 			k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
 		}
 		if found && k.Stream == stream {
-			if a.arena[k.B].es != none {
+			if b := &a.arena[k.B]; b.es != none {
 				if !a.cfg.ExpandableSegments {
 					return a.mallocSlow(orig, size, stream, pl, false)
 				}
-				k = a.growableFit(pl, k)
+				// growableFit's first test, here: a block
+				// that no unmapped range follows cannot grow,
+				// and is the answer (gpt-generate: nearly
+				// every one).
+				if b.next != none && !a.arena[b.next].mapped {
+					k = a.growableFit(pl, k)
+				}
 			}
 			a.mem.Hit()
 			return strategies.Handle(a.allocFoundBlock(pl, k.B, inSet, size, stream, orig, k.Size, k.Addr)), true
