@@ -679,8 +679,14 @@ func (s *Set) Replace(old, new freeset.Key) {
 		}
 		return
 	}
-	s.Remove(old)
-	s.Insert(new)
+	// Take and Put first: the cases of the classes' records and
+	// chunks, without the general methods' frames.
+	if !s.Take(old) {
+		s.Remove(old)
+	}
+	if !s.Put(new) {
+		s.Insert(new)
+	}
 }
 
 // Items returns the keys in order: for the rare whole-pool passes
