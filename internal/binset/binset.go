@@ -46,6 +46,36 @@
 // cachegrind, per event): 1,074 → 629 instructions at 10^6 and 964 → 763
 // at 10^3; L1 data misses 7.0 → 4.6 at 10^6. gpt-generate's replay (no
 // class spills there) is unchanged: x-decode-cpu 3.27 → 3.25.
+//
+// # Short paths
+//
+// Fit, Move, Put, Take and TakeFit (fast.go) are the cases of LowerBound,
+// Replace, Insert and Remove that touch only class records, chunks and
+// the bitmap, as leaf methods that report whether they did the work;
+// the general methods try them first, and torch calls them first itself
+// (issue 15: the torch model at most 2.5× the binary decode). Why: the
+// general methods call into the chunks, the class trees and the
+// freeset.Set on their other paths, so the compiler gives them a frame
+// and spills their keys on entry whatever path they take; a leaf has no
+// frame and keeps its keys in registers. Their tests branch once per
+// question (classBits). In a torch replay of gpt-generate these cases
+// are nine calls in ten: a split's remainder or a merged block moving
+// from a class of one key to an empty class (55,600 of 60,000
+// Replaces), a best fit in a class record (45,700 of 47,000
+// LowerBounds), a second key into a chunk and back (4,700 each). The
+// free chunks are a list through the chunks, so that taking or freeing
+// one needs no append (and no call). TakeFit is a malloc's best fit and
+// update in one call: the record read for the search is the one tested
+// for the update.
+//
+// Measured 2026-11-24 under cachegrind, torchlike's BenchmarkModel
+// (gpt-generate, the model's instructions an event, the harness's not
+// counted), against 5ea6c3e: without expandable segments 312.7 → 284.7,
+// of which this package and freeset.Set 110.8 → 82.3; with expandable
+// segments 324.9 → 284.8 (112.6 → 85.5; torchlike's own change there is
+// most of the rest). TakeFit against Fit and Move as two calls saved
+// only 2.3 instructions an event: the bitmap search, the record's tests
+// and the bitmap's updates are the work either way.
 package binset
 
 import (
