@@ -282,6 +282,10 @@ const (
 	inSet
 	// setDone: the set has had the update already (binset.TakeFit).
 	setDone
+	// setTried: in the set as found, by binset.TakeFit, which found
+	// that its short update (binset's Move or Take) does not apply:
+	// the general Replace or Remove, without trying it again.
+	setTried
 )
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
@@ -324,12 +328,13 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 			// place) in one call, TakeFit, when the block is its
 			// class's only one.
 			k, found, done := pl.blocks.TakeFit(stream, size, a.minRemainder(pl, size))
-			set := inSet
+			set := setTried
 			if done {
 				set = setDone
 			}
 			if !found {
 				k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+				set = inSet
 			}
 			if found && k.Stream == stream {
 				a.mem.Hit()
@@ -616,11 +621,11 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 				pl.blocks.Insert(rem)
 			}
 		case split:
-			if !pl.blocks.Move(found, rem) {
+			if set != inSet || !pl.blocks.Move(found, rem) {
 				pl.blocks.Replace(found, rem)
 			}
 		default:
-			if !pl.blocks.Take(found) {
+			if set != inSet || !pl.blocks.Take(found) {
 				pl.blocks.Remove(found)
 			}
 		}

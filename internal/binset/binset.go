@@ -52,7 +52,7 @@
 // Fit, Move, Put, Take and TakeFit (fast.go) are the cases of LowerBound,
 // Replace, Insert and Remove that touch only class records, chunks and
 // the bitmap, as leaf methods that report whether they did the work;
-// the general methods try them first, and torch calls them first itself
+// torch calls them first and the general methods when they report false
 // (issue 15: the torch model at most 2.5× the binary decode). Why: the
 // general methods call into the chunks, the class trees and the
 // freeset.Set on their other paths, so the compiler gives them a frame
@@ -116,6 +116,34 @@ func (ch *chunk) pair(cl *class, k freeset.Key) {
 	} else {
 		ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
 	}
+}
+
+// insert adds k to ch, which has room, in address order.
+func (ch *chunk) insert(k freeset.Key) {
+	i := min(int(ch.n), ChunkMax-1)
+	for i > 0 && uint64(ch.addr[i-1]) > uint64(k.Addr) {
+		ch.addr[i], ch.b[i] = ch.addr[i-1], ch.b[i-1]
+		i--
+	}
+	ch.addr[i], ch.b[i] = k.Addr, k.B
+	ch.n++
+}
+
+// remove deletes k from ch and reports whether it was there.
+func (ch *chunk) remove(k freeset.Key) bool {
+	n := min(int(ch.n), ChunkMax)
+	i := 0
+	for i < n && ch.addr[i] != k.Addr {
+		i++
+	}
+	if i == n || ch.b[i] != k.B {
+		return false
+	}
+	for ; i < n-1; i++ {
+		ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
+	}
+	ch.n--
+	return true
 }
 
 // freeChunk puts chunk i at the head of the list of free chunks.
@@ -603,37 +631,45 @@ func (s *Set) Contains(k freeset.Key) bool {
 }
 
 // Insert adds k, which must not be in the set. The first key inserted
-// fixes the class stream. Put does the cases of the class records and
-// the chunks; here are the rest: the first key, a key of the tree, a
-// second key when no chunk is free, a class that spills and a spilled
-// class.
+// fixes the class stream. Put is its commonest cases; Insert does not try
+// Put first, so that a caller that has (torch) does not pay for it twice.
 func (s *Set) Insert(k freeset.Key) {
-	if s.Put(k) {
-		return
-	}
 	if !s.hasStream {
 		s.stream, s.hasStream = k.Stream, true
-		if s.Put(k) {
-			return
-		}
 	}
 	c, ok := s.classOf(k)
 	if !ok {
 		s.toTree(k)
 		return
 	}
+	s.n++
 	cl := &s.cls[c]
 	switch m := cl.m; {
+	case m == 0:
+		cl.addr, cl.b, cl.m = k.Addr, k.B, 1
+		s.setBit(c)
+		return
 	case m == 1:
-		// A second key and no free chunk: a new one, which Put takes.
-		s.chunks = append(s.chunks, chunk{})
-		s.freeChunk(int32(len(s.chunks) - 1))
-		s.Put(k)
+		// A second key: both go to a chunk, a free one or a new one.
+		if s.freeC == 0 {
+			s.chunks = append(s.chunks, chunk{})
+			s.freeChunk(int32(len(s.chunks) - 1))
+		}
+		i := s.freeC - 1
+		ch := &s.chunks[i]
+		s.freeC = ch.next
+		ch.pair(cl, k)
+		cl.m = i + 2
 		return
 	case m >= 2:
+		ch := &s.chunks[m-2]
+		if ch.n < ChunkMax {
+			ch.insert(k)
+			cl.addr, cl.b = ch.addr[0], ch.b[0]
+			return
+		}
 		// The class's chunk is full and spills: its keys and k start
 		// a tree.
-		ch := &s.chunks[m-2]
 		t := s.newTree(ch, k.Addr, k.B)
 		s.freeChunk(m - 2)
 		cl.m = -(t + 1)
@@ -643,33 +679,46 @@ func (s *Set) Insert(k freeset.Key) {
 	if uint64(k.Addr) < uint64(cl.addr) {
 		cl.addr, cl.b = k.Addr, k.B
 	}
-	s.n++
 }
 
-// Remove deletes k, which must be in the set. Take does the cases of the
-// class records and the chunks; here are the rest: a key of the tree, a
-// spilled class's key, and a key not in the set, which panics.
+// Remove deletes k, which must be in the set; a key not in the set
+// panics. Take is its commonest cases; Remove does not try Take first
+// (see Insert).
 func (s *Set) Remove(k freeset.Key) {
-	if s.Take(k) {
-		return
-	}
 	c, ok := s.classOf(k)
 	if !ok {
 		s.fromTree(k)
 		return
 	}
 	cl := &s.cls[c]
-	m := cl.m
-	if m >= 0 {
-		panic("binset: removing a block that is not in its set")
-	}
-	t := &s.trees[-m-1]
-	// The class's lowest key, a best fit's, leaves the head leaf
-	// without a descent (cremoveFirst) unless it is the leaf's last.
-	if cl.addr == k.Addr && cl.b == k.B && s.cremoveFirst(t) {
-		lp := &s.cl[t.head]
-		cl.addr, cl.b = lp.addr[0], lp.b[0]
-	} else {
+	switch m := cl.m; {
+	case m == 1:
+		if cl.addr != k.Addr || cl.b != k.B {
+			panic("binset: removing a block that is not in its set")
+		}
+		*cl = class{}
+		s.clearBit(c)
+	case m >= 2:
+		ch := &s.chunks[m-2]
+		if !ch.remove(k) {
+			panic("binset: removing a block that is not in its set")
+		}
+		cl.addr, cl.b = ch.addr[0], ch.b[0]
+		if ch.n == 1 {
+			// One key left: the class record holds it alone.
+			s.freeChunk(m - 2)
+			cl.m = 1
+		}
+	case m < 0:
+		t := &s.trees[-m-1]
+		// The class's lowest key, a best fit's, leaves the head leaf
+		// without a descent (cremoveFirst) unless it is the leaf's
+		// last.
+		if cl.addr == k.Addr && cl.b == k.B && s.cremoveFirst(t) {
+			lp := &s.cl[t.head]
+			cl.addr, cl.b = lp.addr[0], lp.b[0]
+			break
+		}
 		if !s.cremove(t, k.Addr, k.B) {
 			panic("binset: removing a block that is not in its set")
 		}
@@ -682,6 +731,8 @@ func (s *Set) Remove(k freeset.Key) {
 		} else if cl.addr == k.Addr {
 			cl.addr, cl.b = s.cfirst(t)
 		}
+	default:
+		panic("binset: removing a block that is not in its set")
 	}
 	s.n--
 }
@@ -689,14 +740,9 @@ func (s *Set) Remove(k freeset.Key) {
 // Replace puts new in the place of old, which must be in the set (new
 // must not be): the tree's Replace when neither belongs to a class (the
 // tree's keys have a finger there), else a Remove and an Insert, each of
-// which touches one class.
-//
-// The commonest case, old alone in its class and new's class empty (a
-// split's remainder, a block merged with its neighbour), is Move's.
+// which touches one class. Move is its commonest case; Replace does not
+// try Move first (see Insert).
 func (s *Set) Replace(old, new freeset.Key) {
-	if s.Move(old, new) {
-		return
-	}
 	_, okOld := s.classOf(old)
 	_, okNew := s.classOf(new)
 	if !okOld && !okNew {
@@ -709,14 +755,8 @@ func (s *Set) Replace(old, new freeset.Key) {
 		}
 		return
 	}
-	// Take and Put first: the cases of the classes' records and
-	// chunks, without the general methods' frames.
-	if !s.Take(old) {
-		s.Remove(old)
-	}
-	if !s.Put(new) {
-		s.Insert(new)
-	}
+	s.Remove(old)
+	s.Insert(new)
 }
 
 // Items returns the keys in order: for the rare whole-pool passes
