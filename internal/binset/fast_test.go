@@ -3,6 +3,7 @@ package binset
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"membench/internal/freeset"
@@ -171,7 +172,8 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 }
 
 // TestRemoveAbsent checks that Remove and Replace of a key not in the set
-// panic rather than take another, in every shape a class can have: empty,
+// panic rather than take another (and that Take and Move report false,
+// changing nothing), in every shape a class can have: empty,
 // one key, a chunk, a tree; the key absent, or its address held by
 // another block.
 func TestRemoveAbsent(t *testing.T) {
@@ -180,25 +182,79 @@ func TestRemoveAbsent(t *testing.T) {
 			{Size: 4 * Gran, Addr: 1 << 40, B: 1},     // no such address
 			{Size: 4 * Gran, Addr: Gran << 20, B: 99}, // the first key's address, another block
 		} {
-			for _, op := range []string{"Remove", "Replace"} {
+			for _, op := range []string{"Remove", "Replace", "Take", "Move"} {
 				s := New()
 				s.Insert(freeset.Key{Size: Gran, Addr: 1}) // fixes the class stream, 0
 				for i := range n {
 					s.Insert(freeset.Key{Size: 4 * Gran, Addr: int64(i+1) * Gran << 20, B: int32(i)})
 				}
-				func() {
-					defer func() {
-						if recover() == nil {
-							t.Errorf("%d keys: %s(%v) did not panic", n, op, probe)
+				to := freeset.Key{Size: 8 * Gran, Addr: 1 << 41, B: 5}
+				switch items := s.Items(); op {
+				case "Take", "Move":
+					// The short paths leave it to the general
+					// methods, changing nothing.
+					if op == "Take" && s.Take(probe) || op == "Move" && s.Move(probe, to) {
+						t.Errorf("%d keys: %s(%v) reported true", n, op, probe)
+					}
+					if !slices.Equal(s.Items(), items) {
+						t.Errorf("%d keys: %s(%v) changed the set", n, op, probe)
+					}
+				default:
+					func() {
+						defer func() {
+							if recover() == nil {
+								t.Errorf("%d keys: %s(%v) did not panic", n, op, probe)
+							}
+						}()
+						if op == "Remove" {
+							s.Remove(probe)
+						} else {
+							s.Replace(probe, to)
 						}
 					}()
-					if op == "Remove" {
-						s.Remove(probe)
-					} else {
-						s.Replace(probe, freeset.Key{Size: 8 * Gran, Addr: 1 << 41, B: 5})
-					}
-				}()
+				}
 			}
 		}
+	}
+}
+
+// TestPutFullChunk checks that Put fills a class's chunk to ChunkMax keys,
+// its second key taking the free chunk, and then leaves the next key to
+// Insert, which spills the class into its
+// tree, and that Take empties it back key by key.
+func TestPutFullChunk(t *testing.T) {
+	s := New()
+	s.Insert(freeset.Key{Size: Gran, Addr: 1}) // fixes the class stream
+	// A chunk made and freed, for Put's second key to take.
+	s.Insert(freeset.Key{Size: 3 * Gran, Addr: 2})
+	s.Insert(freeset.Key{Size: 3 * Gran, Addr: 3})
+	s.Remove(freeset.Key{Size: 3 * Gran, Addr: 3})
+	keys := make([]freeset.Key, ChunkMax+1)
+	for i := range keys {
+		keys[i] = freeset.Key{Size: 2 * Gran, Addr: int64(len(keys)-i) << 20, B: int32(i)}
+		ok := s.Put(keys[i])
+		if want := i < ChunkMax; ok != want {
+			t.Fatalf("Put of key %d reported %v, want %v", i, ok, want)
+		}
+		if !ok {
+			s.Insert(keys[i])
+		}
+		if err := s.checkCounts(); err != nil {
+			t.Fatalf("after key %d: %v", i, err)
+		}
+	}
+	if s.cls[1].m >= 0 {
+		t.Fatalf("the class did not spill: m %d", s.cls[1].m)
+	}
+	for i, k := range keys {
+		if !s.Take(k) {
+			s.Remove(k)
+		}
+		if err := s.checkCounts(); err != nil {
+			t.Fatalf("after taking key %d: %v", i, err)
+		}
+	}
+	if s.Len() != 2 {
+		t.Fatalf("Len %d after taking them all", s.Len())
 	}
 }
