@@ -645,9 +645,10 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 // slot is left: the order in which a slot taken from an empty freeB
 // would append them one by one.
 //
-// Several at once: a replay whose blocks keep growing in number (the
-// live-set benchmark's: a new segment nearly every event) takes a new
-// slot per event, and a call per slot cost more than the call it saved.
+// Several at once: a replay that builds up many blocks (the live-set
+// benchmark's warm-up of 10^6 allocations) takes a new slot per
+// allocation, and a call per slot cost about 15 instructions a slot more
+// than the append in line it replaced.
 //
 //go:noinline
 func (a *Allocator) growArena() {

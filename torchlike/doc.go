@@ -63,13 +63,26 @@
 // neighbour), so those two paths are written for the compiler:
 //
 //   - Malloc's short path (fastFit: no max_split_size, no garbage
-//     collection; expandable segments included, through growableFit)
-//     asks the free set for the best fit and hands the block to
-//     allocFoundBlock with every argument in a register, the found
-//     block's size and address among them, so that neither the split
-//     decision nor the set's update waits for the block's record;
+//     collection) hands the block to allocFoundBlock with every
+//     argument in a register, the found block's size and address among
+//     them, so that neither the split decision nor the set's update
+//     waits for the block's record. Without expandable segments the
+//     free set finds the best fit and takes it, or puts its remainder
+//     in its place, in one call (binset.TakeFit, given should_split's
+//     least remainder, minRemainder); with them it finds the best fit
+//     (binset.Fit) and Malloc tests in line whether the block can grow
+//     (an unmapped range follows it), calling growableFit only then;
+//   - allocFoundBlock tells the free set last, after the statistics,
+//     and takes its new block's slot without a call: freeB always
+//     keeps a spare slot (growArena adds 64 when the last is taken,
+//     handed out in the order one-by-one growth gave them), so that few
+//     of its values are spilled around calls;
 //   - Free is free_block itself; it names the neighbours it merges by
 //     index and reads their keys only when it tells the set;
+//   - every update of a free set tries binset's short path first
+//     (Move, Put, Take: leaf methods, without a frame, for the class
+//     records' and chunks' cases) and the general method only when it
+//     reports false;
 //   - a pool's statistics are one record (poolStats), found once per
 //     malloc or free, each statistic at a fixed offset from it, the peaks
 //     raised behind branches that are predicted once a trace's peak is
@@ -82,7 +95,17 @@
 // neighbour's four flag bytes in one 32-bit load saved 2 instructions an
 // event, but that load spans the byte stores a free makes to the same
 // flags just before a neighbour's free reads them, which the processor
-// cannot forward.
+// cannot forward. TakeFit for expandable segments is not possible as
+// it stands: the block must be looked at (can it grow?) before the set
+// changes. Free telling the set after the statistics, as
+// allocFoundBlock does, changed nothing (75.5 and 75.9 instructions an
+// event: Free's spills are its pointers, live across the calls either
+// way). Finding should_split's least remainder with the pool, before
+// fastFit's test, cost 0.9 instructions an event more than asking
+// minRemainder. growArena adding one slot at a time cost about 15
+// instructions a new slot more than the append in line it replaced,
+// which a replay building up many blocks pays once a block (the
+// live-set benchmark's warm-up: 10^6 allocations).
 //
 // Measured with cachegrind (BenchmarkModel, gpt-generate), the model's
 // instructions an event went from 393 to 331 (expandable segments: 406
@@ -94,6 +117,23 @@
 // cpu-ns/event (x-decode-cpu 3.64 to 3.04) and torch with expandable
 // segments from 32.9 to 28.6 (3.34 to 2.87); at 10^6 live blocks
 // (BenchmarkReplayLivePaired) nothing changed (308 and 302 cpu-ns/event).
+//
+// Then (issue 15, against 5ea6c3e; binset's doc has its side): binset's
+// short paths, TakeFit, growableFit's test in line and allocFoundBlock's
+// order took the model's instructions an event on gpt-generate from
+// 312.7 to 285.6 without expandable segments and from 324.9 to 286.0
+// with them (cachegrind, BenchmarkModel; counted as the sum of this
+// package's and binset's and freeset's functions, so not comparable
+// with the 331 above, which counted other lines too), and cachegrind's
+// model of branch prediction from 1.64 to 1.38 mispredictions an event.
+// On the machine shared with three other sessions (load 5 to 8 on 2
+// cores, the decode reading 9.7 to 18 ns/event), interleaved runs showed
+// the gain with expandable segments only: BenchmarkModel 35.5 → 32.9
+// cpu-ns/event (−7%, p=0.003, 10 runs each), BenchmarkReplay's
+// x-decode-cpu 3.48 → 2.66 (p=0.014, 12 runs); without them 36.8 → 37.1
+// (p=0.35, 20 runs) and 3.18 → 2.78 (p=0.36). At 10^6 live blocks the
+// instructions fell 5.5% and the L1 misses did not (they are the
+// replay's cost there): x-live1k-cpu 2.54 → 2.64 (p=0.33, 8 runs).
 //
 // # For the validator
 //
