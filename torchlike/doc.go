@@ -126,14 +126,19 @@
 // package's and binset's and freeset's functions, so not comparable
 // with the 331 above, which counted other lines too), and cachegrind's
 // model of branch prediction from 1.64 to 1.38 mispredictions an event.
-// On the machine shared with three other sessions (load 5 to 8 on 2
-// cores, the decode reading 9.7 to 18 ns/event), interleaved runs showed
-// the gain with expandable segments only: BenchmarkModel 35.5 → 32.9
-// cpu-ns/event (−7%, p=0.003, 10 runs each), BenchmarkReplay's
-// x-decode-cpu 3.48 → 2.66 (p=0.014, 12 runs); without them 36.8 → 37.1
-// (p=0.35, 20 runs) and 3.18 → 2.78 (p=0.36). At 10^6 live blocks the
-// instructions fell 5.5% and the L1 misses did not (they are the
-// replay's cost there): x-live1k-cpu 2.54 → 2.64 (p=0.33, 8 runs).
+// In BenchmarkReplay (12 runs each interleaved with the base, at 19:45
+// with the machine's load falling from 5 to 2; the decode 9.1 ns/event)
+// torch went from 29.25 to 28.62 cpu-ns/event (p=0.11; x-decode-cpu
+// 3.22 → 3.14) and torch with expandable segments from 27.86 to 26.64
+// (−4.4%, p=0.001; 3.10 → 2.99): far less than the instructions, as the
+// ones removed were mostly spills, reloads and register moves beside
+// the event's chain of dependent loads. BenchmarkModel's quiet runs
+// (about 20 ns/event; the loaded ones read 26 to 37) moved about as much.
+// At 10^6 live blocks the instructions fell 5.5% and the L1 misses,
+// which are the replay's cost there, did not: BenchmarkReplayLivePaired's
+// x-live1k-cpu read 2.54 → 2.64 and 2.26 → 2.37 for torch, 2.78 → 2.91
+// and 2.42 → 2.29 with expandable segments (two batches of 8 runs, no
+// difference significant).
 //
 // # For the validator
 //
