@@ -2,6 +2,7 @@ package torchlike
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 
@@ -114,6 +115,7 @@ func New(cfg Config, mem *strategies.Memory) *Allocator {
 		a.allowedMax = int64(cfg.MemoryFraction * float64(mem.Dev.Total))
 	}
 	a.stats.MaxSplitSize = cfg.MaxSplitSize
+	a.growArena() // the spare slot (slot)
 	return a
 }
 
@@ -181,15 +183,19 @@ func (a *Allocator) Stats() *Stats {
 	return &s
 }
 
-// slot returns a free arena slot, a recycled one or a new one, zeroed.
+// slot returns a free arena slot, zeroed: the last of freeB, which is
+// never empty, as slot and allocFoundBlock, having taken the last, add a
+// new slot at the arena's end (growArena). The slots are taken in the
+// order a stack of recycled slots, growing the arena when empty, would
+// give them: the spare at freeB's bottom is the next new slot.
 func (a *Allocator) slot() int32 {
-	if n := len(a.freeB); n > 0 {
-		i := a.freeB[n-1]
-		a.freeB = a.freeB[:n-1]
-		return i
+	n := len(a.freeB) - 1
+	i := a.freeB[n]
+	a.freeB = a.freeB[:n]
+	if n == 0 {
+		a.growArena()
 	}
-	a.arena = append(a.arena, block{})
-	return int32(len(a.arena) - 1)
+	return i
 }
 
 // newBlock puts b in a free arena slot and returns its index.
@@ -255,13 +261,32 @@ type params struct {
 	size, allocSize, stream int64
 	pool                    *pool
 	block                   int32
-	// inSet says that block is still in its pool's free set, as found:
-	// get_free_block takes it out, but the model leaves that to
-	// allocFoundBlock, which puts a split remainder in its place
-	// (freeset.Set.Replace) instead of removing one key and inserting
-	// another.
-	inSet bool
+	// set says where block is with respect to its pool's free set:
+	// found there (get_free_block takes it out, but the model leaves
+	// that to allocFoundBlock, which puts a split remainder in its
+	// place with Replace instead of removing one key and inserting
+	// another), or not in it (a new segment's block).
+	set setState
 }
+
+// setState is where allocFoundBlock's block stands with respect to its
+// pool's free set.
+type setState uint8
+
+const (
+	// notInSet: the block is a new segment's (or expandable range's),
+	// not in the set; a split's remainder is inserted.
+	notInSet setState = iota
+	// inSet: the block is in the set as found; the remainder takes
+	// its place (Replace), or it leaves (Remove).
+	inSet
+	// setDone: the set has had the update already (binset.TakeFit).
+	setDone
+	// setTried: in the set as found, by binset.TakeFit, which found
+	// that its short update (binset's Move or Take) does not apply:
+	// the general Replace or Remove, without trying it again.
+	setTried
+)
 
 // Malloc is DeviceCachingAllocator::malloc (allocator-spec §1.7).
 func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
@@ -296,18 +321,46 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		// without params, built in memory for mallocSlow's calls, 8%
 		// fewer again (and 16% with expandable segments, which took
 		// findFreeBlock's path).
-		k, found := pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		if len(a.exp) == 0 {
+			// Without expandable segments no block is expandable:
+			// the best fit is the block taken, and the free set
+			// finds it and takes it (or puts the remainder in its
+			// place) in one call, TakeFit, when the block is its
+			// class's only one.
+			k, found, done := pl.blocks.TakeFit(stream, size, a.minRemainder(pl, size))
+			set := setTried
+			if done {
+				set = setDone
+			}
+			if !found {
+				k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+				set = inSet
+			}
+			if found && k.Stream == stream {
+				a.mem.Hit()
+				return strategies.Handle(a.allocFoundBlock(pl, k.B, set, size, stream, orig, k.Size, k.Addr)), true
+			}
+			return a.mallocSlow(orig, size, stream, pl, true)
+		}
+		k, found := pl.blocks.Fit(stream, size)
+		if !found {
+			k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		}
 		if found && k.Stream == stream {
-			// Without expandable segments (len(a.exp) == 0) no
-			// block is expandable: the block is not read here.
-			if len(a.exp) != 0 && a.arena[k.B].es != none {
+			if b := &a.arena[k.B]; b.es != none {
 				if !a.cfg.ExpandableSegments {
 					return a.mallocSlow(orig, size, stream, pl, false)
 				}
-				k = a.growableFit(pl, k)
+				// growableFit's first test, here: a block
+				// that no unmapped range follows cannot grow,
+				// and is the answer (gpt-generate: nearly
+				// every one).
+				if b.next != none && !a.arena[b.next].mapped {
+					k = a.growableFit(pl, k)
+				}
 			}
 			a.mem.Hit()
-			return strategies.Handle(a.allocFoundBlock(pl, k.B, true, size, stream, orig, k.Size, k.Addr)), true
+			return strategies.Handle(a.allocFoundBlock(pl, k.B, inSet, size, stream, orig, k.Size, k.Addr)), true
 		}
 		return a.mallocSlow(orig, size, stream, pl, true)
 	}
@@ -350,7 +403,7 @@ func (a *Allocator) mallocSlow(orig, size, stream int64, pl *pool, searched bool
 		return -1, false
 	}
 	b := &a.arena[p.block]
-	return strategies.Handle(a.allocFoundBlock(p.pool, p.block, p.inSet, p.size, p.stream, orig, b.size, b.addr)), true
+	return strategies.Handle(a.allocFoundBlock(p.pool, p.block, p.set, p.size, p.stream, orig, b.size, b.addr)), true
 }
 
 // getFreeBlock is get_free_block (allocator-spec §1.5, §1.10): the single
@@ -363,7 +416,7 @@ func (a *Allocator) getFreeBlock(p *params) bool {
 	if !ok {
 		return false
 	}
-	p.block, p.inSet = k.B, true
+	p.block, p.set = k.B, inSet
 	return true
 }
 
@@ -436,11 +489,22 @@ func (a *Allocator) expandableSize(i int32) int64 {
 // shouldSplit is should_split (allocator-spec §1.6) for a block of
 // blockSize bytes in pool pl and a request of size.
 func (a *Allocator) shouldSplit(pl *pool, blockSize, size int64) bool {
-	rem := blockSize - size
+	return blockSize-size >= a.minRemainder(pl, size)
+}
+
+// minRemainder is should_split's rule as the least remainder that splits
+// a block for a request of size in pool pl: MinBlockSize in the small
+// pool and with expandable segments, else above SmallSize for a request
+// below max_split_size, and none (math.MaxInt64) for one at or above it.
+// binset.TakeFit applies it.
+func (a *Allocator) minRemainder(pl *pool, size int64) int64 {
 	if pl.small || a.cfg.ExpandableSegments {
-		return rem >= MinBlockSize
+		return MinBlockSize
 	}
-	return size < a.cfg.MaxSplitSize && rem > SmallSize
+	if size < a.cfg.MaxSplitSize {
+		return SmallSize + 1
+	}
+	return math.MaxInt64
 }
 
 // allocBlock is alloc_block: one cudaMalloc of the segment size, or the
@@ -480,29 +544,34 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 // by index was a bounds test and an address computed anew).
 //
 // Block i of pool pl, of bSize bytes at bAddr, is taken for a request
-// of orig bytes rounded to size on stream; inSet says that it is still in
-// pl's free set, under the key {stream, bSize, bAddr, i}. The block's size
+// of orig bytes rounded to size on stream; set says whether it is still
+// in pl's free set, under the key {stream, bSize, bAddr, i}, or has been
+// taken from it already (setDone). The block's size
 // and address are passed (as the free set's search found them) rather
 // than read from the block, so that the split decision and the free
 // set's update need not wait for the block's record, which at 10^6 live
 // blocks is a cache miss (nine arguments: all in registers).
-func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream, orig, bSize, bAddr int64) int32 {
+func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, stream, orig, bSize, bAddr int64) int32 {
 	small := pl.small
-	b := &a.arena[i]
+	split := a.shouldSplit(pl, bSize, size)
+	arena := a.arena
+	b := &arena[i]
 	alreadySplit := b.isSplit()
 	expandable := b.es != none
 	ps, po := a.stats.pools(small)
-	found := freeset.Key{Stream: stream, Size: bSize, Addr: bAddr, B: i}
-	if a.shouldSplit(pl, bSize, size) {
+	taken := i
+	if split {
 		rem := i
 		// The new block's fields are set one by one in its slot: built
 		// as a struct and copied (newBlock), its freshly written fields
 		// would be read back in 16-byte pieces that span two of their
 		// stores, which the processor cannot forward (a stall that was
-		// a quarter of this function's time).
-		nb := a.slot()
-		arena := a.arena
-		r := &arena[rem]
+		// a quarter of this function's time). The slot is the last
+		// of freeB, which is never empty (slot).
+		k := len(a.freeB) - 1
+		nb := a.freeB[k]
+		a.freeB = a.freeB[:k]
+		r := b
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
 		n.small, n.mapped, n.inUse = small, true, true
@@ -512,14 +581,7 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream,
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		if inSet {
-			// The remainder takes the found block's place in the
-			// free set (insert_into_blocks after the erase).
-			r.gcBase = pl.getFreeBlocksCallCount
-			pl.blocks.Replace(found, key(r, rem))
-		} else {
-			a.insertIntoBlocks(rem)
-		}
+		r.gcBase = pl.getFreeBlocksCallCount
 		if !expandable {
 			if alreadySplit {
 				ps.g[sInactiveSplitBytes].cur -= size
@@ -528,15 +590,10 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream,
 				a.stats.raise(sInactiveSplit, ps, po, 1)
 			}
 		}
-		i, b = nb, n
-	} else {
-		if inSet {
-			pl.blocks.Remove(found)
-		}
-		if alreadySplit && !expandable {
-			ps.g[sInactiveSplitBytes].cur -= b.size
-			ps.g[sInactiveSplit].cur--
-		}
+		taken, b = nb, n
+	} else if alreadySplit && !expandable {
+		ps.g[sInactiveSplitBytes].cur -= b.size
+		ps.g[sInactiveSplit].cur--
 	}
 	b.allocated = true
 	b.req = orig
@@ -550,8 +607,60 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, inSet bool, size, stream,
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.increase(1)
 	}
-	return i
+	// The free set last: the remainder {stream, bSize − size, bAddr +
+	// size, i} takes the found block's place (insert_into_blocks after
+	// the erase), or the block leaves it whole. Last, so that only
+	// taken lives across its calls and nothing above is spilled for
+	// them.
+	if set != setDone {
+		found := freeset.Key{Stream: stream, Size: bSize, Addr: bAddr, B: i}
+		rem := freeset.Key{Stream: stream, Size: bSize - size, Addr: bAddr + size, B: i}
+		switch {
+		case set == notInSet:
+			if split {
+				pl.blocks.Insert(rem)
+			}
+		case split:
+			if set != inSet || !pl.blocks.Move(found, rem) {
+				pl.blocks.Replace(found, rem)
+			}
+		default:
+			if set != inSet || !pl.blocks.Take(found) {
+				pl.blocks.Remove(found)
+			}
+		}
+	}
+	if len(a.freeB) == 0 {
+		a.growArena()
+	}
+	return taken
 }
+
+// growArena adds arenaGrowth zeroed slots at the end of the arena to the
+// free slots, which slot and allocFoundBlock call when they have taken
+// the last, so that a free slot is always there to take; apart and not
+// inlined so that allocFoundBlock, taking its slot, makes no call and
+// keeps its values in registers. The new slots go onto freeB highest
+// first, so that they are taken lowest first, each when no recycled
+// slot is left: the order in which a slot taken from an empty freeB
+// would append them one by one.
+//
+// Several at once: a replay that builds up many blocks (the live-set
+// benchmark's warm-up of 10^6 allocations) takes a new slot per
+// allocation, and a call per slot cost about 15 instructions a slot more
+// than the append in line it replaced.
+//
+//go:noinline
+func (a *Allocator) growArena() {
+	n := len(a.arena)
+	a.arena = append(a.arena, make([]block, arenaGrowth)...)
+	for i := n + arenaGrowth - 1; i >= n; i-- {
+		a.freeB = append(a.freeB, int32(i))
+	}
+}
+
+// arenaGrowth is the slots growArena adds: a 4 KiB run of block records.
+const arenaGrowth = 64
 
 // Touch implements strategies.Toucher: it prefetches the block of h.
 func (a *Allocator) Touch(h strategies.Handle) {
@@ -642,7 +751,9 @@ func (a *Allocator) Free(h strategies.Handle) {
 	var nMerged int64
 	switch {
 	case cp == none && cn == none:
-		pl.blocks.Insert(key(b, i))
+		if !pl.blocks.Put(key(b, i)) {
+			pl.blocks.Insert(key(b, i))
+		}
 	case cn == none:
 		s := &arena[cp]
 		old := key(s, cp)
@@ -650,7 +761,9 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if s.prev != none {
 			arena[s.prev].next = i
 		}
-		pl.blocks.Replace(old, key(b, i))
+		if !pl.blocks.Move(old, key(b, i)) {
+			pl.blocks.Replace(old, key(b, i))
+		}
 		a.deleteBlock(cp)
 		nMerged = 1
 	case cp == none:
@@ -660,12 +773,16 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if s.next != none {
 			arena[s.next].prev = i
 		}
-		pl.blocks.Replace(old, key(b, i))
+		if !pl.blocks.Move(old, key(b, i)) {
+			pl.blocks.Replace(old, key(b, i))
+		}
 		a.deleteBlock(cn)
 		nMerged = 1
 	default:
 		s, t := &arena[cp], &arena[cn]
-		pl.blocks.Remove(key(t, cn))
+		if !pl.blocks.Take(key(t, cn)) {
+			pl.blocks.Remove(key(t, cn))
+		}
 		old := key(s, cp)
 		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
 		if s.prev != none {
@@ -674,7 +791,9 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if t.next != none {
 			arena[t.next].prev = i
 		}
-		pl.blocks.Replace(old, key(b, i))
+		if !pl.blocks.Move(old, key(b, i)) {
+			pl.blocks.Replace(old, key(b, i))
+		}
 		a.deleteBlock(cp)
 		a.deleteBlock(cn)
 		nMerged = 2

@@ -63,13 +63,26 @@
 // neighbour), so those two paths are written for the compiler:
 //
 //   - Malloc's short path (fastFit: no max_split_size, no garbage
-//     collection; expandable segments included, through growableFit)
-//     asks the free set for the best fit and hands the block to
-//     allocFoundBlock with every argument in a register, the found
-//     block's size and address among them, so that neither the split
-//     decision nor the set's update waits for the block's record;
+//     collection) hands the block to allocFoundBlock with every
+//     argument in a register, the found block's size and address among
+//     them, so that neither the split decision nor the set's update
+//     waits for the block's record. Without expandable segments the
+//     free set finds the best fit and takes it, or puts its remainder
+//     in its place, in one call (binset.TakeFit, given should_split's
+//     least remainder, minRemainder); with them it finds the best fit
+//     (binset.Fit) and Malloc tests in line whether the block can grow
+//     (an unmapped range follows it), calling growableFit only then;
+//   - allocFoundBlock tells the free set last, after the statistics,
+//     and takes its new block's slot without a call: freeB always
+//     keeps a spare slot (growArena adds 64 when the last is taken,
+//     handed out in the order one-by-one growth gave them), so that few
+//     of its values are spilled around calls;
 //   - Free is free_block itself; it names the neighbours it merges by
 //     index and reads their keys only when it tells the set;
+//   - every update of a free set tries binset's short path first
+//     (Move, Put, Take: leaf methods, without a frame, for the class
+//     records' and chunks' cases) and the general method only when it
+//     reports false;
 //   - a pool's statistics are one record (poolStats), found once per
 //     malloc or free, each statistic at a fixed offset from it, the peaks
 //     raised behind branches that are predicted once a trace's peak is
@@ -82,7 +95,17 @@
 // neighbour's four flag bytes in one 32-bit load saved 2 instructions an
 // event, but that load spans the byte stores a free makes to the same
 // flags just before a neighbour's free reads them, which the processor
-// cannot forward.
+// cannot forward. TakeFit for expandable segments is not possible as
+// it stands: the block must be looked at (can it grow?) before the set
+// changes. Free telling the set after the statistics, as
+// allocFoundBlock does, changed nothing (75.5 and 75.9 instructions an
+// event: Free's spills are its pointers, live across the calls either
+// way). Finding should_split's least remainder with the pool, before
+// fastFit's test, cost 0.9 instructions an event more than asking
+// minRemainder. growArena adding one slot at a time cost about 15
+// instructions a new slot more than the append in line it replaced,
+// which a replay building up many blocks pays once a block (the
+// live-set benchmark's warm-up: 10^6 allocations).
 //
 // Measured with cachegrind (BenchmarkModel, gpt-generate), the model's
 // instructions an event went from 393 to 331 (expandable segments: 406
@@ -94,6 +117,28 @@
 // cpu-ns/event (x-decode-cpu 3.64 to 3.04) and torch with expandable
 // segments from 32.9 to 28.6 (3.34 to 2.87); at 10^6 live blocks
 // (BenchmarkReplayLivePaired) nothing changed (308 and 302 cpu-ns/event).
+//
+// Then (issue 15, against 5ea6c3e; binset's doc has its side): binset's
+// short paths, TakeFit, growableFit's test in line and allocFoundBlock's
+// order took the model's instructions an event on gpt-generate from
+// 312.7 to 285.6 without expandable segments and from 324.9 to 286.0
+// with them (cachegrind, BenchmarkModel; counted as the sum of this
+// package's and binset's and freeset's functions, so not comparable
+// with the 331 above, which counted other lines too), and cachegrind's
+// model of branch prediction from 1.64 to 1.38 mispredictions an event.
+// In BenchmarkReplay (12 runs each interleaved with the base, at 19:45
+// with the machine's load falling from 5 to 2; the decode 9.1 ns/event)
+// torch went from 29.25 to 28.62 cpu-ns/event (p=0.11; x-decode-cpu
+// 3.22 → 3.14) and torch with expandable segments from 27.86 to 26.64
+// (−4.4%, p=0.001; 3.10 → 2.99): far less than the instructions, as the
+// ones removed were mostly spills, reloads and register moves beside
+// the event's chain of dependent loads. BenchmarkModel's quiet runs
+// (about 20 ns/event; the loaded ones read 26 to 37) moved about as much.
+// At 10^6 live blocks the instructions fell 5.5% and the L1 misses,
+// which are the replay's cost there, did not: BenchmarkReplayLivePaired's
+// x-live1k-cpu read 2.54 → 2.64 and 2.26 → 2.37 for torch, 2.78 → 2.91
+// and 2.42 → 2.29 with expandable segments (two batches of 8 runs, no
+// difference significant).
 //
 // # For the validator
 //

@@ -46,6 +46,42 @@
 // cachegrind, per event): 1,074 → 629 instructions at 10^6 and 964 → 763
 // at 10^3; L1 data misses 7.0 → 4.6 at 10^6. gpt-generate's replay (no
 // class spills there) is unchanged: x-decode-cpu 3.27 → 3.25.
+//
+// # Short paths
+//
+// Fit, Move, Put, Take and TakeFit (fast.go) are the cases of LowerBound,
+// Replace, Insert and Remove that touch only class records, chunks and
+// the bitmap, as leaf methods that report whether they did the work;
+// torch calls them first and the general methods when they report false
+// (issue 15: the torch model at most 2.5× the binary decode). Why: the
+// general methods call into the chunks, the class trees and the
+// freeset.Set on their other paths, so the compiler gives them a frame
+// and spills their keys on entry whatever path they take; a leaf has no
+// frame and keeps its keys in registers. Their tests branch once per
+// question (classBits). In a torch replay of gpt-generate these cases
+// are nine calls in ten: a split's remainder or a merged block moving
+// from a class of one key to an empty class (55,600 of 60,000
+// Replaces), a best fit in a class record (45,700 of 47,000
+// LowerBounds), a second key into a chunk and back (4,700 each). The
+// free chunks are a list through the chunks, so that taking or freeing
+// one needs no append (and no call). TakeFit is a malloc's best fit and
+// update in one call: the record read for the search is the one tested
+// for the update.
+//
+// Measured 2026-11-24 under cachegrind, torchlike's BenchmarkModel
+// (gpt-generate, the model's instructions an event, the harness's not
+// counted), against 5ea6c3e: without expandable segments 312.7 → 285.6,
+// of which this package and freeset.Set 110.8 → 81.8; with expandable
+// segments 324.9 → 286.0 (112.6 → 83.8; torchlike's own change there is
+// most of the rest). harness's BenchmarkReplayLive, torch, the model's
+// instructions a timed event: 512 → 504 at 10^3 live blocks, 1,289 →
+// 1,218 at 10^6 (its warm-up included), L1 misses unchanged. The
+// general methods first tried the short paths themselves, which a
+// caller that had (torch) paid twice when they failed: at 10^3 live
+// blocks, whose classes are mostly chunks and trees, that was 554, 8%
+// above the base. TakeFit against Fit and Move as two calls saved
+// only 2.3 instructions an event: the bitmap search, the record's tests
+// and the bitmap's updates are the work either way.
 package binset
 
 import (
@@ -72,8 +108,55 @@ const (
 // (unsigned).
 type chunk struct {
 	n    int32
+	next int32 // in the list of free chunks: the next's index + 1, or 0
 	b    [ChunkMax]int32
 	addr [ChunkMax]int64
+}
+
+// pair makes ch the chunk of a class of one key, in its record cl, and k.
+func (ch *chunk) pair(cl *class, k freeset.Key) {
+	ch.n = 2
+	if uint64(k.Addr) < uint64(cl.addr) {
+		ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = k.Addr, k.B, cl.addr, cl.b
+		cl.addr, cl.b = k.Addr, k.B
+	} else {
+		ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
+	}
+}
+
+// insert adds k to ch, which has room, in address order.
+func (ch *chunk) insert(k freeset.Key) {
+	i := min(int(ch.n), ChunkMax-1)
+	for i > 0 && uint64(ch.addr[i-1]) > uint64(k.Addr) {
+		ch.addr[i], ch.b[i] = ch.addr[i-1], ch.b[i-1]
+		i--
+	}
+	ch.addr[i], ch.b[i] = k.Addr, k.B
+	ch.n++
+}
+
+// remove deletes k from ch and reports whether it was there.
+func (ch *chunk) remove(k freeset.Key) bool {
+	n := min(int(ch.n), ChunkMax)
+	i := 0
+	for i < n && ch.addr[i] != k.Addr {
+		i++
+	}
+	if i == n || ch.b[i] != k.B {
+		return false
+	}
+	for ; i < n-1; i++ {
+		ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
+	}
+	ch.n--
+	return true
+}
+
+// freeChunk puts chunk i at the head of the list of free chunks.
+func (s *Set) freeChunk(i int32) {
+	ch := &s.chunks[i]
+	ch.n, ch.next = 0, s.freeC
+	s.freeC = i + 1
 }
 
 // class is one exact-size class. Its lowest key is kept here, so that a
@@ -105,7 +188,10 @@ type Set struct {
 	bits    [words]uint64 // the non-empty classes, spilled or not
 	cls     [Classes]class
 	chunks  []chunk
-	freeC   []int32
+	// freeC is the first free chunk's index + 1, or 0: the free chunks
+	// are a list through their next fields, so that a short path
+	// (fast.go) frees or takes one without append's call.
+	freeC int32
 
 	// The spilled classes' trees and their node arenas (ctree.go), and
 	// the path of the last descent of one.
@@ -137,7 +223,7 @@ func (s *Set) Reset() {
 	}
 	s.tree.Reset()
 	s.stream, s.hasStream, s.n, s.odd, s.summary = 0, false, 0, 0, 0
-	s.chunks, s.freeC = s.chunks[:0], s.freeC[:0]
+	s.chunks, s.freeC = s.chunks[:0], 0
 	s.trees, s.freeT = s.trees[:0], s.freeT[:0]
 	s.cl, s.freeCL = s.cl[:0], s.freeCL[:0]
 	s.ci, s.freeCI = s.ci[:0], s.freeCI[:0]
@@ -465,12 +551,12 @@ func (s *Set) higher(a freeset.Key, aok bool, b freeset.Key, bok bool) (freeset.
 // class's.
 //
 // A best-fit search — a key of the class stream with address 0 and a size
-// up to the largest class's — is answered here, without chunkLower's call:
-// a bitmap search and one read of the class found, spilled or not.
+// up to the largest class's — is answered by Fit, without chunkLower's
+// call: a bitmap search and one read of the class found, spilled or not.
 func (s *Set) LowerBound(k freeset.Key) (freeset.Key, bool) {
-	if k.Stream == s.stream && k.Addr == 0 && uint64(k.Size-1) < Classes*Gran && s.odd == 0 {
-		if c := s.nextSet(int((k.Size+Gran-1)/Gran) - 1); c >= 0 {
-			return s.first(c), true
+	if k.Addr == 0 {
+		if x, ok := s.Fit(k.Stream, k.Size); ok {
+			return x, true
 		}
 	}
 	x, ok := s.chunkLower(k)
@@ -551,7 +637,8 @@ func (s *Set) Contains(k freeset.Key) bool {
 }
 
 // Insert adds k, which must not be in the set. The first key inserted
-// fixes the class stream.
+// fixes the class stream. Put is its commonest cases; Insert does not try
+// Put first, so that a caller that has (torch) does not pay for it twice.
 func (s *Set) Insert(k freeset.Key) {
 	if !s.hasStream {
 		s.stream, s.hasStream = k.Stream, true
@@ -567,56 +654,42 @@ func (s *Set) Insert(k freeset.Key) {
 	case m == 0:
 		cl.addr, cl.b, cl.m = k.Addr, k.B, 1
 		s.setBit(c)
+		return
 	case m == 1:
-		// A second key: both go to a chunk.
-		var i int32
-		if n := len(s.freeC); n > 0 {
-			i = s.freeC[n-1]
-			s.freeC = s.freeC[:n-1]
-		} else {
+		// A second key: both go to a chunk, a free one or a new one.
+		if s.freeC == 0 {
 			s.chunks = append(s.chunks, chunk{})
-			i = int32(len(s.chunks) - 1)
+			s.freeChunk(int32(len(s.chunks) - 1))
 		}
+		i := s.freeC - 1
 		ch := &s.chunks[i]
-		ch.n = 2
-		if uint64(k.Addr) < uint64(cl.addr) {
-			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = k.Addr, k.B, cl.addr, cl.b
-			cl.addr, cl.b = k.Addr, k.B
-		} else {
-			ch.addr[0], ch.b[0], ch.addr[1], ch.b[1] = cl.addr, cl.b, k.Addr, k.B
-		}
+		s.freeC = ch.next
+		ch.pair(cl, k)
 		cl.m = i + 2
+		return
 	case m >= 2:
 		ch := &s.chunks[m-2]
-		n := int(ch.n)
-		if n == ChunkMax {
-			// The class spills: its chunk and k start a tree.
-			t := s.newTree(ch, k.Addr, k.B)
-			s.freeC = append(s.freeC, m-2)
-			ch.n = 0
-			cl.m = -(t + 1)
-			if uint64(k.Addr) < uint64(cl.addr) {
-				cl.addr, cl.b = k.Addr, k.B
-			}
+		if ch.n < ChunkMax {
+			ch.insert(k)
+			cl.addr, cl.b = ch.addr[0], ch.b[0]
 			return
 		}
-		i := n
-		for i > 0 && uint64(ch.addr[i-1]) > uint64(k.Addr) {
-			ch.addr[i], ch.b[i] = ch.addr[i-1], ch.b[i-1]
-			i--
-		}
-		ch.addr[i], ch.b[i] = k.Addr, k.B
-		ch.n++
-		cl.addr, cl.b = ch.addr[0], ch.b[0]
+		// The class's chunk is full and spills: its keys and k start
+		// a tree.
+		t := s.newTree(ch, k.Addr, k.B)
+		s.freeChunk(m - 2)
+		cl.m = -(t + 1)
 	default:
 		s.cinsert(&s.trees[-m-1], k.Addr, k.B)
-		if uint64(k.Addr) < uint64(cl.addr) {
-			cl.addr, cl.b = k.Addr, k.B
-		}
+	}
+	if uint64(k.Addr) < uint64(cl.addr) {
+		cl.addr, cl.b = k.Addr, k.B
 	}
 }
 
-// Remove deletes k, which must be in the set.
+// Remove deletes k, which must be in the set; a key not in the set
+// panics. Take is its commonest cases; Remove does not try Take first
+// (see Insert).
 func (s *Set) Remove(k freeset.Key) {
 	c, ok := s.classOf(k)
 	if !ok {
@@ -633,23 +706,13 @@ func (s *Set) Remove(k freeset.Key) {
 		s.clearBit(c)
 	case m >= 2:
 		ch := &s.chunks[m-2]
-		n := int(ch.n)
-		i := 0
-		for i < n && ch.addr[i] != k.Addr {
-			i++
-		}
-		if i == n || ch.b[i] != k.B {
+		if !ch.remove(k) {
 			panic("binset: removing a block that is not in its set")
 		}
-		for ; i < n-1; i++ {
-			ch.addr[i], ch.b[i] = ch.addr[i+1], ch.b[i+1]
-		}
-		ch.n--
 		cl.addr, cl.b = ch.addr[0], ch.b[0]
 		if ch.n == 1 {
 			// One key left: the class record holds it alone.
-			ch.n = 0
-			s.freeC = append(s.freeC, m-2)
+			s.freeChunk(m - 2)
 			cl.m = 1
 		}
 	case m < 0:
@@ -683,27 +746,9 @@ func (s *Set) Remove(k freeset.Key) {
 // Replace puts new in the place of old, which must be in the set (new
 // must not be): the tree's Replace when neither belongs to a class (the
 // tree's keys have a finger there), else a Remove and an Insert, each of
-// which touches one class.
-//
-// The commonest case, old alone in its class and new's class empty (a
-// split's remainder, a block merged with its neighbour), moves the record.
+// which touches one class. Move is its commonest case; Replace does not
+// try Move first (see Insert).
 func (s *Set) Replace(old, new freeset.Key) {
-	// Both keys of a class (classOf, for the two at once: on the class
-	// stream, sizes 1 to Classes granules, both multiples of Gran), with
-	// one test each for the sizes' ranges and one for both granules: the
-	// fast path below is one in two events of a torch replay, and
-	// classOf's tests twice over were about half of it.
-	if s.hasStream && old.Stream == s.stream && new.Stream == s.stream &&
-		uint64(old.Size-1) < Classes*Gran && uint64(new.Size-1) < Classes*Gran && (old.Size|new.Size)&(Gran-1) == 0 {
-		co, cn := int(old.Size/Gran-1)&(Classes-1), int(new.Size/Gran-1)&(Classes-1)
-		if o, n := &s.cls[co], &s.cls[cn]; o.m == 1 && n.m == 0 && o.addr == old.Addr && o.b == old.B {
-			*o = class{}
-			*n = class{addr: new.Addr, b: new.B, m: 1}
-			s.clearBit(co)
-			s.setBit(cn)
-			return
-		}
-	}
 	_, okOld := s.classOf(old)
 	_, okNew := s.classOf(new)
 	if !okOld && !okNew {
@@ -762,7 +807,6 @@ func (s *Set) Clone() *Set {
 	c := *s
 	c.tree = s.tree.Clone()
 	c.chunks = append([]chunk(nil), s.chunks...)
-	c.freeC = append([]int32(nil), s.freeC...)
 	c.trees = append([]ctree(nil), s.trees...)
 	c.freeT = append([]int32(nil), s.freeT...)
 	c.cl = append([]cleaf(nil), s.cl...)

@@ -298,6 +298,27 @@ func (s *Set) checkCounts() error {
 	if bm != s.bits || sum != s.summary {
 		return fmt.Errorf("bitmap disagrees with the classes' records")
 	}
+	// Every chunk is a class's or on the free list, once.
+	owner := make([]int, len(s.chunks))
+	for c := range s.cls {
+		if m := s.cls[c].m; m >= 2 {
+			owner[m-2]++
+		}
+	}
+	for f, steps := s.freeC, 0; f != 0; f, steps = s.chunks[f-1].next, steps+1 {
+		if f < 0 || int(f) > len(s.chunks) || steps > len(s.chunks) {
+			return fmt.Errorf("free chunk list broken at %d", f)
+		}
+		owner[f-1]++
+		if s.chunks[f-1].n != 0 {
+			return fmt.Errorf("free chunk %d holds %d keys", f-1, s.chunks[f-1].n)
+		}
+	}
+	for i, o := range owner {
+		if o != 1 {
+			return fmt.Errorf("chunk %d is held %d times (classes and free list)", i, o)
+		}
+	}
 	if n != s.n {
 		return fmt.Errorf("n %d, the classes hold %d", s.n, n)
 	}
