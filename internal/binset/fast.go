@@ -43,22 +43,30 @@ func (s *Set) Fit(stream, size int64) (freeset.Key, bool) {
 	if stream != s.stream || uint64(size-1) >= Classes*Gran || s.odd != 0 {
 		return freeset.Key{}, false
 	}
-	// The first non-empty class at or after size's (size − 1 < Classes
-	// × Gran: c < Classes), as nextSet finds it.
-	c := uint(size-1) / Gran
+	c, ok := s.fitClass(uint(size-1) / Gran)
+	if !ok {
+		return freeset.Key{}, false
+	}
+	cl := &s.cls[c]
+	return freeset.Key{Stream: stream, Size: int64(c+1) * Gran, Addr: cl.addr, B: cl.b}, true
+}
+
+// fitClass is the first non-empty class at or after c (c < Classes), as
+// nextSet finds it, and whether there is one; the result is below
+// Classes. Small enough to be inlined into Fit and TakeFit, which then
+// stay leaves without a frame.
+func (s *Set) fitClass(c uint) (uint, bool) {
 	w := c / 64
 	m := s.bits[w%words] & (^uint64(0) << (c % 64))
 	if m == 0 {
 		sm := s.summary & (^uint64(0) << (w + 1))
 		if sm == 0 {
-			return freeset.Key{}, false
+			return 0, false
 		}
 		w = uint(bits.TrailingZeros64(sm))
 		m = s.bits[w%words]
 	}
-	c = w*64 + uint(bits.TrailingZeros64(m))
-	cl := &s.cls[c%Classes]
-	return freeset.Key{Stream: stream, Size: int64(c+1) * Gran, Addr: cl.addr, B: cl.b}, true
+	return (w*64 + uint(bits.TrailingZeros64(m))) % Classes, true
 }
 
 // Move is Replace's commonest case: old is the only key of its class and
@@ -192,18 +200,10 @@ func (s *Set) TakeFit(stream, size, minRem int64) (k freeset.Key, found, done bo
 	if stream != s.stream || uint64(size-1) >= Classes*Gran || s.odd != 0 {
 		return freeset.Key{}, false, false
 	}
-	c := uint(size-1) / Gran
-	w := c / 64
-	m := s.bits[w%words] & (^uint64(0) << (c % 64))
-	if m == 0 {
-		sm := s.summary & (^uint64(0) << (w + 1))
-		if sm == 0 {
-			return freeset.Key{}, false, false
-		}
-		w = uint(bits.TrailingZeros64(sm))
-		m = s.bits[w%words]
+	c, ok := s.fitClass(uint(size-1) / Gran)
+	if !ok {
+		return freeset.Key{}, false, false
 	}
-	c = (w*64 + uint(bits.TrailingZeros64(m))) % Classes
 	cl := &s.cls[c]
 	k = freeset.Key{Stream: stream, Size: int64(c+1) * Gran, Addr: cl.addr, B: cl.b}
 	if cl.m != 1 {
@@ -224,7 +224,7 @@ func (s *Set) TakeFit(stream, size, minRem int64) (k freeset.Key, found, done bo
 		}
 	}
 	*cl = class{}
-	w = c / 64
+	w := c / 64
 	s.bits[w] &^= 1 << (c % 64)
 	if s.bits[w] == 0 {
 		s.summary &^= 1 << w
