@@ -16,7 +16,7 @@
 //
 // With 10^6 live buffers (issue 15's live-set benchmark) the TPU model's
 // set holds about 406,000 spans in four inner levels and 17,000 leaves of
-// 528 bytes, 9 MB of leaves. The leaf a Join or a HighestFit ends in is a
+// 576 bytes (528 before the group maxima below), 10 MB of leaves. The leaf a Join or a HighestFit ends in is a
 // random one: a free's address is any buffer's, and the highest fit of a
 // request of tens of KiB is a median 134,000 spans below the top. On the
 // 2-core build machine (a virtual machine) a load from a random place in
@@ -170,4 +170,44 @@
 // descend at 10^3, where nothing is prefetched), HighestFit 402 (223),
 // the mending 387 in carryMax and 170 in fixMax (28 and 109), the kept
 // path's match and leaf scan 175.
+//
+// # Group maxima
+//
+// Each node keeps, in a header that fills its first cache line, the
+// largest size of each group of eight entries (gmax: one line of sizes or
+// maxima; nodes are whole lines in arrays that start on one), and the
+// slots past a node's count are empty (size 0, start or separator the
+// largest int64; an inner node's separator 0 is the smallest), so that a
+// group needs no count. Why: at 10^6 live buffers the span a placement
+// carves is nearly always the largest of its leaf and of every inner node
+// above it, so each carve recomputed the largest size of the leaf and of
+// three or four inner nodes, each a scan of 20-30 entries over lines
+// HighestFit had not read (pprof: maxOf was 12 % of the model's time).
+// Now a change rescans one group, the line HighestFit has just read, and
+// takes the largest of four group maxima; an insertion mends the maxima of
+// the groups it shifted by what each took in and gave up. HighestFit
+// reads the group maxima and then one line of the group it chooses, from
+// the last; a descent by address compares with each group's first entry,
+// then counts on within one group (rank). A root leaf keeps no group
+// maxima and scans its sizes from the last: a replay of few free ranges,
+// gpt-generate's, is one leaf whose last span, the top of the heap, is
+// most often the fit.
+//
+// Measured 2026-11-24 (the helper's cachegrind, BenchmarkLive, spanset,
+// tpurt, slab and prefetch): 2,197 to 1,778 instructions an event pair at
+// 10^6 live buffers, 1,156 to 1,024 at 10^3; the TPU model on gpt-generate
+// 230.5 to 226.4 an event. In the whole replay, ten runs of the final
+// binary interleaved with one without the group maxima
+// (harness.BenchmarkReplayLivePaired, 1000000x, a slow hour): median
+// cpu-ns/event at 10^6 291 to 254, at 10^3 78 to 84, x-live1k-cpu 3.75 to
+// 3.08; gpt-generate's paired x-decode-cpu 2.58 to 2.41 (medians, ten
+// interleaved runs). The same group maxima with branch-free scans
+// (comparisons summed, groupFit by bit masks) mispredicted far less (3.3
+// against 9.0 an event pair at 10^3 in cachegrind's model) and cost 11 %
+// less at 10^3, but the same at 10^6 and 3-5 % more on gpt-generate,
+// where a Join's rank compared with all of a group's starts: not kept.
+// What remains at 10^6 is memory: a free reads one leaf of nine lines at
+// random, a placement walks five nodes, and the buffer records are read
+// at random; a smaller leaf (32-bit offsets in granules) or one level
+// fewer (inner nodes of 64 children) would cut the lines.
 package spanset

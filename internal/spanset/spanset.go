@@ -92,24 +92,49 @@ type aheadPath struct {
 
 const (
 	nodeMax = 32
+	// group is the entries of a node whose largest size the node keeps
+	// (gmax): one cache line of sizes. groups is their number.
+	group  = 8
+	groups = nodeMax / group
 	// maxHeight bounds the inner levels: nodes split in halves, so a
 	// tree of height h has held at least 16^h spans.
 	maxHeight = 16
 	nilNode   = -1
 )
 
+// A node's header (its count, links and group maxima) fills one cache
+// line, and a node is a whole number of lines, so that in an array that
+// starts on a line (the arenas' do: huge pages, or the Go heap's page-
+// aligned large objects) each group of starts, sizes or maxima is one
+// line.
 type leaf struct {
 	n          int32
 	prev, next int32
-	start      [nodeMax]int64
-	size       [nodeMax]int64
+	_          int32
+	// gmax[g] is the largest of size[g*group:(g+1)*group], 0 for a
+	// group with no span: the leaf's largest size is the largest of the
+	// four, so that a carve that shrinks its largest span rescans one
+	// group (a line HighestFit has just read) instead of every size in
+	// the leaf (lines it has not). A leaf that is the root (a replay's
+	// few free ranges) does not keep them: its spans are in the cache,
+	// and its splitting computes them.
+	gmax  [groups]int64
+	_     [16]byte
+	start [nodeMax]int64
+	size  [nodeMax]int64
 }
 
 type inner struct {
 	n int32
+	_ int32
+	// gmax[g] is the largest of max[g*group:(g+1)*group] among the first
+	// n, 0 for a group with none (as leaf.gmax).
+	gmax [groups]int64
+	_    [24]byte
 	// sep[i], for i > 0: no start under child i is below it, and every
-	// start under children 0..i-1 is. sep[0] is not used: child 0 takes
-	// everything below sep[1]. A separator may be below the smallest
+	// start under children 0..i-1 is. sep[0] is the smallest int64:
+	// child 0 takes everything below sep[1]. The slots past the count
+	// hold the largest int64 (rank). A separator may be below the smallest
 	// start under its child (a removal leaves it), never above.
 	sep   [nodeMax]int64
 	max   [nodeMax]int64 // the largest size under each child
@@ -146,27 +171,43 @@ func (s *Set) newLeaf() int32 {
 		i := s.freeL[n-1]
 		s.freeL = s.freeL[:n-1]
 		s.leaves[i].n, s.leaves[i].prev, s.leaves[i].next = 0, nilNode, nilNode
+		s.leaves[i].gmax, s.leaves[i].size = [groups]int64{}, [nodeMax]int64{}
+		fill(s.leaves[i].start[:], maxInt)
 		return i
 	}
 	if len(s.leaves) == cap(s.leaves) {
 		s.leaves = hugemem.Grow(s.leaves, len(s.leaves)+1)
 	}
 	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
-	return int32(len(s.leaves) - 1)
+	i := int32(len(s.leaves) - 1)
+	fill(s.leaves[i].start[:], maxInt)
+	return i
+}
+
+// fill sets every slot of xs to x.
+func fill(xs []int64, x int64) {
+	for i := range xs {
+		xs[i] = x
+	}
 }
 
 func (s *Set) newInner() int32 {
 	if n := len(s.freeI); n > 0 {
 		i := s.freeI[n-1]
 		s.freeI = s.freeI[:n-1]
-		s.inners[i].n = 0
+		s.inners[i].n, s.inners[i].gmax, s.inners[i].max = 0, [groups]int64{}, [nodeMax]int64{}
+		fill(s.inners[i].sep[:], maxInt)
+		s.inners[i].sep[0] = minInt
 		return i
 	}
 	if len(s.inners) == cap(s.inners) {
 		s.inners = hugemem.Grow(s.inners, len(s.inners)+1)
 	}
 	s.inners = append(s.inners, inner{})
-	return int32(len(s.inners) - 1)
+	i := int32(len(s.inners) - 1)
+	fill(s.inners[i].sep[:], maxInt)
+	s.inners[i].sep[0] = minInt
+	return i
 }
 
 // maxOf is the largest of xs, 0 for none.
@@ -178,14 +219,67 @@ func maxOf(xs []int64) int64 {
 	return m
 }
 
+// top is the largest of a node's group maxima: the node's largest size.
+func top(gm *[groups]int64) int64 {
+	return max(max(gm[0], gm[1]), max(gm[2], gm[3]))
+}
+
+// groupMax is the largest of group g of xs. The slots of a node past its
+// count hold 0 (every removal and split clears the slots it vacates), so
+// that the group needs no count: eight loads and seven maxima, without a
+// branch.
+func groupMax(xs *[nodeMax]int64, g int) int64 {
+	x := (*[group]int64)(xs[g*group:])
+	return max(max(max(x[0], x[1]), max(x[2], x[3])), max(max(x[4], x[5]), max(x[6], x[7])))
+}
+
+// regroup recomputes the group maxima of xs for the groups of entries
+// from to to-1: after those entries have moved. The groups after hold
+// nothing, before and after the move.
+func regroup(gm *[groups]int64, xs *[nodeMax]int64, from, to int) {
+	for g := from / group; g*group < to; g++ {
+		gm[g] = groupMax(xs, g)
+	}
+}
+
+// shifted mends the group maxima after an insertion at pos that moved
+// the spans after it up a slot, the leaf now holding n: each group from
+// pos's took in one span (the new one, or the last of the group before)
+// and gave up its last to the group after, and its largest is rescanned
+// only when the span it gave up was its largest (regroup's rescan of
+// every group from pos's was a tenth of the model's instructions at 10^6
+// live buffers).
+func (lp *leaf) shifted(pos, n int) {
+	in := lp.size[pos]
+	for g := pos / group; g*group < n; g++ {
+		out := int64(0) // the span that left the group, now the next one's first
+		if j := g*group + group; j < n {
+			out = lp.size[j&(nodeMax-1)]
+		}
+		if out != 0 && out == lp.gmax[g] {
+			lp.gmax[g] = groupMax(&lp.size, g)
+		} else {
+			lp.gmax[g] = max(lp.gmax[g], in)
+		}
+		in = out
+	}
+}
+
+// grow sets the size of the span at pos to a larger one and raises its
+// group's maximum.
+func (lp *leaf) grow(pos int, size int64) {
+	lp.size[pos] = size
+	g := pos / group
+	lp.gmax[g] = max(lp.gmax[g], size)
+}
+
 // Largest is the size of the largest span, 0 when the set is empty.
 func (s *Set) Largest() int64 {
 	if s.height == 0 {
 		lp := &s.leaves[s.root]
 		return maxOf(lp.size[:lp.n])
 	}
-	in := &s.inners[s.root]
-	return maxOf(in.max[:in.n])
+	return top(&s.inners[s.root].gmax)
 }
 
 // descend walks from the root to the leaf whose range holds x, recording
@@ -194,8 +288,7 @@ func (s *Set) Largest() int64 {
 func (s *Set) descend(x int64) (int32, int) {
 	s.fOK = false
 	node := s.walk(x, &s.path, &s.idx)
-	lp := &s.leaves[node]
-	return node, upper(lp.start[:lp.n], x)
+	return node, s.leaves[node].rank(x)
 }
 
 // walk goes down the inner nodes to the leaf where x belongs, taking at
@@ -203,32 +296,50 @@ func (s *Set) descend(x int64) (int32, int) {
 // is), and records the way in path and idx: descend's, or a Prefetch's
 // kept for a later Join.
 func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
+	// No start is the largest int64 (a span holds at least a byte), so
+	// that x below it counts the same entries and no slot past a count.
+	x = min(x, maxInt-1)
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := upper(in.sep[1:in.n], x)
+		i := rank(&in.sep, x) - 1 // sep[0], the smallest int64, counts too
 		path[l], idx[l] = node, int32(i)
 		node = in.child[i]
 	}
 	return node
 }
 
-// upper is the number of xs, which are sorted, not above x, counted in
-// order rather than by binary search. A node's starts or separators span
-// four or five cache lines: with 10^6 live buffers a descent by address
-// (every free) finds the lower nodes out of the cache, and a binary
-// search's probes, each depending on the one before, wait for up to three
-// of those lines one after the other, where a scan's loads do not depend
-// on each other and the processor brings the lines in at once. The scan
-// also mispredicts once, where it stops, and a binary search half its
-// steps.
-func upper(xs []int64, x int64) int {
-	i := 0
-	for i < len(xs) && xs[i] <= x {
-		i++
+// rank is the number of xs not above x, for x below the largest int64:
+// xs is a node's starts or separators, sorted, its slots past the count
+// holding the largest int64. It compares x with the first entry of each
+// group but the first (the compiler makes each a branch; their loads, one
+// a line, do not depend on one another), then counts on from the last of
+// those not above x within its group. A node's starts or separators span
+// four cache lines: with 10^6 live buffers a descent by address (every
+// free) finds the lower nodes out of the cache, and a binary search's
+// probes, each depending on the one before, wait for up to three of
+// those lines one after the other; a scan from the first entry loads as
+// many lines and, at 10^6 live buffers, reads 10 entries a node where
+// this reads 4 after the probes. Either mispredicts once, where it stops.
+func rank(xs *[nodeMax]int64, x int64) int {
+	k := 0
+	if xs[group] <= x {
+		k = group
 	}
-	return i
+	if xs[2*group] <= x {
+		k = 2 * group
+	}
+	if xs[3*group] <= x {
+		k = 3 * group
+	}
+	for k < nodeMax && xs[k] <= x {
+		k++
+	}
+	return k
 }
+
+// rank is the number of the leaf's spans whose start is not above x.
+func (lp *leaf) rank(x int64) int { return min(rank(&lp.start, x), int(lp.n)) }
 
 // Get returns the span that starts at start.
 func (s *Set) Get(start int64) (Span, bool) {
@@ -263,9 +374,20 @@ func (s *Set) Floor(addr int64) (Span, bool) {
 func (s *Set) HighestFit(size int64) (Span, bool) {
 	s.fOK = false
 	node := s.root
+	if s.height == 0 {
+		// A root leaf keeps no group maxima: its sizes from the last.
+		lp := &s.leaves[node]
+		sizes := lp.size[:lp.n]
+		j := lastFit(sizes, size)
+		if j < 0 {
+			return Span{}, false
+		}
+		s.fLeaf, s.fPos, s.fOK = node, int32(j), true
+		return Span{lp.start[j], sizes[j]}, true
+	}
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := lastFit(in.max[:in.n], size)
+		i := groupFit(&in.gmax, &in.max, int(in.n), size)
 		if i < 0 {
 			return Span{}, false // only at the root: deeper maxima promise a fit
 		}
@@ -273,12 +395,9 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 		node = in.child[i]
 	}
 	lp := &s.leaves[node]
-	j := lastFit(lp.size[:lp.n], size)
-	if j < 0 {
-		return Span{}, false
-	}
-	s.fLeaf, s.fPos, s.fOK = node, int32(j), true
-	return Span{lp.start[j], lp.size[j]}, true
+	j := groupFit(&lp.gmax, &lp.size, int(lp.n), size)
+	s.fLeaf, s.fPos, s.fOK = node, int32(j), true // the maxima above promise a fit
+	return Span{lp.start[j&(nodeMax-1)], lp.size[j&(nodeMax-1)]}, true
 }
 
 // lastFit is the index of the last of sizes that is at least size, -1
@@ -295,6 +414,32 @@ func lastFit(sizes []int64, size int64) int {
 		i--
 	}
 	return i
+}
+
+// groupFit is the index of the last of a node's n sizes xs that is at
+// least size (which is positive), -1 for none, found by the node's group
+// maxima gm: the last group whose largest is at least size, then the last
+// entry of that group that is, each scan starting at the node's last
+// entry (a replay's few free ranges are one leaf, whose last, the top of
+// the heap, is most often the fit). It reads the header's line and one
+// line of sizes, where a scan of the sizes reads every line from the
+// node's end down to the fit.
+func groupFit(gm *[groups]int64, xs *[nodeMax]int64, n int, size int64) int {
+	if n <= 0 {
+		return -1
+	}
+	g := (n - 1) / group
+	for g >= 0 && gm[g&(groups-1)] < size {
+		g--
+	}
+	if g < 0 {
+		return -1
+	}
+	j := min(g*group+group, n) - 1
+	for xs[j&(nodeMax-1)] < size { // the group's largest is at least size
+		j--
+	}
+	return j
 }
 
 // Carve takes size bytes from the highest span that holds them, as the
@@ -337,23 +482,6 @@ func (s *Set) Prefetch(x int64) {
 	prefetchLeaf(&s.leaves[node])
 }
 
-// fitLeaf is the leaf HighestFit(size) ends in, found by the same walk
-// down the largest sizes, without recording the path; -1 when no span
-// of the inner levels' maxima holds size (a leaf that is the root is
-// returned whatever its spans).
-func (s *Set) fitLeaf(size int64) int32 {
-	node := s.root
-	for l := 0; l < s.height; l++ {
-		in := &s.inners[node]
-		i := lastFit(in.max[:in.n], size)
-		if i < 0 {
-			return nilNode
-		}
-		node = in.child[i]
-	}
-	return node
-}
-
 // prefetched is descend(x) by a path Prefetch(x) found, if it kept one
 // that is still right. A set never prefetched (a small one: the TPU
 // model asks only for the leaves of a large free set) looks at no entry.
@@ -370,8 +498,7 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 			// Whole arrays: a fixed copy of 64 bytes each, where
 			// copying the height's entries called memmove twice.
 			s.path, s.idx = e.path, e.idx
-			lp := &s.leaves[e.leaf]
-			return e.leaf, upper(lp.start[:lp.n], x), true
+			return e.leaf, s.leaves[e.leaf].rank(x), true
 		}
 	}
 	return 0, 0, false
@@ -396,37 +523,39 @@ func (s *Set) find(start int64, what string) (int32, int) {
 // fixMax recomputes the largest size of the leaf at the end of the path
 // and carries it up the path as far as it changes anything.
 func (s *Set) fixMax(lf int32) {
-	lp := &s.leaves[lf]
-	m := maxOf(lp.size[:lp.n])
-	s.carryMax(s.height-1, m)
+	s.carryMax(s.height-1, top(&s.leaves[lf].gmax))
 }
 
 // carryMax records m as the largest size under the child taken at level
 // l of the path, and carries the node's new largest size up as far as it
-// changes: a node's largest size is looked for among its children only
-// when the child that fell held it.
+// changes: a group's largest size is looked for among its children only
+// when the child that fell held it, and the node's among its groups'.
 func (s *Set) carryMax(l int, m int64) {
 	for ; l >= 0; l-- {
 		in := &s.inners[s.path[l]]
-		i := s.idx[l]
+		i := int(s.idx[l])
 		old := in.max[i]
 		if old == m {
 			return
 		}
 		in.max[i] = m
+		g := i / group
+		if m > old {
+			in.gmax[g] = max(in.gmax[g], m)
+			s.raiseMax(l-1, m)
+			return
+		}
+		if old == in.gmax[g] {
+			in.gmax[g] = groupMax(&in.max, g)
+		}
 		if l == 0 {
 			return
 		}
 		// up is this node's largest size as the level above records it.
-		up := s.inners[s.path[l-1]].max[s.idx[l-1]]
-		if m > old {
-			s.raiseMax(l-1, m)
-			return
-		}
-		if old < up {
+		if old < s.inners[s.path[l-1]].max[s.idx[l-1]] {
 			return // the node's largest size is under another child
 		}
-		m = maxOf(in.max[:in.n])
+		m = top(&in.gmax)
 	}
 }
 
@@ -440,6 +569,8 @@ func (s *Set) raiseMax(l int, m int64) {
 			return
 		}
 		in.max[i] = m
+		g := i / group
+		in.gmax[g] = max(in.gmax[g], m)
 	}
 }
 
@@ -460,11 +591,17 @@ func (s *Set) SetSize(start, size int64) {
 func (s *Set) resizeAt(lf int32, pos int, size int64) {
 	lp := &s.leaves[lf]
 	old := lp.size[pos]
-	lp.size[pos] = size
 	if size > old {
+		lp.grow(pos, size)
 		s.raiseMax(s.height-1, size)
 	} else {
-		s.shrank(lf, old)
+		lp.size[pos] = size
+		if s.height > 0 {
+			if g := pos / group; old == lp.gmax[g] {
+				lp.gmax[g] = groupMax(&lp.size, g)
+			}
+			s.shrank(lf, old)
+		}
 	}
 	s.fOK = false
 }
@@ -504,6 +641,9 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 		}
 		lp.start[pos], lp.size[pos] = sp.Start, sp.Size
 		lp.n++
+		if s.height > 0 {
+			lp.shifted(pos, n+1)
+		}
 		s.raiseMax(s.height-1, sp.Size)
 		return
 	}
@@ -514,6 +654,8 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 	const h = nodeMax / 2
 	copy(np.start[:], lp.start[h:])
 	copy(np.size[:], lp.size[h:])
+	clear(lp.size[h:])
+	fill(lp.start[h:], maxInt)
 	np.n, lp.n = nodeMax-h, h
 	np.prev, np.next = lf, lp.next
 	if lp.next != nilNode {
@@ -531,7 +673,9 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 	copy(into.size[at+1:n+1], into.size[at:n])
 	into.start[at], into.size[at] = sp.Start, sp.Size
 	into.n++
-	l := s.addChild(s.height-1, maxOf(lp.size[:lp.n]), np.start[0], nl, maxOf(np.size[:np.n]))
+	regroup(&lp.gmax, &lp.size, 0, nodeMax)
+	regroup(&np.gmax, &np.size, 0, nodeMax)
+	l := s.addChild(s.height-1, top(&lp.gmax), np.start[0], nl, top(&np.gmax))
 	// Above the node that took the new child without splitting, the
 	// largest sizes only need to admit sp's.
 	s.raiseMax(l-1, sp.Size)
@@ -554,6 +698,7 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 		in.n = 2
 		in.max[0], in.child[0] = leftMax, s.root
 		in.sep[1], in.max[1], in.child[1] = sep, rightMax, right
+		regroup(&in.gmax, &in.max, 0, 2)
 		s.root = r
 		s.height++
 		if s.height > maxHeight {
@@ -566,6 +711,7 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 	in.max[i] = leftMax
 	if in.n < nodeMax {
 		insertChild(in, i+1, sep, rightMax, right)
+		regroup(&in.gmax, &in.max, i, int(in.n))
 		return l
 	}
 	nn := s.newInner()
@@ -575,13 +721,19 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 	copy(np.sep[:], in.sep[h:])
 	copy(np.max[:], in.max[h:])
 	copy(np.child[:], in.child[h:])
+	clear(in.max[h:])
+	fill(in.sep[h:], maxInt)
 	np.n, in.n = nodeMax-h, h
 	if i+1 <= h {
 		insertChild(in, i+1, sep, rightMax, right)
 	} else {
 		insertChild(np, i+1-h, sep, rightMax, right)
 	}
-	return s.addChild(l-1, maxOf(in.max[:in.n]), np.sep[0], nn, maxOf(np.max[:np.n]))
+	regroup(&in.gmax, &in.max, 0, nodeMax)
+	regroup(&np.gmax, &np.max, 0, nodeMax)
+	up := np.sep[0]
+	np.sep[0] = minInt
+	return s.addChild(l-1, top(&in.gmax), up, nn, top(&np.gmax))
 }
 
 func insertChild(in *inner, i int, sep, m int64, c int32) {
@@ -611,7 +763,11 @@ func (s *Set) removeAt(lf int32, pos int) {
 		copy(lp.start[pos:n-1], lp.start[pos+1:n])
 		copy(lp.size[pos:n-1], lp.size[pos+1:n])
 	}
+	lp.start[n-1], lp.size[n-1] = maxInt, 0
 	lp.n--
+	if s.height > 0 {
+		regroup(&lp.gmax, &lp.size, pos, n)
+	}
 	if lp.n == 0 && s.height > 0 {
 		s.unlinkLeaf(lf)
 		s.removeChild(s.height - 1)
@@ -647,14 +803,16 @@ func (s *Set) removeChild(l int) {
 	copy(in.sep[i:n-1], in.sep[i+1:n])
 	copy(in.max[i:n-1], in.max[i+1:n])
 	copy(in.child[i:n-1], in.child[i+1:n])
+	in.sep[0], in.sep[n-1], in.max[n-1] = minInt, maxInt, 0
 	in.n--
+	regroup(&in.gmax, &in.max, i, n)
 	if in.n == 0 {
 		// Only a non-root node can empty: a root keeps two children.
 		s.freeI = append(s.freeI, node)
 		s.removeChild(l - 1)
 		return
 	}
-	s.carryMax(l-1, maxOf(in.max[:in.n]))
+	s.carryMax(l-1, top(&in.gmax))
 	for s.height > 0 && node == s.root && in.n == 1 {
 		s.freeI = append(s.freeI, node)
 		s.root = in.child[0]
@@ -683,7 +841,7 @@ func (s *Set) Join(start, size int64) Span {
 		// is for sets of thousands).
 		s.fOK = false
 		lf = s.root
-		pos = upper(s.leaves[lf].start[:s.leaves[lf].n], start)
+		pos = s.leaves[lf].rank(start)
 	} else {
 		var ok bool
 		if lf, pos, ok = s.prefetched(start); !ok {
@@ -700,20 +858,20 @@ func (s *Set) Join(start, size int64) Span {
 	}
 	switch {
 	case joinPrev && joinNext:
-		lp.size[pos-1] += size + lp.size[pos]
+		lp.grow(pos-1, lp.size[pos-1]+size+lp.size[pos])
 		sp := Span{lp.start[pos-1], lp.size[pos-1]}
 		s.removeAt(lf, pos) // fixes the maxima for a leaf of n-1 > 0 spans
 		s.raiseMax(s.height-1, sp.Size)
 		return sp
 	case joinPrev:
-		lp.size[pos-1] += size
+		lp.grow(pos-1, lp.size[pos-1]+size)
 		s.raiseMax(s.height-1, lp.size[pos-1])
 		return Span{lp.start[pos-1], lp.size[pos-1]}
 	case joinNext:
 		// Its start comes down to start, still above the separators
 		// that led the descent here.
 		lp.start[pos] = start
-		lp.size[pos] += size
+		lp.grow(pos, lp.size[pos]+size)
 		s.raiseMax(s.height-1, lp.size[pos])
 		return Span{start, lp.size[pos]}
 	}
@@ -775,11 +933,34 @@ func (s *Set) Check() error {
 				}
 				spans = append(spans, Span{st, lp.size[i]})
 			}
+			for i := int(lp.n); i < nodeMax; i++ {
+				if lp.size[i] != 0 || lp.start[i] != maxInt {
+					return 0, errorf("leaf %d of %d spans: slot %d holds span %d at %d", node, lp.n, i, lp.size[i], lp.start[i])
+				}
+			}
+			for g := range groups {
+				if want := groupMax(&lp.size, g); lp.gmax[g] != want && s.height > 0 {
+					return 0, errorf("leaf %d group %d: largest size %d recorded as %d", node, g, want, lp.gmax[g])
+				}
+			}
 			return maxOf(lp.size[:lp.n]), nil
 		}
 		in := &s.inners[node]
 		if in.n == 0 || (node == s.root && in.n < 2) {
 			return 0, errorf("inner %d has %d children", node, in.n)
+		}
+		if in.sep[0] != minInt {
+			return 0, errorf("inner %d: separator 0 is %d", node, in.sep[0])
+		}
+		for i := int(in.n); i < nodeMax; i++ {
+			if in.max[i] != 0 || in.sep[i] != maxInt {
+				return 0, errorf("inner %d of %d children: slot %d holds largest size %d, separator %d", node, in.n, i, in.max[i], in.sep[i])
+			}
+		}
+		for g := range groups {
+			if want := groupMax(&in.max, g); in.gmax[g] != want {
+				return 0, errorf("inner %d group %d: largest size %d recorded as %d", node, g, want, in.gmax[g])
+			}
 		}
 		var m int64
 		for i := range int(in.n) {
@@ -831,6 +1012,9 @@ func (s *Set) Check() error {
 	return nil
 }
 
-const maxInt = 1<<63 - 1
+const (
+	maxInt = 1<<63 - 1
+	minInt = -1 << 63
+)
 
 func errorf(format string, args ...any) error { return fmt.Errorf("spanset: "+format, args...) }

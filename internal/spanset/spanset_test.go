@@ -600,3 +600,118 @@ func TestLastFit(t *testing.T) {
 		}
 	}
 }
+
+// TestNodesOnLines: a node's header fills one cache line and a node is a
+// whole number of lines, so that each group of eight sizes or maxima is
+// one line of an arena that starts on a line.
+func TestNodesOnLines(t *testing.T) {
+	var lp leaf
+	var in inner
+	for _, c := range []struct {
+		what       string
+		size, head uintptr
+	}{
+		{"leaf", unsafe.Sizeof(lp), unsafe.Offsetof(lp.start)},
+		{"inner", unsafe.Sizeof(in), unsafe.Offsetof(in.sep)},
+	} {
+		if c.size%64 != 0 || c.head != 64 {
+			t.Errorf("%s: %d B with a header of %d B, want lines of 64 and a header of one", c.what, c.size, c.head)
+		}
+	}
+}
+
+// TestCheckFindsBadGroups: Check reports a group maximum that is not its
+// group's largest size, and a slot past a node's count that is not
+// empty (size 0, start or separator the largest int64: groupFit,
+// groupMax and rank read whole groups, so such a slot would be taken for
+// a span or a child), in leaves and in inner nodes, and an inner node's
+// separator 0 that is not the smallest int64.
+func TestCheckFindsBadGroups(t *testing.T) {
+	build := func() *Set {
+		s := New()
+		for i := range int64(2000) {
+			s.Insert(Span{i << 10, 1 + i%700})
+		}
+		if s.height < 2 {
+			t.Fatalf("height %d, want two inner levels", s.height)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The first leaf and the first inner node, in storage order, that
+	// are not full: sequential inserts leave the nodes behind the last
+	// split half full.
+	notFull := func(s *Set) (*leaf, *inner) {
+		var lp *leaf
+		var in *inner
+		for i := range s.leaves {
+			if lp == nil && s.leaves[i].n < nodeMax {
+				lp = &s.leaves[i]
+			}
+		}
+		for i := range s.inners {
+			if in == nil && s.inners[i].n < nodeMax {
+				in = &s.inners[i]
+			}
+		}
+		if lp == nil || in == nil {
+			t.Fatal("every node is full")
+		}
+		return lp, in
+	}
+	for _, c := range []struct {
+		what    string
+		corrupt func(s *Set)
+	}{
+		{"leaf group", func(s *Set) { lp, _ := notFull(s); lp.gmax[0]++ }},
+		// A tail slot that its group's maximum admits: only the
+		// slot's own check can find it.
+		{"leaf tail", func(s *Set) {
+			lp, _ := notFull(s)
+			lp.size[nodeMax-1], lp.gmax[groups-1] = 1, max(lp.gmax[groups-1], 1)
+		}},
+		{"inner group", func(s *Set) { _, in := notFull(s); in.gmax[0]++ }},
+		{"leaf start tail", func(s *Set) { lp, _ := notFull(s); lp.start[nodeMax-1]-- }},
+		{"inner separator tail", func(s *Set) { _, in := notFull(s); in.sep[nodeMax-1]-- }},
+		{"inner separator 0", func(s *Set) { _, in := notFull(s); in.sep[0]++ }},
+		{"inner tail", func(s *Set) {
+			_, in := notFull(s)
+			in.max[nodeMax-1], in.gmax[groups-1] = 1, max(in.gmax[groups-1], 1)
+		}},
+	} {
+		s := build()
+		c.corrupt(s)
+		if err := s.Check(); err == nil {
+			t.Errorf("%s broken: Check finds nothing", c.what)
+		}
+	}
+}
+
+// TestExtremeAddresses: a descent by the largest or the smallest int64
+// finds the last span or none, in a set of several levels: the slots
+// past a node's count hold the largest int64, which such an address
+// must not count.
+func TestExtremeAddresses(t *testing.T) {
+	s := New()
+	for i := range int64(3000) {
+		s.Insert(Span{i << 10, 1 + i%700})
+	}
+	if s.height < 2 {
+		t.Fatalf("height %d, want two inner levels", s.height)
+	}
+	last := Span{2999 << 10, 1 + 2999%700}
+	if got, ok := s.Floor(maxInt); !ok || got != last {
+		t.Errorf("Floor(max) = %v %v, want %v", got, ok, last)
+	}
+	if got, ok := s.Get(maxInt); ok {
+		t.Errorf("Get(max) = %v, want none", got)
+	}
+	if got, ok := s.Floor(minInt); ok {
+		t.Errorf("Floor(min) = %v, want none", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
