@@ -78,3 +78,29 @@ func TestReviewRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeHeadingsOnce: every heading of the README appears once. An
+// edit that spliced a section in at the wrong place (a search for
+// "### Sweeps" that found "### Sweeps past one machine" first) copied
+// seven sections of it twice over, and nothing else noticed.
+func TestReadmeHeadingsOnce(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	inCode := false
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		if first, ok := seen[line]; ok {
+			t.Errorf("README line %d repeats the heading %q of line %d", i+1, line, first)
+			continue
+		}
+		seen[line] = i + 1
+	}
+}
