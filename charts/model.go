@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"membench/harness"
+	"membench/internal/benchtab"
 	"membench/strategies"
 )
 
@@ -239,7 +240,7 @@ type outcome struct {
 
 func (g *group) outcome(strategy string) outcome {
 	o := outcome{firstOOM: -1}
-	if v, ok := g.metric(strategy, "fit"); ok {
+	if v, ok := g.metric(strategy, benchtab.FitUnit); ok {
 		o.known, o.fit = true, v != 0
 	} else if v, ok := g.metric(strategy, "oom-events"); ok {
 		o.known, o.fit = true, v == 0

@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"strings"
+
+	"membench/internal/benchtab"
 )
 
 // Metric is one outcome a Result reports in benchfmt. The names are fixed
@@ -20,7 +22,7 @@ type Metric struct {
 // placement needed lead, since a run that did not fit answers nothing
 // about waste, and a reservation policy is not waste.
 var Metrics = []Metric{
-	{"fit", func(r *Result) float64 {
+	{benchtab.FitUnit, func(r *Result) float64 {
 		if r.Fit() {
 			return 1
 		}

@@ -307,8 +307,11 @@ events:
 		// miss: it is touched a few events ahead (Tracker.Touch), so
 		// that the miss overlaps the events in between. A small live
 		// set is in the cache, and the touches would be wasted work.
-		touch := rp.ids.Live() >= touchLive
-		if touch && batched {
+		// Only a batch shows the frees ahead: a reader read event by
+		// event gives batches of one, where a touch would come just
+		// before the read it was to hide.
+		touch := batched && rp.ids.Live() >= touchLive
+		if touch {
 			rp.touchFirst(batch)
 		}
 		for k := range batch {

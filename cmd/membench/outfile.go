@@ -109,8 +109,9 @@ func createOutput(c *cli.Context, path string, inputs []string) (*outFile, error
 	return o, nil
 }
 
-// openOutputs are the outputs not yet committed or aborted, which an
-// interrupt removes (abortOutputs).
+// openOutputs are the temporary files not yet committed or aborted, which
+// an interrupt removes (abortOutputs); an output written in place is not
+// one of them.
 var openOutputs = struct {
 	sync.Mutex
 	m map[*outFile]bool
@@ -122,9 +123,7 @@ func abortOutputs() {
 	defer openOutputs.Unlock()
 	for o := range openOutputs.m {
 		o.file.Close()
-		if !o.direct {
-			os.Remove(o.file.Name())
-		}
+		os.Remove(o.file.Name())
 	}
 }
 
