@@ -261,7 +261,12 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if peaker != nil {
 		_, rp.keepsPeak = peaker.PeakAllocated()
 	}
-	tl := newTimeline(opts.Samples)
+	var tl *timeline
+	if c, ok := r.(interface{ Remaining() int }); ok {
+		tl = newTimelineFor(opts.Samples, int64(c.Remaining()))
+	} else {
+		tl = newTimeline(opts.Samples)
+	}
 	rp.x = executionOf(label)
 	rp.compiled = rp.x.Compiled()
 	rp.loader, _ = a.(strategies.ProgramLoader)

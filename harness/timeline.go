@@ -28,6 +28,35 @@ func newTimeline(max int) *timeline {
 	return &timeline{max: max, width: 1, samples: make([]Sample, 0, 2*max)}
 }
 
+// newTimelineFor is the timeline of a replay known to have n events (its
+// reader said so, and only an error ends a replay early): it starts with
+// the width that doubling would end with (widthFor), so that its buckets
+// are the final ones from the first event. The samples are the same,
+// since every bucket of the final width is the union of the narrower
+// buckets that halving merges into it, aligned alike: maxima of maxima,
+// the time of its first event. What it saves is the work of the narrow
+// buckets: doubling from a width of 1, the 94,203 events of the corpus's
+// gpt-generate open 7,600 buckets and merge 12,000 samples in six
+// halvings, where the final width opens 1,472 and merges none (0.7 ns an
+// event of a replay, measured alone). A replay that stops early at an
+// error ends with wider buckets than doubling would have given it, and
+// its timeline is never shown.
+func newTimelineFor(max int, n int64) *timeline {
+	w := widthFor(max, n)
+	return &timeline{max: max, width: w, samples: make([]Sample, 0, min(int64(2*max), (n+w-1)/w))}
+}
+
+// widthFor is the bucket width a timeline of max samples has after n
+// events: a halving comes when a bucket opens with the buffer full (open),
+// so width w holds the events [0, 2·max·w), and event 2·max·w doubles it.
+func widthFor(max int, n int64) int64 {
+	w := int64(1)
+	for n > int64(2*max)*w {
+		w *= 2
+	}
+	return w
+}
+
 func (t *timeline) add(event, time, live, reserved int64) {
 	if event < t.end {
 		s := &t.samples[len(t.samples)-1]

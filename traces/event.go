@@ -331,6 +331,11 @@ func (s *SliceReader) NextBatch(buf []Event) ([]Event, error) {
 	return evs, nil
 }
 
+// Remaining is the number of events Next and NextBatch have yet to
+// return: a replay that knows its length in advance can size what it keeps
+// per event range (harness's timeline) for the whole trace at once.
+func (s *SliceReader) Remaining() int { return len(s.Events) - s.i }
+
 func (s *SliceReader) Meta() Meta   { return s.M }
 func (s *SliceReader) Close() error { return nil }
 
