@@ -215,6 +215,9 @@ func (g *group) metric(strategy, unit string) (float64, bool) {
 		}
 		for _, m := range harness.Metrics {
 			if m.Unit == unit {
+				if m.Defined != nil && !m.Defined(r.Result) {
+					return 0, false // no value: "–", as in the tables of run
+				}
 				return m.Value(r.Result), true
 			}
 		}

@@ -16,6 +16,11 @@ type Metric struct {
 	// neither (first-oom-event: -1 means it fit, so neither direction of
 	// the number ranks runs).
 	Better int
+	// Defined, when set, says whether the metric has a value for a
+	// result: a ratio whose denominator the run never had is left out of
+	// every format (ResultRow), not printed as a 0 that reads as no
+	// waste at all.
+	Defined func(*Result) bool
 }
 
 // Metrics in output order: whether the run fit and what the allocator's
@@ -27,19 +32,23 @@ var Metrics = []Metric{
 			return 1
 		}
 		return 0
-	}, +1},
-	{"first-oom-event", func(r *Result) float64 { return float64(r.FirstOOMEvent()) }, 0},
-	{"peak-footprint-B", func(r *Result) float64 { return float64(r.PeakFootprint) }, -1},
-	{"placement-frag-%", func(r *Result) float64 { return r.PlacementFragPct() }, -1},
-	{"peak-live-B", func(r *Result) float64 { return float64(r.PeakLive) }, -1},
-	{"peak-reserved-B", func(r *Result) float64 { return float64(r.PeakReserved) }, -1},
-	{"frag-%", func(r *Result) float64 { return r.FragPct() }, -1},
-	{"oom-events", func(r *Result) float64 { return float64(r.OOMCount) }, -1},
-	{"device-mallocs", func(r *Result) float64 { return float64(r.DeviceMallocs) }, -1},
-	{"device-frees", func(r *Result) float64 { return float64(r.DeviceFrees) }, -1},
-	{"modeled-alloc-sec", func(r *Result) float64 { return r.ModeledSec }, -1},
-	{"defrag-events", func(r *Result) float64 { return float64(r.DefragEvents) }, -1},
-	{"defrag-moved-B", func(r *Result) float64 { return float64(r.DefragMoved) }, -1},
+	}, +1, nil},
+	{"first-oom-event", func(r *Result) float64 { return float64(r.FirstOOMEvent()) }, 0, nil},
+	{"peak-footprint-B", func(r *Result) float64 { return float64(r.PeakFootprint) }, -1, nil},
+	{"placement-frag-%", func(r *Result) float64 { return r.PlacementFragPct() }, -1, func(r *Result) bool { return r.PeakFootprint > 0 || r.PeakLive == 0 }},
+	{"peak-live-B", func(r *Result) float64 { return float64(r.PeakLive) }, -1, nil},
+	{"peak-reserved-B", func(r *Result) float64 { return float64(r.PeakReserved) }, -1, nil},
+	// An offline plan whose arena does not fit reserved nothing, while its
+	// row still reports the plan's peak live (planPeak): 1 − live / 0 has
+	// no value, and the 0 FragPct gives there read as a plan that wastes
+	// nothing, beside fitting allocators' real figures.
+	{"frag-%", func(r *Result) float64 { return r.FragPct() }, -1, func(r *Result) bool { return r.PeakReserved > 0 || r.PeakLive == 0 }},
+	{"oom-events", func(r *Result) float64 { return float64(r.OOMCount) }, -1, nil},
+	{"device-mallocs", func(r *Result) float64 { return float64(r.DeviceMallocs) }, -1, nil},
+	{"device-frees", func(r *Result) float64 { return float64(r.DeviceFrees) }, -1, nil},
+	{"modeled-alloc-sec", func(r *Result) float64 { return r.ModeledSec }, -1, nil},
+	{"defrag-events", func(r *Result) float64 { return float64(r.DefragEvents) }, -1, nil},
+	{"defrag-moved-B", func(r *Result) float64 { return float64(r.DefragMoved) }, -1, nil},
 }
 
 // NameValue makes s safe as a benchmark-name value: '/' would start a new

@@ -1,10 +1,12 @@
 package harness
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -36,10 +38,15 @@ func (r Row) BenchName() string {
 	return "Benchmark" + r.Name + "/trace=" + NameValue(r.Trace) + "/device=" + NameValue(r.Device) + "/strategy=" + NameValue(r.Spec)
 }
 
-// ResultRow turns a replay result into a Row of the fixed metrics.
+// ResultRow turns a replay result into a Row of the fixed metrics, less
+// those without a value for it (Metric.Defined): benchfmt leaves them out
+// of the row's line, the table shows "–", CSV an empty field and JSON null.
 func ResultRow(r *Result) Row {
 	row := Row{Name: "Replay", Trace: r.Trace, Device: r.Device, Spec: r.Strategy}
 	for _, m := range Metrics {
+		if m.Defined != nil && !m.Defined(r) {
+			continue
+		}
 		row.Units = append(row.Units, m.Unit)
 		row.Values = append(row.Values, m.Value(r))
 	}
@@ -63,6 +70,48 @@ func CapacityRow(c *CapacityResult) Row {
 }
 
 func formatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// value is the row's value of unit, and whether the row has one.
+func (r Row) value(unit string) (float64, bool) {
+	for i, u := range r.Units {
+		if u == unit {
+			return r.Values[i], true
+		}
+	}
+	return 0, false
+}
+
+// columns are the units of the table, CSV and JSON formats: every row's
+// units, so that a row without a value for one (Metric.Defined) shows a
+// gap in its column instead of shifting the rest of its values left. A
+// row that lacks one comes first as often as not, so the metrics' own
+// order (Metrics, CapacityUnits) places them, then any other unit where
+// the rows first give it.
+func columns(rows []Row) []string {
+	var units []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, u := range r.Units {
+			if !seen[u] {
+				seen[u] = true
+				units = append(units, u)
+			}
+		}
+	}
+	rank := func(u string) int {
+		for i, m := range Metrics {
+			if m.Unit == u {
+				return i
+			}
+		}
+		if i := slices.Index(CapacityUnits, u); i >= 0 {
+			return len(Metrics) + i
+		}
+		return len(Metrics) + len(CapacityUnits)
+	}
+	slices.SortStableFunc(units, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
+	return units
+}
 
 // WriteRows prints rows in one of the formats. benchfmt starts with the
 // Unit lines of every unit used (assume=exact: outcomes are
@@ -94,10 +143,7 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 		return err
 	case FormatTable:
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		var units []string
-		if len(rows) > 0 {
-			units = rows[0].Units
-		}
+		units := columns(rows)
 		fmt.Fprint(tw, "trace\tdevice\tstrategy\t")
 		for _, u := range units {
 			fmt.Fprint(tw, u+"\t")
@@ -110,27 +156,33 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 				spec += " (placement alone)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t", r.Trace, r.Device, spec)
-			for i, u := range r.Units {
-				if r.Name == "Placement" && u == "min-card-B" {
+			for _, u := range units {
+				v, ok := r.value(u)
+				if !ok || r.Name == "Placement" && u == "min-card-B" {
 					fmt.Fprint(tw, "–\t")
 					continue
 				}
-				fmt.Fprint(tw, human(r.Values[i], u)+"\t")
+				fmt.Fprint(tw, human(v, u)+"\t")
 			}
 			fmt.Fprintln(tw)
 		}
 		return tw.Flush()
 	case FormatCSV:
 		cw := csv.NewWriter(w)
+		units := columns(rows)
 		var header []string
 		if len(rows) > 0 {
-			header = append([]string{"benchmark", "trace", "device", "strategy"}, rows[0].Units...)
+			header = append([]string{"benchmark", "trace", "device", "strategy"}, units...)
 		}
 		cw.Write(header)
 		for _, r := range rows {
 			rec := []string{r.Name, r.Trace, r.Device, r.Spec}
-			for _, v := range r.Values {
-				rec = append(rec, formatValue(v))
+			for _, u := range units {
+				if v, ok := r.value(u); ok {
+					rec = append(rec, formatValue(v))
+				} else {
+					rec = append(rec, "")
+				}
 			}
 			cw.Write(rec)
 		}
@@ -138,17 +190,22 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 		return cw.Error()
 	case FormatJSON:
 		type obj struct {
-			Benchmark string             `json:"benchmark"`
-			Trace     string             `json:"trace"`
-			Device    string             `json:"device"`
-			Strategy  string             `json:"strategy"`
-			Metrics   map[string]float64 `json:"metrics"`
+			Benchmark string              `json:"benchmark"`
+			Trace     string              `json:"trace"`
+			Device    string              `json:"device"`
+			Strategy  string              `json:"strategy"`
+			Metrics   map[string]*float64 `json:"metrics"`
 		}
+		units := columns(rows)
 		out := make([]obj, 0, len(rows))
 		for _, r := range rows {
-			o := obj{r.Name, r.Trace, r.Device, r.Spec, map[string]float64{}}
-			for i, u := range r.Units {
-				o.Metrics[u] = r.Values[i]
+			o := obj{r.Name, r.Trace, r.Device, r.Spec, map[string]*float64{}}
+			for _, u := range units {
+				if v, ok := r.value(u); ok {
+					o.Metrics[u] = &v
+				} else if r.Name == "Replay" {
+					o.Metrics[u] = nil // a metric without a value: null
+				}
 			}
 			out = append(out, o)
 		}
