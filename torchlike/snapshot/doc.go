@@ -154,7 +154,12 @@
 //
 //   - nesting depth 1000, stack 262,144 values and marks, memo 1,048,576
 //     entries, 64 MiB of kept text, 2,097,152 generic container items
-//     (pickle.DefaultLimits);
+//     (pickle.DefaultLimits); the depth of generic values (the
+//     allocator_settings) is exact however the pickle reaches them
+//     through the memo, and one that contains itself is refused
+//     (package pickle, Nesting depth); TestFastPathGenericDepth
+//     compares the paths on snapshots that fill generic lists after
+//     nesting them;
 //   - integers of at most 4300 digits (protocol 0) or 1800 bytes (LONG4)
 //     in a pickle, at most 40 characters in JSON; JSON nesting 1000;
 //   - 8,388,608 segments, blocks and trace entries (Limits.MaxRecords,
