@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -229,10 +230,13 @@ func (d *Machine) Any(v *Val) (any, error) {
 	case KindBool:
 		return v.N != 0, nil
 	case KindInt:
-		return v.N, nil
+		return d.tt.boxes.int(v.N), nil
 	case KindFloat:
 		return v.Float(), nil
 	case KindStr:
+		if v.N >= 0 {
+			return d.tt.boxes.str(d.strs[v.N]), nil
+		}
 		return d.Str(v), nil
 	case KindBigInt, KindBytes, KindValue:
 		return d.objs[v.N], nil
@@ -350,6 +354,7 @@ type Machine struct {
 	gedges []gedge             // the links from generic containers to those they were put in
 	ocid   []int32             // the container id plus one of each object slot holding a generic container
 	gwork  []int32             // raise's work list
+	tt     *textTables         // the box the tables came in and go back in, with Any's boxes
 	graise int                 // links raise has followed (bounded by MaxItems)
 }
 
@@ -382,10 +387,12 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	if t, ok := textPool.Get().(*textTables); ok {
 		d.intern, d.strs, d.stags, d.blocks, d.objs = t.intern, t.strs, t.stags, t.blocks, t.objs
 		d.ocid, d.gnodes, d.gedges = t.ocid, t.gnodes, t.gedges
+		d.tt = t
 	} else {
 		d.intern = make(map[string]int32)
 		d.strs = make([]string, 0, 64)
 		d.stags = make([]uint8, 0, 64)
+		d.tt = new(textTables)
 	}
 	d.strs = append(d.strs, "")
 	d.stags = append(d.stags, 0)
@@ -764,8 +771,12 @@ func (d *Machine) Recycle() {
 			gnodes, gedges = nil, nil
 		}
 		clear(objs)
-		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks, objs: objs[:0],
-			ocid: ocid[:0], gnodes: gnodes[:0], gedges: gedges[:0]})
+		// The same box as before (one allocation an import less), with
+		// its caches of boxed values (Any).
+		t := d.tt
+		t.intern, t.strs, t.stags, t.blocks, t.objs = d.intern, strs[:0], stags[:0], d.blocks, objs[:0]
+		t.ocid, t.gnodes, t.gedges = ocid[:0], gnodes[:0], gedges[:0]
+		textPool.Put(t)
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
 	*d = Machine{}
@@ -798,6 +809,9 @@ type textTables struct {
 	ocid   []int32
 	gnodes []gnode
 	gedges []gedge
+	// Boxes Any made for ints beyond the runtime's static ones and for
+	// short strings, kept from one machine to the next (anyBoxes).
+	boxes anyBoxes
 }
 
 var textPool sync.Pool
@@ -2043,4 +2057,81 @@ func parseFloat(line []byte) (float64, error) {
 		}
 	}
 	return f, nil
+}
+
+// anyBoxes are boxed values (an int64 or a string in an interface) that
+// Any hands out again instead of boxing the same value anew: the boxing
+// of a generic dict's keys and values was about a third of the
+// allocations of a small snapshot's import (its allocator_settings: ten
+// str keys, each a 16-byte box, and a dict of sixteen int keys up to
+// 32768, eight of them beyond the 256 values the runtime keeps boxed).
+// They live in the recycled textTables, so that the next import finds
+// them: the keys of one snapshot's settings are those of the next. A
+// string's box holds a copy of its own (the machine's strings live in
+// blocks the next machine overwrites), made the second time a string
+// of that hash is boxed, so that strings met once cost no more than
+// before. Both tables are direct-mapped: a collision replaces the entry.
+type anyBoxes struct {
+	ints [64]struct {
+		n int64
+		b any
+	}
+	strs [256]strBox
+}
+
+// strBox is a boxed string of anyBoxes.
+type strBox struct {
+	h uint64 // the hash of s, or of a string met once (b nil)
+	s string
+	b any
+}
+
+// int returns n boxed.
+func (x *anyBoxes) int(n int64) any {
+	if uint64(n) < 256 {
+		return n // the runtime's static boxes
+	}
+	e := &x.ints[uint64(n)*0x9e3779b97f4a7c15>>58]
+	if e.b == nil || e.n != n {
+		e.n, e.b = n, n
+	}
+	return e.b
+}
+
+// str returns s boxed; s may be a machine's string (see anyBoxes). A
+// string has two slots it may take (FNV's high bits, mixed once more:
+// they hardly depend on the last bytes of a short string, and "2" and
+// "8" shared one), so that two strings of a snapshot rarely evict each
+// other at every import.
+func (x *anyBoxes) str(s string) any {
+	if len(s) == 0 || len(s) > internMax {
+		return s
+	}
+	h := uint64(14695981039346656037) // FNV-1a
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	m := h * 0x9e3779b97f4a7c15
+	e1, e2 := &x.strs[m>>56], &x.strs[m>>48&255]
+	for _, e := range [2]*strBox{e1, e2} {
+		if e.h != h {
+			continue
+		}
+		if e.b == nil || e.s != s {
+			// The second time: keep a copy of its own.
+			c := strings.Clone(s)
+			e.s, e.b = c, c
+		}
+		return e.b
+	}
+	// The first time: noted in an empty slot, else in one without a
+	// box, else in the first.
+	e := e1
+	switch {
+	case e1.h == 0:
+	case e2.h == 0, e1.b != nil && e2.b == nil:
+		e = e2
+	}
+	e.h, e.s, e.b = h, "", nil
+	return s
 }
