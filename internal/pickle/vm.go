@@ -387,6 +387,7 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	if t, ok := textPool.Get().(*textTables); ok {
 		d.intern, d.strs, d.stags, d.blocks, d.objs = t.intern, t.strs, t.stags, t.blocks, t.objs
 		d.ocid, d.gnodes, d.gedges = t.ocid, t.gnodes, t.gedges
+		d.memo, t.memo = t.memo, nil
 		d.tt = t
 	} else {
 		d.intern = make(map[string]int32)
@@ -797,6 +798,10 @@ const recycleStrs = 1 << 16
 // recycleObjs is the largest object table Recycle keeps (64 KiB).
 const recycleObjs = 1 << 12
 
+// recycleMemo is the longest slice of memo blocks release keeps for the
+// next machine (a memo of a million slots).
+const recycleMemo = 1 << 10
+
 // textTables are the string tables of a recycled machine.
 type textTables struct {
 	intern map[string]int32
@@ -809,6 +814,7 @@ type textTables struct {
 	ocid   []int32
 	gnodes []gnode
 	gedges []gedge
+	memo   []*memoBlock // a released machine's slice of memo blocks, empty
 	// Boxes Any made for ints beyond the runtime's static ones and for
 	// short strings, kept from one machine to the next (anyBoxes).
 	boxes anyBoxes
@@ -1599,6 +1605,11 @@ func (d *Machine) release() {
 		// Clean already: the scans clear what they use.
 		fastPool.Put(d.fs)
 		d.fs = nil
+	}
+	if d.tt != nil && cap(d.memo) <= recycleMemo {
+		// The slice of blocks too (an allocation of every import).
+		clear(d.memo)
+		d.tt.memo = d.memo[:0]
 	}
 	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
 	d.i, d.n = 0, 0

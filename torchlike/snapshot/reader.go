@@ -367,7 +367,10 @@ func recordedPeakReserved(tr *rawTrace, l *Layout) int64 {
 }
 
 func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layout, sr *snapshotReader) traces.Meta {
-	m := traces.Meta{
+	// Room for the optional keys and ten settings, so that the slice
+	// is allocated once.
+	m := make(traces.Meta, 0, 24)
+	m = append(m, traces.Meta{
 		{Key: "format", Value: "pytorch-snapshot"},
 		{Key: "encoding", Value: encoding},
 		{Key: "device", Value: strconv.Itoa(dev)},
@@ -376,7 +379,7 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		{Key: "entry-actions", Value: actionCounts(&sr.trace)},
 		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(&sr.trace, l), 10)},
 		{Key: "ids", Value: "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
-	}
+	}...)
 	if sr.t0 != traces.NoTime {
 		var b [96]byte
 		v := append(strconv.AppendInt(b[:0], sr.t0, 10), " (time_us of the first entry; event times count from it)"...)
