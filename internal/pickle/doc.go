@@ -20,8 +20,11 @@
 //	dict                  *Dict (insertion order kept)
 //
 // Containers shared through the pickle memo stay shared (the same *List or
-// *Dict pointer), and a pickle can describe a list that contains itself, so
-// code walking a decoded value must not assume it is a tree.
+// *Dict pointer), so code walking a decoded value must not assume it is a
+// tree; but it is never cyclic: a pickle can describe a list that
+// contains itself (Python writes l = [l] and t = ([t],) so), whose
+// nesting depth has no bound, and such a pickle is refused as deeper than
+// any MaxDepth (see Nesting depth).
 //
 // # Streaming and limits
 //
@@ -36,6 +39,54 @@
 // limit, and exceeding one is an *Error wrapping ErrLimit that names the
 // limit and the byte offset. Tuple keys are encoded in one linear pass,
 // with their own depth and length bounds.
+//
+// # Nesting depth
+//
+// MaxDepth is exact for generic values: a pickle is refused, at the
+// opcode that does it, as soon as a generic container it built holds
+// containers nested more than MaxDepth deep, by whatever route the
+// pickle reaches them. The depth is kept with the container (a gnode
+// record beside the object table, vm.go), not with the references to
+// it: a pickle reaches a container through the memo (under as many
+// slots as it likes), DUP and the stack, and may fill it after it has
+// put it in others, so that any copy of its depth goes stale. Until
+// 2026-11-24 the depth travelled in the Val of each reference, and the
+// memo's copy was patched as the container filled; that undercounted
+// three ways (issue 11): a container stored in two memo slots and read
+// through the second (a reviewer chained that into 0.5 MB of real depth
+// 270,299, which decoded), a container nested while empty and filled
+// afterwards, and a stale copy filled with one item, which lowered the
+// depth the first slot gave (real depth 12 passed MaxDepth 10).
+//
+// Each record also holds links to the containers its container was put
+// in. When a container gains depth after it was nested, the gain is
+// carried up the links (raise) as far as it changes anything, and a
+// container found too deep fails the opcode. Python's pickler writes a
+// container's items before the container goes into another, so that
+// on its output raise never runs (no valid snapshot or generic pickle
+// of ours changed); on hostile input the links it follows count
+// against MaxItems over the whole pickle, which bounds the time of a
+// container that gains depth again and again while held by many (a
+// list in 100,000 others, deepened 900 times, ends after 2,097,153
+// links in 50 ms). A walk that comes back to the container it started
+// from has found a cycle: the container contains itself, and the
+// pickle is refused with an *Error wrapping ErrLimit that says so. A
+// cycle always comes back (a container that holds c is deeper than c,
+// so c, holding it now, gains depth, and so does everything between).
+// TestDepthModel compares the machine with a model that recomputes
+// every container's depth after every opcode on random pickles of
+// lists, tuples and dicts shared through the memo and DUP.
+//
+// Two kinds of container keep their depth as before, in their Val: a
+// Builder's (which cannot be referenced twice: a second reference is
+// refused) and a skipped one (never built, so nothing walks it; a
+// skipped list may contain itself). A generic container given to one
+// of those counts with the depth it had then; if it gains depth later,
+// its own depth, and that of every generic container holding it, is
+// still checked, but the Builder's container is not revisited.
+// The fast paths never build generic containers: they read a generic
+// container's depth from its record (fastBatch, fastGet) where they
+// meet a reference to one, so that they stop at the same opcode.
 //
 // A Builder lets a caller that knows the schema of the pickle take the
 // containers it needs as they are built (the machine tells it where each
@@ -117,6 +168,18 @@
 // bytes and string tables go back to pools when a decode ends, for the
 // next one: a warm import of that snapshot allocates about 120 KB, from
 // 178 KB, most of it what the Snapshot holds.
+//
+// The boxes Any makes for generic values go around too (anyBoxes, in
+// the recycled tables): an int beyond the 256 the runtime keeps boxed,
+// or a short string, boxed once is handed out again by the next
+// machines, a string's box holding a copy of its own made the second
+// time the string is met (the machine's strings live in blocks the next
+// machine overwrites). A snapshot's allocator_settings are decoded as
+// generic values, and boxing its ten keys and the int keys of its
+// roundup_power2_divisions dict was 19 of the 75 allocations of the
+// fixed cost of an import (BenchmarkSnapshotImportFixed); with them, the
+// tables' own box and the memo's slice of blocks reused, and package
+// snapshot's formatting of the settings in one buffer, 41.
 //
 // Tried and not kept: a byte beside each memo slot holding the Slot of
 // the str key stored there (cleared wherever depths is written and at

@@ -540,10 +540,13 @@ func (d *Machine) fastBatch(buf []byte, j int) (int, int, int32, uint8, bool) {
 			if v.Kind == kindUnset || v.Kind == kindShared {
 				return j, 0, 0, 0, false
 			}
+			vd, vt := v.Depth, v.Tag
 			if v.Kind == KindValue {
 				gen = cnt
+				g := d.gnodeOf(v) // the memo's copy may be stale
+				vd, vt = g.depth, g.tag
 			}
-			depth, tag = max(depth, v.Depth), tag|v.Tag
+			depth, tag = max(depth, vd), tag|vt
 		}
 		cnt++
 	}
@@ -796,6 +799,7 @@ func (d *Machine) fastGet(buf []byte, j int, v *Val) (int, bool) {
 		return j, false
 	}
 	*v = d.memo[idx/memoChunk].v[idx%memoChunk]
+	d.syncValue(v) // a generic container's depth is its record's
 	return k, v.Kind != kindUnset && v.Kind != kindShared
 }
 

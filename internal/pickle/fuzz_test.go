@@ -53,6 +53,12 @@ func FuzzDecode(f *testing.F) {
 		"\x80\x02" + strings.Repeat("]", 1100) + strings.Repeat("a", 1099) + ".",
 		"\x80\x02)" + strings.Repeat("\x94h\x00h\x00\x86", 30) + "}\x94h\x00Ns.",
 		"L" + strings.Repeat("9", 5000) + "\n.",
+		// The depth through the memo (doc.go, Nesting depth): a list
+		// in two slots, filled after nesting, a stale copy, a cycle.
+		"\x80\x04]\x94\x94" + strings.Repeat("]", 8) + strings.Repeat("a", 8) + "0]]h\x01aa.",
+		"\x80\x04]\x94]\x94a0h\x01" + strings.Repeat("]", 9) + strings.Repeat("a", 9) + "0h\x00.",
+		"\x80\x04]\x94\x94]]aa0h\x01Na0]h\x00a.",
+		"\x80\x04]\x94h\x00\x85\x94a.",
 	} {
 		f.Add([]byte(s))
 	}

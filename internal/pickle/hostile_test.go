@@ -70,6 +70,12 @@ func TestHostile(t *testing.T) {
 		// the memo, a tuple 1000 deep (allowed), then [the list].
 		{"a deep tuple beside a memoized list", strings.NewReader("\x80\x04]\x940" + strings.Repeat("]", 999) + strings.Repeat("a", 998) + "\x850" +
 			"]h\x00a."), "", -1},
+		// A list put in 100,000 others, then deepened 900 times
+		// through the memo: each level reaches every holder, so that
+		// the links followed, not the time, run out (MaxItems).
+		{"fan-out", &repeatReader{head: "\x80\x04]\x94", body: "]h\x00a0", n: 100000, tail: deepenTail(900)}, "links followed to update the nesting depth", -1},
+		// A cycle through 502 lists: found at the APPEND that closes it.
+		{"long cycle", strings.NewReader("\x80\x04]\x94" + strings.Repeat("]", 500) + "h\x00" + strings.Repeat("a", 501) + "."), "the list contains itself", 1006},
 		// Defect 4: no bound on the stack or the memo.
 		{"stack of Nones", &repeatReader{head: "\x80\x02", body: "N", n: 1 << 30}, "stack of 262144 values and marks exceeds the limit of 262144", -1},
 		{"memo of Nones", &repeatReader{head: "\x80\x02N", body: "\x94", n: 1 << 30}, "memo of 1048577 entries exceeds the limit of 1048576", -1},
@@ -130,4 +136,14 @@ func TestHostile(t *testing.T) {
 	if _, ok := d.Lookup(d.Keys()[0]); !ok {
 		t.Errorf("40-deep key cannot be looked up")
 	}
+}
+
+// deepenTail is n steps that each append a new list to the last one (the
+// first is memo slot 0) through the memo and store it in the next slot.
+func deepenTail(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.Write([]byte{'j', byte(i), byte(i >> 8), 0, 0, ']', 0x94, 'a', '0'})
+	}
+	return b.String() + "N."
 }

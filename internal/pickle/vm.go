@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -17,7 +18,10 @@ import (
 // one is an *Error wrapping ErrLimit that names the limit and the offset.
 type Limits struct {
 	// MaxDepth bounds the nesting of containers (a list in a list is
-	// depth 2). Consumers of decoded values recurse over them.
+	// depth 2). Consumers of decoded values recurse over them. It is
+	// exact for generic values, however the pickle reaches their
+	// containers (doc.go, Nesting depth), and a container that
+	// contains itself is deeper than any MaxDepth.
 	MaxDepth int
 	// MaxStack bounds the values and MARKs on the machine's stack.
 	MaxStack int
@@ -226,10 +230,13 @@ func (d *Machine) Any(v *Val) (any, error) {
 	case KindBool:
 		return v.N != 0, nil
 	case KindInt:
-		return v.N, nil
+		return d.tt.boxes.int(v.N), nil
 	case KindFloat:
 		return v.Float(), nil
 	case KindStr:
+		if v.N >= 0 {
+			return d.tt.boxes.str(d.strs[v.N]), nil
+		}
 		return d.Str(v), nil
 	case KindBigInt, KindBytes, KindValue:
 		return d.objs[v.N], nil
@@ -343,7 +350,12 @@ type Machine struct {
 	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
 	tslabN int                 // the length of the last such array
-	gmemo  map[int64]uint64    // memo slot plus one of generic containers, by object slot (memoValue)
+	gnodes []gnode             // the depth records of the generic containers, by container id (gnode)
+	gedges []gedge             // the links from generic containers to those they were put in
+	ocid   []int32             // the container id plus one of each object slot holding a generic container
+	gwork  []int32             // raise's work list
+	tt     *textTables         // the box the tables came in and go back in, with Any's boxes
+	graise int                 // links raise has followed (bounded by MaxItems)
 }
 
 // NewMachine returns a machine reading one pickle from r. b may be nil
@@ -374,10 +386,14 @@ func NewMachine(r io.Reader, b Builder, root Node, lim Limits) *Machine {
 	}
 	if t, ok := textPool.Get().(*textTables); ok {
 		d.intern, d.strs, d.stags, d.blocks, d.objs = t.intern, t.strs, t.stags, t.blocks, t.objs
+		d.ocid, d.gnodes, d.gedges = t.ocid, t.gnodes, t.gedges
+		d.memo, t.memo = t.memo, nil
+		d.tt = t
 	} else {
 		d.intern = make(map[string]int32)
 		d.strs = make([]string, 0, 64)
 		d.stags = make([]uint8, 0, 64)
+		d.tt = new(textTables)
 	}
 	d.strs = append(d.strs, "")
 	d.stags = append(d.stags, 0)
@@ -748,12 +764,20 @@ func (d *Machine) Recycle() {
 		// caller's): a snapshot's segments add a pool id pair each,
 		// and growing the table from nothing took nine allocations
 		// for the 140 of ctx128.
-		objs := d.objs
-		if cap(objs) > recycleObjs {
-			objs = nil
+		objs, ocid, gnodes, gedges := d.objs, d.ocid, d.gnodes, d.gedges
+		if cap(objs) > recycleObjs || cap(ocid) > recycleObjs {
+			objs, ocid = nil, nil
+		}
+		if cap(gnodes) > recycleObjs || cap(gedges) > recycleObjs {
+			gnodes, gedges = nil, nil
 		}
 		clear(objs)
-		textPool.Put(&textTables{intern: d.intern, strs: strs[:0], stags: stags[:0], blocks: d.blocks, objs: objs[:0]})
+		// The same box as before (one allocation an import less), with
+		// its caches of boxed values (Any).
+		t := d.tt
+		t.intern, t.strs, t.stags, t.blocks, t.objs = d.intern, strs[:0], stags[:0], d.blocks, objs[:0]
+		t.ocid, t.gnodes, t.gedges = ocid[:0], gnodes[:0], gedges[:0]
+		textPool.Put(t)
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
 	*d = Machine{}
@@ -774,6 +798,10 @@ const recycleStrs = 1 << 16
 // recycleObjs is the largest object table Recycle keeps (64 KiB).
 const recycleObjs = 1 << 12
 
+// recycleMemo is the longest slice of memo blocks release keeps for the
+// next machine (a memo of a million slots).
+const recycleMemo = 1 << 10
+
 // textTables are the string tables of a recycled machine.
 type textTables struct {
 	intern map[string]int32
@@ -781,6 +809,15 @@ type textTables struct {
 	stags  []uint8
 	blocks []*[arenaChunk]byte
 	objs   []any // empty
+	// The generic containers' tables, empty (pointer-free, so not
+	// cleared): allocator_settings builds a dozen such containers.
+	ocid   []int32
+	gnodes []gnode
+	gedges []gedge
+	memo   []*memoBlock // a released machine's slice of memo blocks, empty
+	// Boxes Any made for ints beyond the runtime's static ones and for
+	// short strings, kept from one machine to the next (anyBoxes).
+	boxes anyBoxes
 }
 
 var textPool sync.Pool
@@ -829,11 +866,22 @@ func (d *Machine) newObj(x any) int64 {
 	if k := len(d.ofree); k > 0 {
 		i := d.ofree[k-1]
 		d.ofree = d.ofree[:k-1]
-		d.objs[i] = x
+		d.objs[i], d.ocid[i] = x, 0
 		return i
 	}
 	d.objs = append(d.objs, x)
+	d.ocid = append(d.ocid, 0)
 	return int64(len(d.objs) - 1)
+}
+
+// newValue stores the generic container x (a *List, *Dict or Tuple) in
+// the object table with a new depth record (gnode) of the given depth
+// and tags, and returns its slot.
+func (d *Machine) newValue(x any, depth int32, tag uint8) int64 {
+	i := d.newObj(x)
+	d.gnodes = append(d.gnodes, gnode{depth: depth, tag: tag})
+	d.ocid[i] = int32(len(d.gnodes))
+	return i
 }
 
 // sweep frees the object slots no value on the stack (up to its
@@ -1007,7 +1055,7 @@ func (d *Machine) newContainer(shape Shape) error {
 		} else {
 			v = &List{}
 		}
-		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(v)})
+		return d.push(Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newValue(v, 1, 0)})
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
 		if err != nil {
@@ -1018,76 +1066,169 @@ func (d *Machine) newContainer(shape Shape) error {
 }
 
 // deepen records that c now holds values as deep as items, and their
-// tags.
+// tags. For a generic container the record is its gnode, which the
+// containers it was put in follow (nest).
 func (d *Machine) deepen(c *Val, items []Val) error {
-	depth, tag := c.Depth, c.Tag
-	for i := range items {
-		it := &items[i]
-		if it.Depth >= depth {
-			depth = it.Depth + 1
+	var g *gnode
+	if c.Kind == KindValue {
+		g = d.gnodeOf(c)
+		c.Depth, c.Tag = g.depth, g.tag
+		if c.Shape != ShapeTuple {
+			for i := range items {
+				if it := &items[i]; it.Kind == KindValue && it.N == c.N {
+					return d.cyclef(c)
+				}
+			}
 		}
-		tag |= it.Tag
 	}
+	depth, tag := d.itemsDepth(c.Depth, c.Tag, items)
 	c.Depth, c.Tag = depth, tag
 	if int(c.Depth) > d.lim.MaxDepth {
 		return d.limitf("nesting depth %d exceeds the limit of %d", c.Depth, d.lim.MaxDepth)
 	}
 	if c.Kind == KindSkipped {
 		d.memoRefresh(c)
-	} else if c.Kind == KindValue && c.Shape != ShapeTuple && d.gmemo != nil {
-		// A tuple is built whole and never stored before it is (and its
-		// N is not yet its object's here): no memo copy to refresh.
-		d.memoRefreshValue(c)
+	} else if g != nil && c.Shape != ShapeTuple {
+		// (A tuple here is one APPEND or SETITEM is about to refuse.)
+		return d.nest(c, g, items)
 	}
 	return nil
 }
 
-// memoRefreshValue is memoRefresh for a generic list, set or dict: the
-// memo's copy, taken when it was empty (Python stores a container before
-// filling it), would otherwise give every later reference a depth of one
-// and no tags, which let a pickle nest past MaxDepth through the memo and
-// lose the tags of a frame built as a generic dict.
-func (d *Machine) memoRefreshValue(c *Val) {
-	m, ok := d.gmemo[c.N]
-	if !ok {
-		return
-	}
-	idx := m - 1
-	if idx < uint64(d.memoN) {
-		if s := &d.memo[idx/memoChunk].v[idx%memoChunk]; s.Kind == KindValue && s.N == c.N {
-			s.Depth, s.Tag = c.Depth, c.Tag
+// itemsDepth folds the depths and tags of items into a container's
+// depth and tag: its depth is at least one more than each item's. A
+// generic container's Val is brought up to date from its record first.
+func (d *Machine) itemsDepth(depth int32, tag uint8, items []Val) (int32, uint8) {
+	for i := range items {
+		it := &items[i]
+		d.syncValue(it)
+		if it.Depth >= depth {
+			depth = it.Depth + 1
 		}
-		return
+		tag |= it.Tag
 	}
-	if s, ok := d.sparse[idx]; ok && s.Kind == KindValue && s.N == c.N {
-		s.Depth, s.Tag = c.Depth, c.Tag
-		d.sparse[idx] = s
+	return depth, tag
+}
+
+// gnode is the depth record of a generic container (a *List, *Dict or
+// Tuple the machine built): its nesting depth, the union of its items'
+// tags, and the first of the links (gedges, index plus one) to the
+// containers it was put in. A container's depth lives here, with the
+// object, and not in the Val of each reference to it: a pickle reaches
+// a container through the memo (under several slots), DUP and the
+// stack, and can fill it after it has put it in others, so that any
+// copy of the depth would go stale (issue 11: a list stored in two
+// slots and read through the second, or nested while empty and filled
+// afterwards, undercounted the depth; a stale copy filled with one item
+// lowered it). The Val of a generic container carries a copy, brought
+// up to date (syncValue) wherever it is read: where it is nested, and
+// before a Builder or a caller of Run sees it.
+type gnode struct {
+	depth int32
+	first int32
+	tag   uint8
+}
+
+// gedge links a generic container to one it was put in (parent, a
+// container id) and to the next such link of the same container.
+type gedge struct{ parent, next int32 }
+
+// gnodeOf is the depth record of the generic container v.
+func (d *Machine) gnodeOf(v *Val) *gnode { return &d.gnodes[d.ocid[v.N]-1] }
+
+// syncValue brings the depth and tags of a generic container's Val up to
+// date from its record; other values have theirs in the Val.
+func (d *Machine) syncValue(v *Val) {
+	if v.Kind == KindValue {
+		g := d.gnodeOf(v)
+		v.Depth, v.Tag = g.depth, g.tag
 	}
 }
 
-// memoValue notes that the generic container v was stored in memo slot
-// idx, for memoRefreshValue. A container stored twice keeps its first
-// slot while that slot still holds it.
-func (d *Machine) memoValue(v *Val, idx uint64) {
-	if v.Kind != KindValue || v.Shape == ShapeTuple {
-		return
-	}
-	if m, ok := d.gmemo[v.N]; ok && m-1 != idx {
-		k := m - 1
-		var s Val
-		if k < uint64(d.memoN) {
-			s = d.memo[k/memoChunk].v[k%memoChunk]
-		} else {
-			s = d.sparse[k]
-		}
-		if s.Kind == KindValue && s.N == v.N {
-			return
+// link records that the generic containers among items were put in the
+// container of id cid.
+func (d *Machine) link(cid int32, items []Val) {
+	for i := range items {
+		if it := &items[i]; it.Kind == KindValue {
+			g := d.gnodeOf(it)
+			d.gedges = append(d.gedges, gedge{parent: cid, next: g.first})
+			g.first = int32(len(d.gedges))
 		}
 	}
-	if d.gmemo == nil {
-		d.gmemo = make(map[int64]uint64)
+}
+
+// nest records that the generic list, set or dict c, whose record is g,
+// now holds items, at the depth and tags deepen found: the items are
+// linked to it, and if c was itself put in containers before, what it
+// gained reaches them (raise).
+func (d *Machine) nest(c *Val, g *gnode, items []Val) error {
+	cid := d.ocid[c.N] - 1
+	d.link(cid, items)
+	if c.Depth == g.depth && c.Tag == g.tag {
+		return nil
 	}
-	d.gmemo[v.N] = idx + 1
+	g.depth, g.tag = c.Depth, c.Tag
+	if g.first == 0 {
+		return nil // Python's order: a container is filled before it is put in another
+	}
+	return d.raise(c, cid)
+}
+
+// raise carries the depth and tags that container cid (c) gained to
+// every container that holds it, directly or not, as far as they change
+// anything. Python's pickler fills a container before it puts it in
+// another (the items are written first), so that this never runs on
+// its output; a hostile pickle that fills containers after nesting them
+// pays for each link followed, and MaxItems bounds the links followed
+// over the whole pickle, so that fanning a deepening container out to
+// many parents ends in a limit error rather than quadratic time.
+//
+// When the walk comes back to c, c contains itself (a list appended to
+// itself, directly or through others, as Python writes a recursive
+// list): its depth is unbounded, and the pickle is refused (cyclef).
+// It always comes back then: a container that holds c is at least one
+// deeper than c, so c, holding it now, is deeper still, and every
+// container on the way from c up to it becomes deeper too.
+func (d *Machine) raise(c *Val, cid int32) error {
+	work := append(d.gwork[:0], cid)
+	defer func() { d.gwork = work[:0] }()
+	// The first container found too deep is reported only once the
+	// walk has ended without coming back to c: a cycle is the more
+	// telling error, and a long one passes MaxDepth on its way round.
+	var deep int32
+	for len(work) > 0 {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		gx := d.gnodes[x]
+		for e := gx.first; e != 0; e = d.gedges[e-1].next {
+			if d.graise++; d.graise > d.lim.MaxItems {
+				return d.limitf("%d links followed to update the nesting depth of containers filled after they were nested exceed the limit of %d", d.graise, d.lim.MaxItems)
+			}
+			p := d.gedges[e-1].parent
+			gp := &d.gnodes[p]
+			if gp.depth > gx.depth && gp.tag|gx.tag == gp.tag {
+				continue
+			}
+			if p == cid {
+				return d.cyclef(c)
+			}
+			gp.depth, gp.tag = max(gp.depth, gx.depth+1), gp.tag|gx.tag
+			if deep == 0 && int(gp.depth) > d.lim.MaxDepth {
+				deep = gp.depth
+			}
+			work = append(work, p)
+		}
+	}
+	if deep > 0 {
+		return d.limitf("nesting depth %d exceeds the limit of %d", deep, d.lim.MaxDepth)
+	}
+	return nil
+}
+
+// cyclef is the error for a generic container c that now contains
+// itself: a nesting depth without bound, beyond any MaxDepth.
+func (d *Machine) cyclef(c *Val) error {
+	return d.limitf("the %s contains itself: its nesting depth is unbounded, beyond the limit of %d", c.TypeName(), d.lim.MaxDepth)
 }
 
 // memoRefresh copies the depth and tags of a skipped container that is
@@ -1231,12 +1372,14 @@ func (d *Machine) fromItems(shape Shape) error {
 		}
 		switch shape {
 		case ShapeDict:
-			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&Dict{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newValue(&Dict{}, 1, 0)}
 		case ShapeTuple:
+			// A tuple is built whole: its depth is its items', and
+			// its record (gnode) is made with it.
 			t := d.tuple(len(items))
-			*c = Val{Kind: KindValue, Shape: shape, Depth: 1}
-			if err := d.deepen(c, items); err != nil {
-				return err
+			depth, tag := d.itemsDepth(1, 0, items)
+			if int(depth) > d.lim.MaxDepth {
+				return d.limitf("nesting depth %d exceeds the limit of %d", depth, d.lim.MaxDepth)
 			}
 			if err := d.addItems(len(items)); err != nil {
 				return err
@@ -1246,9 +1389,10 @@ func (d *Machine) fromItems(shape Shape) error {
 					return d.errf(err, "")
 				}
 			}
-			c.N = d.newObj(t)
+			*c = Val{Kind: KindValue, Shape: shape, Depth: depth, Tag: tag, N: d.newValue(t, depth, tag)}
+			d.link(d.ocid[c.N]-1, items)
 		default:
-			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newObj(&List{})}
+			*c = Val{Kind: KindValue, Shape: shape, Depth: 1, N: d.newValue(&List{}, 1, 0)}
 		}
 	default:
 		h, err := d.b.Open(node, shape, d.opPos)
@@ -1348,7 +1492,6 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		d.memoHi = max(d.memoHi, int(idx)+1)
 		*s = v
 		d.depths[idx] = skipDepth(&v)
-		d.memoValue(&v, idx)
 		return d.memoLimit()
 	}
 	if d.sparse == nil {
@@ -1358,7 +1501,6 @@ func (d *Machine) memoPut(idx uint64, v Val) error {
 		d.nmemo++
 	}
 	d.sparse[idx] = v
-	d.memoValue(&v, idx)
 	return d.memoLimit()
 }
 
@@ -1415,6 +1557,7 @@ func (d *Machine) Run() (Val, error) {
 	if err != nil {
 		d.discard(d.stack)
 	}
+	d.syncValue(&v)
 	d.release()
 	if err != nil {
 		return Val{}, err
@@ -1463,7 +1606,12 @@ func (d *Machine) release() {
 		fastPool.Put(d.fs)
 		d.fs = nil
 	}
-	d.buf, d.memo, d.memoN, d.sparse, d.gmemo = nil, nil, 0, nil, nil
+	if d.tt != nil && cap(d.memo) <= recycleMemo {
+		// The slice of blocks too (an allocation of every import).
+		clear(d.memo)
+		d.tt.memo = d.memo[:0]
+	}
+	d.buf, d.memo, d.memoN, d.sparse = nil, nil, 0, nil
 	d.i, d.n = 0, 0
 	if cap(d.stack) <= recycleStack && cap(d.marks) <= recycleStack {
 		// Pointer-free, so put back as it is: append overwrites what a
@@ -1548,7 +1696,6 @@ func (d *Machine) run() (Val, error) {
 							} else {
 								*s = *v
 								d.depths[idx] = skipDepth(v)
-								d.memoValue(v, uint64(idx))
 							}
 							d.nmemo++
 							d.memoHi = max(d.memoHi, int(idx)+1)
@@ -1836,7 +1983,7 @@ func (d *Machine) step(op byte) error {
 		if err := d.addItems(1); err != nil {
 			return err
 		}
-		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, N: d.newObj(Tuple{})})
+		return d.push(Val{Kind: KindValue, Shape: ShapeTuple, Depth: 1, N: d.newValue(Tuple{}, 1, 0)})
 	case OpTuple1, OpTuple2, OpTuple3:
 		return d.tupleN(int(op-OpTuple1) + 1)
 
@@ -1921,4 +2068,96 @@ func parseFloat(line []byte) (float64, error) {
 		}
 	}
 	return f, nil
+}
+
+// anyBoxes are boxed values (an int64 or a string in an interface) that
+// Any hands out again instead of boxing the same value anew: the boxing
+// of a generic dict's keys and values was about a third of the
+// allocations of a small snapshot's import (its allocator_settings: ten
+// str keys, each a 16-byte box, and a dict of sixteen int keys up to
+// 32768, eight of them beyond the 256 values the runtime keeps boxed).
+// They live in the recycled textTables, so that the next import finds
+// them: the keys of one snapshot's settings are those of the next. A
+// string's box holds a copy of its own (the machine's strings live in
+// blocks the next machine overwrites), made the second time a string
+// of that hash is boxed, so that strings met once cost no more than
+// before. Both tables are direct-mapped: a collision replaces the entry.
+type anyBoxes struct {
+	ints [64]struct {
+		n int64
+		b any
+	}
+	strs [256]strBox
+}
+
+// strBox is a boxed string of anyBoxes.
+type strBox struct {
+	h uint64 // the hash of s, or of a string met once (b nil)
+	s string
+	b any
+}
+
+// int returns n boxed.
+func (x *anyBoxes) int(n int64) any {
+	if uint64(n) < 256 {
+		return n // the runtime's static boxes
+	}
+	e := &x.ints[uint64(n)*0x9e3779b97f4a7c15>>58]
+	if e.b == nil || e.n != n {
+		e.n, e.b = n, n
+	}
+	return e.b
+}
+
+// str returns s boxed; s may be a machine's string (see anyBoxes). A
+// string has two slots it may take (two bytes of its hash), so that two
+// strings of a snapshot rarely evict each other at every import.
+func (x *anyBoxes) str(s string) any {
+	if len(s) == 0 || len(s) > internMax {
+		return s
+	}
+	h := strHash(s)
+	e1, e2 := &x.strs[h>>56], &x.strs[h>>48&255]
+	for _, e := range [2]*strBox{e1, e2} {
+		if e.h != h {
+			continue
+		}
+		if e.b == nil || e.s != s {
+			// The second time: keep a copy of its own.
+			c := strings.Clone(s)
+			e.s, e.b = c, c
+		}
+		return e.b
+	}
+	// The first time: noted in an empty slot, else in one without a
+	// box, else in the first.
+	e := e1
+	switch {
+	case e1.h == 0:
+	case e2.h == 0, e1.b != nil && e2.b == nil:
+		e = e2
+	}
+	e.h, e.s, e.b = h, "", nil
+	return s
+}
+
+// strHash is a hash of a string of at most internMax bytes for
+// anyBoxes: its length and its first and last eight bytes, mixed by a
+// multiplication whose high bits depend on all of them. Two strings of
+// the same hash only share slots (str compares the strings); FNV over
+// every byte cost 2,400 instructions an import for a snapshot's
+// settings.
+func strHash(s string) uint64 {
+	var a, b uint64
+	if n := len(s); n >= 8 {
+		p := unsafe.Slice(unsafe.StringData(s), n)
+		a, b = binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[n-8:])
+	} else {
+		for i := 0; i < n; i++ {
+			a = a<<8 | uint64(s[i])
+		}
+	}
+	h := (a ^ uint64(len(s))<<56) * 0x9e3779b97f4a7c15
+	h = (h ^ h>>29 ^ b) * 0xbf58476d1ce4e5b9
+	return h ^ h>>32
 }

@@ -82,7 +82,7 @@ func TestSkipBatch(t *testing.T) {
 		{"depth over", "\x80\x02]" + nest(4) + ".", "nesting depth 4 exceeds the limit of 3"},
 		{"undefined", "\x80\x02](h\x05e.", "memo index 5 not defined"},
 		{"long get undefined", "\x80\x02]\x94(j\x00\x00\x00\x00j\x07\x00\x00\x00e.", "memo index 7 not defined"},
-		{"not a batch", "\x80\x02]\x94(h\x00Ne.", ""},
+		{"not a batch", "\x80\x02]\x94]\x94(h\x00Ne.", ""},
 	} {
 		_, err1 := run(c.p, NodeSkip)
 		_, err2 := run(c.p, NodeValue)

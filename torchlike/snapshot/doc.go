@@ -138,6 +138,33 @@
 // address index, Meta and its strings, action counts) and the
 // segments' pool id pairs, decoded as generic tuples.
 //
+// The allocator_settings' generic values cost less since (2026-11-24,
+// 21:00): package pickle hands out again the boxes it made for their
+// str keys and for the int keys of roundup_power2_divisions (kept from
+// one import to the next), and formatValue renders the settings into
+// one buffer per settings dict rather than a strings.Builder grown from
+// nothing for each value; the reader's Meta is allocated at its final
+// size, its action counts and time origin built on the stack, and the
+// machine's tables' box and slice of memo blocks reused. The fixed cost
+// went from 77 to 41 allocations an import, a small snapshot's from 4.10
+// to 2.01 allocations an entry (torch-compile-cross-entropy, 21
+// entries), 1.77 to 0.83 (liger-cross-entropy, 47) and 0.90 to 0.44
+// (cs336-lm-peak-probe, 97); the large recordings' by 8 to 40% (to
+// 0.007-0.039 an entry). CPU time moved within the noise of the shared
+// machine: 12 interleaved rounds against 468508d (21:26-21:30) gave
+// 26.1 -> 25.0 cpu-µs an import for the fixed cost (p=0.71), 55.3 ->
+// 52.8, 70.9 -> 65.8 and 90.0 -> 88.3 for the three small snapshots
+// (1.36, 1.16 and 1.22 ns a byte now), and 189 -> 193, 270 -> 259 and
+// 263 -> 262 cpu-ns an entry for opt125m, ctx256 and ctx128 (p >= 0.29
+// each). Cachegrind counts 2,300 more instructions an import in this
+// module's code for the fixed cost (the boxes' hashing, the depth
+// records), 7,200 fewer in the runtime's allocation and collection, and
+// the same in this module's code for ctx128 (349.6 million for 22
+// imports, from 350.0). What remains of the 41: the settings' dicts and
+// the Settings (about 12), the segments' pool id tuples (one each, and
+// their backing array), the builder, Snapshot, reader, Layout, address
+// index and reconstruction (one or two each), and the Meta's strings.
+//
 // The machine decides where a new container will be stored from the
 // stack (a dict's pending key sits above its MARK); a pickle built in an
 // unusual order gets its containers built as generic values and
@@ -154,7 +181,12 @@
 //
 //   - nesting depth 1000, stack 262,144 values and marks, memo 1,048,576
 //     entries, 64 MiB of kept text, 2,097,152 generic container items
-//     (pickle.DefaultLimits);
+//     (pickle.DefaultLimits); the depth of generic values (the
+//     allocator_settings) is exact however the pickle reaches them
+//     through the memo, and one that contains itself is refused
+//     (package pickle, Nesting depth); TestFastPathGenericDepth
+//     compares the paths on snapshots that fill generic lists after
+//     nesting them;
 //   - integers of at most 4300 digits (protocol 0) or 1800 bytes (LONG4)
 //     in a pickle, at most 40 characters in JSON; JSON nesting 1000;
 //   - 8,388,608 segments, blocks and trace entries (Limits.MaxRecords,

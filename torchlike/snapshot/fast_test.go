@@ -245,7 +245,7 @@ func (g *pgen) snapshot(entries int, odd bool) []byte {
 	g.b.WriteByte('}')
 	g.put()
 	g.b.WriteByte('(')
-	if r.IntN(3) == 0 {
+	if r.IntN(3) == 0 || g.deepGeneric {
 		// allocator_settings first, built as generic values: its list
 		// and dict, referenced from frames lists below, are generic
 		// containers among skipped ones (which change the node of the
@@ -258,6 +258,14 @@ func (g *pgen) snapshot(entries int, odd bool) []byte {
 		g.b.WriteByte(']')
 		g.generic = append(g.generic, g.put())
 		g.batch(2, func() { g.int(4) })
+		if g.deepGeneric {
+			// A key the schema formats whatever its value: a
+			// list, in two memo slots, which growGeneric fills
+			// through either.
+			g.str("nested_lists")
+			g.b.WriteByte(']')
+			g.glists = append(g.glists, g.put(), g.put())
+		}
 		g.str("expandable_segments")
 		g.b.WriteByte(0x89)
 		g.b.WriteByte('u')
@@ -303,6 +311,11 @@ type pgen struct {
 	generic []int          // memo indices of generic containers
 	runs    [][]int        // the runs of frame references written (refRun)
 	unique  int            // > 0: frame names are unique strings, this many so far
+	// deepGeneric puts allocator_settings first and has frames lists
+	// fill its generic list, and lists put in it, after they were
+	// nested (growGeneric); glists are their memo indices.
+	deepGeneric bool
+	glists      []int
 	// frameOps > 0 (protocol 4 only) writes a FRAME opcode before every
 	// third item of a batch of several and of a run of references (the
 	// count so far, plus one), without drawing from r: the same seed
@@ -539,6 +552,12 @@ func (g *pgen) oddValue() {
 // list, or frames (new frame dicts and memo references to earlier ones).
 func (g *pgen) framesList() {
 	r := g.r
+	if g.deepGeneric && r.IntN(6) == 0 {
+		// A generic list as the frames: its depth (whether it
+		// holds anything) is what the entry's frame class reads.
+		g.get(g.glists[r.IntN(len(g.glists))])
+		return
+	}
 	if len(g.lists) > 0 && r.IntN(3) == 0 {
 		g.get(g.lists[r.IntN(len(g.lists))])
 		return
@@ -554,6 +573,10 @@ func (g *pgen) framesList() {
 		n = 0
 	}
 	g.batch(n, func() {
+		if g.deepGeneric && r.IntN(3) == 0 {
+			g.growGeneric()
+			return
+		}
 		if len(g.generic) > 0 && r.IntN(6) == 0 {
 			g.get(g.generic[r.IntN(len(g.generic))])
 			return
@@ -579,6 +602,25 @@ func (g *pgen) framesList() {
 		g.b.WriteByte('u')
 		g.frames = append(g.frames, fi)
 	})
+}
+
+// growGeneric writes, as an item of a frames list, a generic list read
+// through the memo after it was nested (in allocator_settings, in
+// another such list, in frames lists) with an item appended to it: a
+// new list (stored in the memo, to be filled in turn) or, now and then,
+// another of those lists or itself, which may close a cycle. Python
+// never writes this; the machine must find the depth the general path
+// finds, or refuse the pickle at the same opcode.
+func (g *pgen) growGeneric() {
+	r := g.r
+	g.get(g.glists[r.IntN(len(g.glists))])
+	if r.IntN(10) == 0 {
+		g.get(g.glists[r.IntN(len(g.glists))])
+	} else {
+		g.b.WriteByte(']')
+		g.glists = append(g.glists, g.put())
+	}
+	g.b.WriteByte('a')
 }
 
 // refRun writes the items of a frames list as a long run of memo
@@ -725,7 +767,7 @@ func TestFastPathGenerated(t *testing.T) {
 			// Frames lists that hold generic containers (the
 			// allocator_settings written first) included: a frame
 			// after one is built as a generic dict, whose tags later
-			// references must still carry (memoRefreshValue).
+			// references must still carry (its depth record, gnode).
 			if i%2 == 0 {
 				sameAsGeneric(t, fmt.Sprintf("generated %d", i), data)
 				compared++
@@ -747,6 +789,48 @@ func TestFastPathGenerated(t *testing.T) {
 	}
 	if records < n {
 		t.Fatalf("the record path read %d records: too few to compare", records)
+	}
+}
+
+// TestFastPathGenericDepth compares the three paths on generated
+// snapshots whose frames lists fill generic lists after those were
+// nested (growGeneric), under the default limits and nesting limits
+// small enough to be reached: the depth a generic container reaches
+// lives with it (package pickle's gnode), and the fast paths, which
+// leave such containers to the general path, must refuse the same
+// pickles at the same opcode with the same error.
+func TestFastPathGenericDepth(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 305))
+	n := 60
+	if testing.Short() {
+		n = 30
+	}
+	deep, cycles, decoded := 0, 0, 0
+	for i := range n {
+		g := &pgen{r: r, proto4: r.IntN(2) == 0, strs: map[string]int{}, deepGeneric: true}
+		data := g.snapshot(1+r.IntN(30), false)
+		for k := range 4 {
+			lim := DefaultLimits
+			if k > 0 {
+				lim.Pickle.MaxDepth = 2 + r.IntN(12)
+			}
+			err := sameDecode(t, fmt.Sprintf("generated %d, limit %d", i, lim.Pickle.MaxDepth), data, lim)
+			switch {
+			case err == nil:
+				decoded++
+			case strings.Contains(err.Error(), "contains itself"):
+				cycles++
+			case strings.Contains(err.Error(), "nesting depth"):
+				deep++
+			}
+		}
+		for k := range 5 {
+			sameDecode(t, fmt.Sprintf("generated %d, mutation %d", i, k), mutate(r, data), DefaultLimits)
+		}
+	}
+	t.Logf("%d too deep, %d cycles, %d decoded", deep, cycles, decoded)
+	if deep < n/4 || cycles < n/10 || decoded < n/4 {
+		t.Fatalf("%d too deep, %d cycles, %d decoded: too few of one to compare", deep, cycles, decoded)
 	}
 }
 

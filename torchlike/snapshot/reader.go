@@ -272,8 +272,9 @@ func actionCounts(tr *rawTrace) string {
 		n[tr.kindOf(i)]++
 	}
 	// In name order, without a map or fmt (fixed costs of every
-	// import, which a snapshot of a hundred entries notices).
-	var out []byte
+	// import, which a snapshot of a hundred entries notices), in a
+	// buffer on the stack for all but the longest.
+	out := make([]byte, 0, 128)
 	for _, k := range actionOrder {
 		if n[k] == 0 {
 			continue
@@ -366,7 +367,10 @@ func recordedPeakReserved(tr *rawTrace, l *Layout) int64 {
 }
 
 func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layout, sr *snapshotReader) traces.Meta {
-	m := traces.Meta{
+	// Room for the optional keys and ten settings, so that the slice
+	// is allocated once.
+	m := make(traces.Meta, 0, 24)
+	m = append(m, traces.Meta{
 		{Key: "format", Value: "pytorch-snapshot"},
 		{Key: "encoding", Value: encoding},
 		{Key: "device", Value: strconv.Itoa(dev)},
@@ -375,9 +379,11 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		{Key: "entry-actions", Value: actionCounts(&sr.trace)},
 		{Key: "recorded-peak-reserved-B", Value: strconv.FormatInt(recordedPeakReserved(&sr.trace, l), 10)},
 		{Key: "ids", Value: "one fresh id per alloc, sequential from 1 (recorded addresses are reused); warm-start blocks first, in address order"},
-	}
+	}...)
 	if sr.t0 != traces.NoTime {
-		m = append(m, traces.KV{Key: "time-origin-us", Value: strconv.FormatInt(sr.t0, 10) + " (time_us of the first entry; event times count from it)"})
+		var b [96]byte
+		v := append(strconv.AppendInt(b[:0], sr.t0, 10), " (time_us of the first entry; event times count from it)"...)
+		m = append(m, traces.KV{Key: "time-origin-us", Value: string(v)})
 	}
 	if n := l.NumBlocks(); n > 0 {
 		m = append(m, traces.KV{Key: "warm_start", Value: fmt.Sprintf("%d blocks", n)})
@@ -392,7 +398,8 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		m = append(m, traces.KV{Key: "reconstruction_assumptions", Value: fmt.Sprintf("%d entries, first %d: %s", len(as), l.Assumptions[0].Entry, l.Assumptions[0].Note)})
 	}
 	if st := snap.Settings; st != nil {
-		keys := make([]string, 0, len(st.Raw))
+		var arr [16]string // PyTorch writes ten
+		keys := arr[:0]
 		for k := range st.Raw {
 			keys = append(keys, k)
 		}

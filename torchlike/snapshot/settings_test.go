@@ -2,8 +2,13 @@ package snapshot
 
 import (
 	"bytes"
+	"fmt"
+	"math/big"
+
 	"math"
 	"math/rand/v2"
+	"membench/internal/pickle"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -26,7 +31,7 @@ func TestMaxSplitSizeUnsigned(t *testing.T) {
 
 // TestFormatScalarSetting: formatValue renders scalars without a
 // builder, and known keys as shared constants; the text must be what the
-// general writer (writeValue) gives, long strings cut the same way, and
+// general writer (refWriteValue) gives, long strings cut the same way, and
 // a copy (the decoder's strings are recycled).
 func TestFormatScalarSetting(t *testing.T) {
 	long := strings.Repeat("x", maxSettingText+10)
@@ -35,13 +40,13 @@ func TestFormatScalarSetting(t *testing.T) {
 		"", "max_split_size", "roundup_power2_divisions", "expandable_segments:True", long,
 	} {
 		var b strings.Builder
-		writeValue(&b, v, 0)
+		refWriteValue(&b, v, 0)
 		want := b.String()
-		if got := formatValue(v, 0); got != want {
+		if got := formatValue(v); got != want {
 			t.Errorf("formatValue(%#v) = %q, want %q", v, got, want)
 		}
 		if s, ok := v.(string); ok && len(s) > 0 && knownSetting(s) < 0 {
-			if got := formatValue(v, 0); unsafe.StringData(got) == unsafe.StringData(s) {
+			if got := formatValue(v); unsafe.StringData(got) == unsafe.StringData(s) {
 				t.Errorf("formatValue(%q) shares the decoder's string", s)
 			}
 		}
@@ -91,4 +96,155 @@ func TestSnapMetaText(t *testing.T) {
 			t.Fatalf("snapMetaValue(%q) = %q, want %q", s, got, want)
 		}
 	}
+}
+
+// TestFormatValueReference compares formatValue, which appends into an
+// array on the stack, with the strings.Builder writer it replaced
+// (refWriteValue, kept here as the reference) on random settings
+// values: nested lists, tuples and dicts of every scalar kind, long
+// strings and bytes, more than 64 items, deeper than four levels, more
+// than maxSettingText bytes of text.
+func TestFormatValueReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 900))
+	// A container has up to three items, or near the top now and
+	// then up to 80.
+	items := func(depth int) int {
+		if depth < 2 && r.IntN(3) == 0 {
+			return r.IntN(80)
+		}
+		return r.IntN(4)
+	}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		k := r.IntN(12)
+		if depth > 6 {
+			k = r.IntN(7)
+		}
+		switch k {
+		case 0:
+			return nil
+		case 1:
+			return r.IntN(2) == 0
+		case 2:
+			return []int64{0, 7, 99, 100, 255, 256, 32768, -1, math.MinInt64, math.MaxInt64}[r.IntN(10)]
+		case 3:
+			return []float64{0, 0.5, -1.25, 1e300, math.Inf(1), math.NaN()}[r.IntN(6)]
+		case 4:
+			return strings.Repeat("ab", r.IntN(3)*r.IntN(700))
+		case 5:
+			return bytes.Repeat([]byte{0, 'x', 0xff, '"'}, r.IntN(300))
+		case 6:
+			z, _ := new(big.Int).SetString(strings.Repeat("9", 1+r.IntN(60)), 10)
+			return z
+		case 7, 8:
+			l := &pickle.List{}
+			for range items(depth) {
+				l.Items = append(l.Items, gen(depth+1))
+			}
+			return l
+		case 9:
+			var tu pickle.Tuple
+			for range r.IntN(4) {
+				tu = append(tu, gen(depth+1))
+			}
+			return tu
+		}
+		d := pickle.NewDict()
+		for i := range items(depth) {
+			if err := d.Set(fmt.Sprint("k", i), gen(depth+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	long := 0
+	for i := range 3000 {
+		v := gen(0)
+		var b strings.Builder
+		refWriteValue(&b, v, 0)
+		want := b.String()
+		if len(want) > maxSettingText {
+			want = want[:maxSettingText] + "..."
+			long++
+		}
+		if got := formatValue(v); got != want {
+			t.Fatalf("value %d: formatValue = %q, want %q", i, got, want)
+		}
+	}
+	if long < 100 {
+		t.Fatalf("only %d values past maxSettingText", long)
+	}
+}
+
+func refWriteValue(b *strings.Builder, v any, depth int) {
+	if b.Len() > maxSettingText {
+		return
+	}
+	if depth > 4 {
+		b.WriteString("...")
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case bool:
+		if v {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case *big.Int:
+		b.WriteString(shortInt(v))
+	case float64:
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	case string:
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		b.WriteString(v)
+	case []byte:
+		if len(v) > maxSettingText {
+			v = v[:maxSettingText]
+		}
+		fmt.Fprintf(b, "%q", v)
+	case *pickle.List:
+		refWriteSeq(b, "[", v.Items, "]", depth)
+	case pickle.Tuple:
+		refWriteSeq(b, "(", v, ")", depth)
+	case *pickle.Dict:
+		b.WriteByte('{')
+		i := 0
+		for k, x := range v.All() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i == 64 || b.Len() > maxSettingText {
+				b.WriteString("...")
+				break
+			}
+			refWriteValue(b, k, depth+1)
+			b.WriteString(": ")
+			refWriteValue(b, x, depth+1)
+			i++
+		}
+		b.WriteByte('}')
+	default:
+		fmt.Fprintf(b, "%v", v)
+	}
+}
+func refWriteSeq(b *strings.Builder, open string, items []any, close string, depth int) {
+	b.WriteString(open)
+	for i, x := range items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == 64 || b.Len() > maxSettingText {
+			b.WriteString("...")
+			break
+		}
+		refWriteValue(b, x, depth+1)
+	}
+	b.WriteString(close)
 }

@@ -494,8 +494,9 @@ func decodeSettings(v any) (*Settings, error) {
 		return nil, fmt.Errorf(": %d keys, more than the limit of %d: %w", d.Len(), maxSettings, ErrLimit)
 	}
 	st := &Settings{MaxSplitSize: -1, Raw: make(map[string]string, d.Len())}
+	var scratch []byte // formatText's, for all the values
 	for k, x := range d.All() {
-		st.Raw[formatValue(k, 0)] = formatValue(x, 0)
+		st.Raw[formatText(k, &scratch)] = formatText(x, &scratch)
 	}
 	if st.PYTORCH_CUDA_ALLOC_CONF, err = getStr(d, "PYTORCH_CUDA_ALLOC_CONF", "", false); err != nil {
 		return nil, err
@@ -543,7 +544,7 @@ func decodeSettings(v any) (*Settings, error) {
 			}
 			n, ok := x.(int64)
 			if !ok {
-				return nil, &fieldError{fmt.Sprintf("%s[%q]", key, formatValue(k, 0)), "want int, got " + pickle.TypeName(x)}
+				return nil, &fieldError{fmt.Sprintf("%s[%q]", key, formatValue(k)), "want int, got " + pickle.TypeName(x)}
 			}
 			if n < 0 || n > 1<<20 {
 				return nil, &fieldError{key, fmt.Sprintf("division count %d out of range", n)}
@@ -609,108 +610,116 @@ func knownSetting(s string) int {
 }
 
 // formatValue renders a settings value as text for metadata: Python-like,
-// with nested containers cut off below a small depth (pickles can be
-// cyclic) and the whole cut at maxSettingText bytes.
-func formatValue(v any, depth int) string {
-	if depth <= 4 {
-		// Scalars, which are nearly all of a settings dict, without a
-		// builder: every import of a snapshot formats them.
-		switch v := v.(type) {
-		case nil:
-			return "None"
-		case bool:
-			if v {
-				return "True"
-			}
-			return "False"
-		case int64:
-			return strconv.FormatInt(v, 10)
-		case string:
-			if k := knownSetting(v); k >= 0 {
-				return settingKeys[k]
-			}
-			// A copy: the decoder's strings do not outlive it.
-			return strings.Clone(v[:min(len(v), maxSettingText)])
-		}
-	}
-	var b strings.Builder
-	writeValue(&b, v, depth)
-	if b.Len() > maxSettingText {
-		return b.String()[:maxSettingText] + "..."
-	}
-	return b.String()
+// with nested containers cut off below a small depth (a pickle can share
+// a container many times over) and the whole cut at maxSettingText bytes.
+func formatValue(v any) string {
+	var scratch []byte
+	return formatText(v, &scratch)
 }
 
-func writeValue(b *strings.Builder, v any, depth int) {
-	if b.Len() > maxSettingText {
-		return
+// formatText is formatValue with a buffer to write
+// containers in, which the caller keeps for the next value: a builder
+// or buffer of its own for each cost two allocations of every import
+// (a snapshot's roundup_power2_divisions dict, its max_split_size).
+func formatText(v any, scratch *[]byte) string {
+	// Scalars, which are nearly all of a settings dict, without a
+	// buffer: every import of a snapshot formats them.
+	switch v := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		if v {
+			return "True"
+		}
+		return "False"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		if k := knownSetting(v); k >= 0 {
+			return settingKeys[k]
+		}
+		// A copy: the decoder's strings do not outlive it.
+		return strings.Clone(v[:min(len(v), maxSettingText)])
+	}
+	// With room for the roundup_power2_divisions dict ("{1: 0, 2: 0,
+	// ...}", 126 bytes) at once: a strings.Builder grown from nothing
+	// took five allocations of every import.
+	if *scratch == nil {
+		*scratch = make([]byte, 0, 160)
+	}
+	b := appendValue((*scratch)[:0], v, 0)
+	*scratch = b
+	if len(b) > maxSettingText {
+		return string(b[:maxSettingText]) + "..."
+	}
+	return string(b)
+}
+
+// appendValue appends the text of v to b, as formatValue renders it,
+// and returns the extended buffer; containers below depth 4 are "...",
+// and it stops adding once b holds more than maxSettingText bytes.
+func appendValue(b []byte, v any, depth int) []byte {
+	if len(b) > maxSettingText {
+		return b
 	}
 	if depth > 4 {
-		b.WriteString("...")
-		return
+		return append(b, "..."...)
 	}
 	switch v := v.(type) {
 	case nil:
-		b.WriteString("None")
+		return append(b, "None"...)
 	case bool:
 		if v {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
+			return append(b, "True"...)
 		}
+		return append(b, "False"...)
 	case int64:
-		b.WriteString(strconv.FormatInt(v, 10))
+		return strconv.AppendInt(b, v, 10)
 	case *big.Int:
-		b.WriteString(shortInt(v))
+		return append(b, shortInt(v)...)
 	case float64:
-		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	case string:
-		if len(v) > maxSettingText {
-			v = v[:maxSettingText]
-		}
-		b.WriteString(v)
+		return append(b, v[:min(len(v), maxSettingText)]...)
 	case []byte:
-		if len(v) > maxSettingText {
-			v = v[:maxSettingText]
-		}
-		fmt.Fprintf(b, "%q", v)
+		return strconv.AppendQuote(b, string(v[:min(len(v), maxSettingText)]))
 	case *pickle.List:
-		writeSeq(b, "[", v.Items, "]", depth)
+		return appendSeq(b, "[", v.Items, "]", depth)
 	case pickle.Tuple:
-		writeSeq(b, "(", v, ")", depth)
+		return appendSeq(b, "(", v, ")", depth)
 	case *pickle.Dict:
-		b.WriteByte('{')
-		i := 0
-		for k, x := range v.All() {
+		// By index: a range over All's function would capture b,
+		// and put formatValue's array on the heap.
+		b = append(b, '{')
+		keys, vals := v.Keys(), v.Values()
+		for i := range keys {
 			if i > 0 {
-				b.WriteString(", ")
+				b = append(b, ", "...)
 			}
-			if i == 64 || b.Len() > maxSettingText {
-				b.WriteString("...")
+			if i == 64 || len(b) > maxSettingText {
+				b = append(b, "..."...)
 				break
 			}
-			writeValue(b, k, depth+1)
-			b.WriteString(": ")
-			writeValue(b, x, depth+1)
-			i++
+			b = appendValue(b, keys[i], depth+1)
+			b = append(b, ": "...)
+			b = appendValue(b, vals[i], depth+1)
 		}
-		b.WriteByte('}')
-	default:
-		fmt.Fprintf(b, "%v", v)
+		return append(b, '}')
 	}
+	return append(b, fmt.Sprint(v)...) // (Appendf would put b on the heap)
 }
 
-func writeSeq(b *strings.Builder, open string, items []any, close string, depth int) {
-	b.WriteString(open)
+func appendSeq(b []byte, open string, items []any, close string, depth int) []byte {
+	b = append(b, open...)
 	for i, x := range items {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		if i == 64 || b.Len() > maxSettingText {
-			b.WriteString("...")
+		if i == 64 || len(b) > maxSettingText {
+			b = append(b, "..."...)
 			break
 		}
-		writeValue(b, x, depth+1)
+		b = appendValue(b, x, depth+1)
 	}
-	b.WriteString(close)
+	return append(b, close...)
 }

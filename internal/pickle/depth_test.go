@@ -1,0 +1,296 @@
+package pickle
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// depthCase is a pickle and what decoding it under MaxDepth = lim must
+// give: an *Error wrapping ErrLimit at the opcode at offset off whose
+// text contains want, or (want "") a value of the given depth.
+type depthCase struct {
+	name  string
+	p     string
+	lim   int
+	want  string
+	off   int   // -1: want no error
+	depth int64 // the decoded value's depth (refDepth) when it decodes
+}
+
+// TestDepthThroughMemo holds one pickle for each way the memo's copies
+// of a generic container used to undercount its nesting depth (issue
+// 11), each refused at the opcode that makes the value too deep; and the
+// same shapes just within the limit, which decode. Each refused pickle
+// decoded without error before the depth was kept with the object.
+func TestDepthThroughMemo(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("]", n) + strings.Repeat("a", n) }
+	cases := []depthCase{
+		// (a) A list stored in two memo slots (PUT twice), filled to
+		// depth 9 and read through the second slot, whose copy was
+		// taken empty: two lists around it make 11.
+		{"two slots", "\x80\x04]\x94\x94" + nest(8) + "0" + "]]h\x01aa.", 10, "nesting depth 11 exceeds the limit of 10", -2, 0},
+		{"two slots, within", "\x80\x04]\x94\x94" + nest(8) + "0" + "]h\x01a.", 10, "", -1, 10},
+		// (b) A list put in its parent while empty, then filled through
+		// the memo: the parent's depth must follow.
+		{"filled after nesting", "\x80\x04]\x94]\x94a0h\x01" + nest(9) + "0h\x00.", 10, "nesting depth 11 exceeds the limit of 10", -3, 0},
+		{"filled after nesting, within", "\x80\x04]\x94]\x94a0h\x01" + nest(8) + "0h\x00.", 10, "", -1, 10},
+		// The same one level down, through a tuple and a dict: the
+		// depth reaches every container that holds the list.
+		{"filled after nesting, tuple and dict", "\x80\x04]\x94\x85\x94}\x94K\x01h\x01s0h\x00" + nest(8) + "0h\x02.", 10, "nesting depth 11 exceeds the limit of 10", -3, 0},
+		// (c) A stale copy (the second slot's, depth 1) filled with one
+		// item must not lower the depth the first slot's reference
+		// gives: the list is 10 deep, and a list around it 11.
+		{"stale copy", "\x80\x04]\x94\x94" + nest(9) + "0h\x01Na0]h\x00a.", 10, "nesting depth 11 exceeds the limit of 10", -2, 0},
+		{"stale copy, within", "\x80\x04]\x94\x94" + nest(8) + "0h\x01Na0]h\x00a.", 10, "", -1, 10},
+		// A DUP's copy on the stack is as stale as the memo's.
+		{"dup", "\x80\x04]2" + nest(9) + "0\x85.", 10, "nesting depth 11 exceeds the limit of 10", -2, 0},
+		// A list that contains itself has no depth: refused at the
+		// APPEND that closes the cycle, directly, through another list
+		// or through a tuple (Python's recursive.p4 and rectuple.p4).
+		{"contains itself", "\x80\x02]q\x00h\x00a.", 1000, "contains itself", -2, 0},
+		{"contains itself through a list", "\x80\x04]\x94]\x94h\x00aa.", 1000, "contains itself", -2, 0},
+		{"contains itself through a tuple", "\x80\x04]\x94h\x00\x85\x94a.", 1000, "contains itself", -2, 0},
+		{"contains itself, deep", "\x80\x04]\x94" + nest(5) + "0]h\x00a\x940h\x00h\x01a.", 1000, "contains itself", -2, 0},
+	}
+	for _, c := range cases {
+		checkDepthCase(t, c)
+	}
+}
+
+// checkDepthCase decodes c.p and checks the outcome. An offset of -2
+// names the last opcode of the pickle (or the one before its STOP), -3
+// its last APPEND.
+func checkDepthCase(t *testing.T, c depthCase) {
+	t.Helper()
+	lim := DefaultLimits
+	lim.MaxDepth = c.lim
+	v, err := DecodeLimits(strings.NewReader(c.p), lim)
+	if c.want == "" {
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			return
+		}
+		if got := refDepth(v); got != c.depth {
+			t.Errorf("%s: decoded a value of depth %d, want %d", c.name, got, c.depth)
+		}
+		return
+	}
+	off := int64(c.off)
+	if c.off == -3 {
+		off = int64(strings.LastIndexByte(c.p, 'a'))
+	}
+	if c.off == -2 {
+		off = int64(len(c.p) - 1)
+		if strings.HasSuffix(c.p, ".") {
+			off--
+		}
+	}
+	var pe *Error
+	if err == nil || !errors.As(err, &pe) || !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), c.want) {
+		t.Errorf("%s: got %v, want an *Error wrapping ErrLimit containing %q", c.name, err, c.want)
+	} else if pe.Offset != off {
+		t.Errorf("%s: offset %d, want %d (%v)", c.name, pe.Offset, off, err)
+	}
+}
+
+// TestDepthChain is the reviewer's chain (issue 11) in small: each list
+// holds the one before, read through the second of its two memo slots,
+// 20,000 deep in 200 KB. It decoded without error; it must stop at the
+// APPEND that makes depth 1001.
+func TestDepthChain(t *testing.T) {
+	var p bytes.Buffer
+	p.WriteString("\x80\x04]\x94\x94") // list 0 in slots 0 and 1
+	var at1001 int
+	for k := 1; k < 20000; k++ {
+		p.WriteString("]\x94\x94")                                                          // list k in slots 2k, 2k+1
+		p.Write([]byte{'j', byte(2*k - 1), byte((2*k - 1) >> 8), byte((2*k - 1) >> 16), 0}) // list k-1, its second slot
+		if k == 1000 {
+			at1001 = p.Len()
+		}
+		p.WriteString("a0")
+	}
+	p.WriteString("N.")
+	_, err := Decode(bytes.NewReader(p.Bytes()))
+	var pe *Error
+	if err == nil || !errors.As(err, &pe) || !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "nesting depth 1001 exceeds the limit of 1000") {
+		t.Fatalf("got %v, want nesting depth 1001", err)
+	}
+	if pe.Offset != int64(at1001) {
+		t.Fatalf("offset %d, want %d", pe.Offset, at1001)
+	}
+}
+
+// refDepth is the nesting depth of a decoded value, computed the plain
+// way (recursively, over values known to be acyclic and shallow).
+func refDepth(v any) int64 {
+	var items []any
+	switch v := v.(type) {
+	case *List:
+		items = v.Items
+	case Tuple:
+		items = v
+	case *Dict:
+		items = append(append(items, v.Keys()...), v.Values()...)
+	default:
+		return 0
+	}
+	var d int64
+	for _, x := range items {
+		d = max(d, refDepth(x))
+	}
+	return d + 1
+}
+
+// model is a reference interpreter for the opcodes genDepthPickle
+// writes: plain Go containers, whose depths are computed from scratch
+// after every opcode.
+type mcont struct {
+	tuple bool
+	dict  bool
+	items []*mcont // nil for a scalar item
+}
+
+// mdepth is c's nesting depth, or -1 when c contains itself.
+func mdepth(c *mcont, path map[*mcont]bool) int64 {
+	if c == nil {
+		return 0
+	}
+	if path[c] {
+		return -1
+	}
+	path[c] = true
+	defer delete(path, c)
+	var d int64
+	for _, x := range c.items {
+		e := mdepth(x, path)
+		if e < 0 {
+			return -1
+		}
+		d = max(d, e)
+	}
+	return d + 1
+}
+
+// genDepthPickle writes a random pickle of lists, tuples and dicts that
+// share containers through the memo, fill them after nesting them, DUP
+// and store them twice, and reports, from the model, the offset of the
+// first opcode after which some container built so far is deeper than
+// lim or contains itself (-1: none), and the depth of the value it
+// returns.
+func genDepthPickle(r *rand.Rand, n, lim int) (p []byte, fail int, depth int64) {
+	var b bytes.Buffer
+	b.WriteString("\x80\x04")
+	var stack, memo, all []*mcont
+	fail = -1
+	for range n {
+		at := b.Len()
+		top := len(stack) - 1
+		switch k := r.IntN(12); {
+		case k <= 1:
+			b.WriteByte(']')
+			c := &mcont{}
+			stack, all = append(stack, c), append(all, c)
+		case k == 2:
+			b.WriteByte('N')
+			stack = append(stack, nil)
+		case k == 3 && top >= 0 && len(memo) < 250:
+			b.WriteByte(0x94)
+			memo = append(memo, stack[top])
+		case k <= 5 && len(memo) > 0:
+			i := r.IntN(len(memo))
+			b.Write([]byte{'h', byte(i)})
+			stack = append(stack, memo[i])
+		case k == 6 && top >= 1 && stack[top-1] != nil && !stack[top-1].tuple && !stack[top-1].dict:
+			b.WriteByte('a')
+			stack[top-1].items = append(stack[top-1].items, stack[top])
+			stack = stack[:top]
+		case k == 7 && top >= 0:
+			m := min(top+1, 1+r.IntN(3))
+			b.WriteByte("\x85\x86\x87"[m-1])
+			c := &mcont{tuple: true, items: append([]*mcont(nil), stack[top+1-m:]...)}
+			stack, all = append(stack[:top+1-m], c), append(all, c)
+		case k == 8 && top >= 1:
+			b.WriteByte('0')
+			stack = stack[:top]
+		case k == 9 && top >= 0:
+			b.WriteByte('2')
+			stack = append(stack, stack[top])
+		case k == 10:
+			b.WriteByte('}')
+			c := &mcont{dict: true}
+			stack, all = append(stack, c), append(all, c)
+		case k == 11 && top >= 1 && stack[top-1] != nil && stack[top-1].dict && len(memo) < 250:
+			// dict, value -> dict, key, value: the value goes through
+			// the memo (MEMOIZE, POP, the key, GET) and SETITEM. Each
+			// key is new (a replaced value would still count: see
+			// deepen), and an int (depth 0).
+			d := stack[top-1]
+			vi := len(memo)
+			memo = append(memo, stack[top])
+			b.Write([]byte{0x94, '0', 'K', byte(len(d.items)), 'h', byte(vi)})
+			at = b.Len()
+			b.WriteByte('s')
+			d.items = append(d.items, stack[top])
+			stack = stack[:top]
+		default:
+			continue
+		}
+		if fail < 0 {
+			for _, c := range all {
+				if e := mdepth(c, map[*mcont]bool{}); e < 0 || e > int64(lim) {
+					fail = at
+					break
+				}
+			}
+		}
+	}
+	if len(stack) == 0 {
+		b.WriteByte('N')
+		stack = append(stack, nil)
+	}
+	b.WriteByte('.')
+	return b.Bytes(), fail, mdepth(stack[len(stack)-1], map[*mcont]bool{})
+}
+
+// TestDepthModel compares the machine with the model on random pickles
+// that reach containers through the memo and DUP, fill them after they
+// are nested and make cycles: the same pickles are refused, at the same
+// opcode, with an ErrLimit; the others decode to a value whose depth,
+// computed over the decoded value, is the model's.
+func TestDepthModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 700))
+	refused, decoded := 0, 0
+	for i := range 3000 {
+		lim := 2 + r.IntN(6)
+		p, fail, depth := genDepthPickle(r, 5+r.IntN(60), lim)
+		l := DefaultLimits
+		l.MaxDepth = lim
+		v, err := DecodeLimits(bytes.NewReader(p), l)
+		what := fmt.Sprintf("pickle %d (limit %d) %q", i, lim, p)
+		if fail >= 0 {
+			var pe *Error
+			if err == nil || !errors.As(err, &pe) || !errors.Is(err, ErrLimit) {
+				t.Fatalf("%s: %v, want a limit error at offset %d", what, err, fail)
+			}
+			if pe.Offset != int64(fail) {
+				t.Fatalf("%s: %v, want offset %d", what, err, fail)
+			}
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := refDepth(v); got != depth {
+			t.Fatalf("%s: decoded value of depth %d, the model's is %d", what, got, depth)
+		}
+		decoded++
+	}
+	if refused < 300 || decoded < 300 {
+		t.Fatalf("%d refused, %d decoded: too few of either to compare", refused, decoded)
+	}
+}
