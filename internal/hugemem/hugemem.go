@@ -89,10 +89,12 @@ func Huge[T any](xs []T) bool {
 }
 
 // Advise asks for the whole, aligned huge pages inside the n bytes at p to
-// be backed by huge pages when first touched. It does not touch the
-// memory and reports nothing: a refusal changes only speed. Memory the
-// program has already touched keeps its small pages until the kernel's
-// khugepaged merges them, so a caller advises a fresh allocation.
+// be backed by huge pages when first touched, and reports nothing: a
+// refusal changes only speed. The memory must be a fresh allocation that
+// the program has not written yet (all zeros): pages the runtime has
+// already faulted in, zeroing memory it used before, are dropped so that
+// they fault in again as huge pages (adviseHuge), which would lose
+// anything written there.
 func Advise(p unsafe.Pointer, n uintptr) {
 	if off, m := inner(uintptr(p), n); m > 0 && !Off {
 		adviseHuge(unsafe.Slice((*byte)(unsafe.Add(p, off)), m))
