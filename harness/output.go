@@ -84,18 +84,31 @@ func (r Row) value(unit string) (float64, bool) {
 // columns are the units of the table, CSV and JSON formats: every row's
 // units, so that a row without a value for one (Metric.Defined) shows a
 // gap in its column instead of shifting the rest of its values left. A
-// row that lacks one comes first as often as not, so the metrics' own
-// order (Metrics, CapacityUnits) places them, then any other unit where
-// the rows first give it.
+// replay's row (ResultRow) stands for every metric, its undefined ones
+// included, so that the columns of a replay's output do not depend on
+// its results: a run of plans that all fail to fit (or a shard of such
+// runs) had no frag-% column in its CSV and no frag-% key in its JSON,
+// where a run with one fitting strategy beside them had. A row that
+// lacks one comes first as often as not, so the metrics' own order
+// (Metrics, CapacityUnits) places them, then any other unit where the
+// rows first give it.
 func columns(rows []Row) []string {
 	var units []string
 	seen := map[string]bool{}
+	see := func(u string) {
+		if !seen[u] {
+			seen[u] = true
+			units = append(units, u)
+		}
+	}
 	for _, r := range rows {
-		for _, u := range r.Units {
-			if !seen[u] {
-				seen[u] = true
-				units = append(units, u)
+		if r.Name == "Replay" {
+			for _, m := range Metrics {
+				see(m.Unit)
 			}
+		}
+		for _, u := range r.Units {
+			see(u)
 		}
 	}
 	rank := func(u string) int {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,55 @@ func TestAnyBoxesReused(t *testing.T) {
 	t.Logf("%.0f allocations a decode, %.0f the first", later, first)
 	if later > first-20 {
 		t.Fatalf("%.0f allocations a decode with the boxes kept, %.0f without", later, first)
+	}
+}
+
+// TestAnyBoxesSameHash: strings of the same length and the same first
+// and last eight bytes have the same hash (strHash reads no more), and
+// each must still decode to itself, whichever comes first and however
+// often, over machines that hand their boxes to the next; so must ints
+// beyond the runtime's static boxes, a hundred of them for the int
+// table's 64 slots, so that some share one.
+func TestAnyBoxesSameHash(t *testing.T) {
+	a, b := "abcdefghXXXXijklmnop", "abcdefghYYYYijklmnop"
+	if strHash(a) != strHash(b) {
+		t.Fatalf("strHash(%q) != strHash(%q): pick two strings it cannot tell apart", a, b)
+	}
+	for round := range 6 {
+		var want []any
+		for i := range 4 {
+			s := a
+			if (i+round)%3 == 1 {
+				s = b
+			}
+			want = append(want, s)
+		}
+		for i := range 100 {
+			want = append(want, int64(1000+i*(round+1)))
+		}
+		var p bytes.Buffer
+		p.WriteString("\x80\x04](")
+		for _, x := range want {
+			switch x := x.(type) {
+			case string:
+				fmt.Fprintf(&p, "\x8c%c%s", len(x), x)
+			case int64:
+				fmt.Fprintf(&p, "I%d\n", x)
+			}
+		}
+		p.WriteString("e.")
+		m := NewMachine(bytes.NewReader(p.Bytes()), nil, NodeValue, DefaultLimits)
+		v, err := m.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := m.Any(&v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.(*List).Items; !slices.Equal(got, want) {
+			t.Fatalf("round %d: decoded %v, want %v", round, got, want)
+		}
+		m.Recycle()
 	}
 }

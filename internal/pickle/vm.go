@@ -350,8 +350,8 @@ type Machine struct {
 	fs     *fastScan           // the fast path's working state (from fastPool while the machine runs)
 	tslab  []any               // what is left of the small tuples' backing array (tuple)
 	tslabN int                 // the length of the last such array
-	gnodes []gnode             // the depth records of the generic containers, by container id (gnode)
-	gedges []gedge             // the links from generic containers to those they were put in
+	gnodes blocks[gnode]       // the depth records of the generic containers, by container id (gnode)
+	gedges blocks[gedge]       // the links from generic containers to those they were put in
 	ocid   []int32             // the container id plus one of each object slot holding a generic container
 	gwork  []int32             // raise's work list
 	tt     *textTables         // the box the tables came in and go back in, with Any's boxes
@@ -764,19 +764,19 @@ func (d *Machine) Recycle() {
 		// caller's): a snapshot's segments add a pool id pair each,
 		// and growing the table from nothing took nine allocations
 		// for the 140 of ctx128.
-		objs, ocid, gnodes, gedges := d.objs, d.ocid, d.gnodes, d.gedges
+		objs, ocid, gnodes, gedges := d.objs, d.ocid, d.gnodes.reset(), d.gedges.reset()
 		if cap(objs) > recycleObjs || cap(ocid) > recycleObjs {
 			objs, ocid = nil, nil
 		}
-		if cap(gnodes) > recycleObjs || cap(gedges) > recycleObjs {
-			gnodes, gedges = nil, nil
+		if gnodes.cap() > recycleObjs || gedges.cap() > recycleObjs {
+			gnodes, gedges = blocks[gnode]{}, blocks[gedge]{}
 		}
 		clear(objs)
 		// The same box as before (one allocation an import less), with
 		// its caches of boxed values (Any).
 		t := d.tt
 		t.intern, t.strs, t.stags, t.blocks, t.objs = d.intern, strs[:0], stags[:0], d.blocks, objs[:0]
-		t.ocid, t.gnodes, t.gedges = ocid[:0], gnodes[:0], gedges[:0]
+		t.ocid, t.gnodes, t.gedges = ocid[:0], gnodes, gedges
 		textPool.Put(t)
 	}
 	d.intern, d.strs, d.stags, d.objs = nil, nil, nil, nil
@@ -812,8 +812,8 @@ type textTables struct {
 	// The generic containers' tables, empty (pointer-free, so not
 	// cleared): allocator_settings builds a dozen such containers.
 	ocid   []int32
-	gnodes []gnode
-	gedges []gedge
+	gnodes blocks[gnode]
+	gedges blocks[gedge]
 	memo   []*memoBlock // a released machine's slice of memo blocks, empty
 	// Boxes Any made for ints beyond the runtime's static ones and for
 	// short strings, kept from one machine to the next (anyBoxes).
@@ -879,8 +879,7 @@ func (d *Machine) newObj(x any) int64 {
 // and tags, and returns its slot.
 func (d *Machine) newValue(x any, depth int32, tag uint8) int64 {
 	i := d.newObj(x)
-	d.gnodes = append(d.gnodes, gnode{depth: depth, tag: tag})
-	d.ocid[i] = int32(len(d.gnodes))
+	d.ocid[i] = d.gnodes.push(gnode{depth: depth, tag: tag})
 	return i
 }
 
@@ -1129,12 +1128,69 @@ type gnode struct {
 	tag   uint8
 }
 
+// blocks is a table of the depth records (gnodes, gedges), which grow
+// by one element at a time to as many as MaxItems and are never shrunk
+// while the machine runs: it grows by fixed blocks, never copied, so
+// that what it allocates is its final size. Every container has a
+// record, an empty one popped at once included, and grown by append
+// (which grows a large slice by a quarter, so that the slices a table
+// outgrows add up to four times its final size) a pickle of 4 MB of
+// EMPTY_DICT POP allocated 326 MiB, past the 256 MiB every input must
+// stay within (its dicts alone take 194 MiB); see
+// TestDepthRecordsAllocation. The elements are pointer-free and written
+// whole by push, so a recycled table is not cleared.
+type blocks[T any] struct {
+	b []*[recordBlock]T
+	n int32
+}
+
+// recordBlock is the number of records of a block of a blocks table
+// (6 KiB of gnodes).
+const recordBlock = 512
+
+// at is the record of index i (below n). The index is taken unsigned, so
+// that the division is a shift and the remainder a mask (a signed one
+// costs a correction for negative numbers: at took twice the
+// instructions, cachegrind).
+func (t *blocks[T]) at(i int32) *T {
+	return &t.b[uint32(i)/recordBlock][uint32(i)%recordBlock]
+}
+
+// push appends x and returns the table's new length (x's index plus one).
+func (t *blocks[T]) push(x T) int32 {
+	if int(uint32(t.n)/recordBlock) == len(t.b) {
+		t.b = append(t.b, new([recordBlock]T))
+	}
+	*t.at(t.n) = x
+	t.n++
+	return t.n
+}
+
+// cap is how many records the table holds without a new block.
+func (t *blocks[T]) cap() int { return len(t.b) * recordBlock }
+
+// reset empties the table, keeping its blocks, and returns it.
+func (t *blocks[T]) reset() blocks[T] { t.n = 0; return *t }
+
+// appendDoubling is append for raise's work list, which can grow to as
+// many links as MaxItems: it doubles a full slice's capacity, where
+// append grows a large slice by a quarter, so that the slices it
+// outgrows add up to twice its size rather than four times.
+func appendDoubling[T any](s []T, x T) []T {
+	if len(s) == cap(s) {
+		t := make([]T, len(s), 2*cap(s)+16)
+		copy(t, s)
+		s = t
+	}
+	return append(s, x)
+}
+
 // gedge links a generic container to one it was put in (parent, a
 // container id) and to the next such link of the same container.
 type gedge struct{ parent, next int32 }
 
 // gnodeOf is the depth record of the generic container v.
-func (d *Machine) gnodeOf(v *Val) *gnode { return &d.gnodes[d.ocid[v.N]-1] }
+func (d *Machine) gnodeOf(v *Val) *gnode { return d.gnodes.at(d.ocid[v.N] - 1) }
 
 // syncValue brings the depth and tags of a generic container's Val up to
 // date from its record; other values have theirs in the Val.
@@ -1151,8 +1207,7 @@ func (d *Machine) link(cid int32, items []Val) {
 	for i := range items {
 		if it := &items[i]; it.Kind == KindValue {
 			g := d.gnodeOf(it)
-			d.gedges = append(d.gedges, gedge{parent: cid, next: g.first})
-			g.first = int32(len(d.gedges))
+			g.first = d.gedges.push(gedge{parent: cid, next: g.first})
 		}
 	}
 }
@@ -1199,13 +1254,13 @@ func (d *Machine) raise(c *Val, cid int32) error {
 	for len(work) > 0 {
 		x := work[len(work)-1]
 		work = work[:len(work)-1]
-		gx := d.gnodes[x]
-		for e := gx.first; e != 0; e = d.gedges[e-1].next {
+		gx := *d.gnodes.at(x)
+		for e := gx.first; e != 0; e = d.gedges.at(e - 1).next {
 			if d.graise++; d.graise > d.lim.MaxItems {
 				return d.limitf("%d links followed to update the nesting depth of containers filled after they were nested exceed the limit of %d", d.graise, d.lim.MaxItems)
 			}
-			p := d.gedges[e-1].parent
-			gp := &d.gnodes[p]
+			p := d.gedges.at(e - 1).parent
+			gp := d.gnodes.at(p)
 			if gp.depth > gx.depth && gp.tag|gx.tag == gp.tag {
 				continue
 			}
@@ -1216,7 +1271,7 @@ func (d *Machine) raise(c *Val, cid int32) error {
 			if deep == 0 && int(gp.depth) > d.lim.MaxDepth {
 				deep = gp.depth
 			}
-			work = append(work, p)
+			work = appendDoubling(work, p)
 		}
 	}
 	if deep > 0 {
