@@ -23,14 +23,33 @@ func TestAdviseMarksTheRange(t *testing.T) {
 	Advise(unsafe.Pointer(&buf[0]), uintptr(len(buf)))
 	off, m := inner(uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	lo, hi := uintptr(unsafe.Pointer(&buf[0]))+off, uintptr(unsafe.Pointer(&buf[0]))+off+m
-	f, err := os.Open("/proc/self/smaps")
+	covered := uintptr(0)
+	smaps(t, lo, hi, func(start, end uintptr, field string) {
+		if rest, ok := strings.CutPrefix(field, "VmFlags:"); ok {
+			if !strings.Contains(" "+rest+" ", " hg ") {
+				t.Errorf("%#x-%#x, inside the advised %#x-%#x, has VmFlags%s without hg", start, end, lo, hi, rest)
+			}
+			covered += min(end, hi) - max(start, lo)
+		}
+	})
+	if covered != m {
+		t.Errorf("smaps covers %#x of the %#x advised bytes", covered, m)
+	}
+	buf[0] = 1 // keep buf alive past the read
+}
+
+// smaps calls f with each field line of the kernel's account of the
+// process's memory (/proc/self/smaps) that belongs to a mapping
+// overlapping [lo, hi), with the mapping's bounds.
+func smaps(t *testing.T, lo, hi uintptr, f func(start, end uintptr, field string)) {
+	t.Helper()
+	file, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skip(err)
 	}
-	defer f.Close()
-	covered := uintptr(0)
+	defer file.Close()
 	var start, end uintptr
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(file)
 	for sc.Scan() {
 		line := sc.Text()
 		// A mapping's header starts "lo-hi perms"; its fields follow.
@@ -40,48 +59,27 @@ func TestAdviseMarksTheRange(t *testing.T) {
 			start, end = a, b
 			continue
 		}
-		if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok && start < hi && end > lo {
-			if !strings.Contains(" "+rest+" ", " hg ") {
-				t.Errorf("%#x-%#x, inside the advised %#x-%#x, has VmFlags%s without hg", start, end, lo, hi, rest)
-			}
-			covered += min(end, hi) - max(start, lo)
+		if start < hi && end > lo {
+			f(start, end, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if covered != m {
-		t.Errorf("smaps covers %#x of the %#x advised bytes", covered, m)
-	}
-	buf[0] = 1 // keep buf alive past the read
 }
 
 // anonHuge is the kernel's count of the bytes in huge pages of the
-// mappings that overlap [lo, hi), from /proc/self/smaps, and the bytes of
-// those mappings inside the range.
+// mappings that overlap [lo, hi), and the bytes of those mappings inside
+// the range.
 func anonHuge(t *testing.T, lo, hi uintptr) (huge, in uintptr) {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	var start, end uintptr
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		var a, b uintptr
-		var perms string
-		if n, _ := fmt.Sscanf(line, "%x-%x %s", &a, &b, &perms); n == 3 && !strings.HasSuffix(strings.Fields(line)[0], ":") {
-			start, end = a, b
-			continue
-		}
+	smaps(t, lo, hi, func(start, end uintptr, field string) {
 		var kb uintptr
-		if n, _ := fmt.Sscanf(line, "AnonHugePages: %d kB", &kb); n == 1 && start < hi && end > lo {
+		if n, _ := fmt.Sscanf(field, "AnonHugePages: %d kB", &kb); n == 1 {
 			huge += kb << 10
 			in += min(end, hi) - max(start, lo)
 		}
-	}
+	})
 	return huge, in
 }
 
