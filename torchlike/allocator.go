@@ -327,11 +327,13 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 			// finds it and takes it (or puts the remainder in its
 			// place) in one call, TakeFit, when the block is its
 			// class's only one.
-			k, found, done := pl.blocks.TakeFit(stream, size, a.minRemainder(pl, size))
-			set := setTried
+			minRem := a.minRemainder(pl, size)
+			k, found, done := pl.blocks.TakeFit(stream, size, minRem)
 			if done {
-				set = setDone
+				a.mem.Hit()
+				return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 			}
+			set := setTried
 			if !found {
 				k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
 				set = inSet
@@ -630,6 +632,64 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 			}
 		}
 	}
+	if len(a.freeB) == 0 {
+		a.growArena()
+	}
+	return taken
+}
+
+// takeDone is allocFoundBlock for Malloc's commonest case, written
+// apart: without expandable segments (no block is expandable), with
+// fastFit (max_split_size unlimited: no allocation is oversize), and
+// the free set updated already by binset.TakeFit, which found block i
+// of bSize bytes and, when bSize − size ≥ minRem (should_split), put
+// its remainder in its place. It calls nothing but growArena, at its
+// end, so that its values stay in registers: allocFoundBlock, which
+// may call the set's methods after its statistics, kept a dozen of
+// its arguments and values on the stack and read them back.
+// allocFoundBlock's comments say why each step is written as it is.
+func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRem int64) int32 {
+	small := pl.small
+	arena := a.arena
+	b := &arena[i]
+	alreadySplit := b.isSplit()
+	ps, po := a.stats.pools(small)
+	taken := i
+	if bSize-size >= minRem {
+		k := len(a.freeB) - 1
+		nb := a.freeB[k]
+		a.freeB = a.freeB[:k]
+		r := b
+		n := &arena[nb]
+		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, i, none
+		n.small, n.mapped, n.inUse = small, true, true
+		if r.prev != none {
+			arena[r.prev].next = nb
+		}
+		r.prev = nb
+		r.addr += size
+		r.size -= size
+		r.gcBase = pl.getFreeBlocksCallCount
+		if alreadySplit {
+			ps.g[sInactiveSplitBytes].cur -= size
+		} else {
+			a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
+			a.stats.raise(sInactiveSplit, ps, po, 1)
+		}
+		taken, b = nb, n
+	} else if alreadySplit {
+		ps.g[sInactiveSplitBytes].cur -= b.size
+		ps.g[sInactiveSplit].cur--
+	}
+	b.allocated = true
+	b.req = orig
+	a.stats.raise(sAllocation, ps, po, 1)
+	a.stats.raise(sAllocatedBytes, ps, po, b.size)
+	if a.stats.activeApart {
+		a.stats.raise(sActive, ps, po, 1)
+		a.stats.raise(sActiveBytes, ps, po, b.size)
+	}
+	a.stats.raise(sRequestedBytes, ps, po, orig)
 	if len(a.freeB) == 0 {
 		a.growArena()
 	}
