@@ -24,11 +24,34 @@ type block struct {
 	prev, next              int32 // address neighbours inside one segment
 	es                      int32 // expandable segment, or none
 	small                   bool  // pool
-	allocated               bool
-	pending                 bool // freed by the program, awaiting its stream events
-	mapped                  bool
-	inUse                   bool // arena slot holds a block
+	// st is the block's state, bits stAllocated, stPending, stMapped
+	// and stInUse, in one byte so that free's test of a neighbour
+	// (freeMapped) is one load and one comparison where four flags
+	// were four loads (a wider load of four flag bytes would wait on
+	// the byte stores a free makes just before, which the processor
+	// cannot forward to it; one byte's can be).
+	st uint8
+	_  [10]byte // to 64 bytes: a record is one cache line, found with a shift
 }
+
+// A block record fills one cache line (the arena's slots are whole lines).
+var (
+	_ [64 - unsafe.Sizeof(block{})]byte
+	_ [unsafe.Sizeof(block{}) - 64]byte
+)
+
+// The bits of block.st.
+const (
+	stAllocated uint8 = 1 << iota
+	stPending         // freed by the program, awaiting its stream events
+	stMapped
+	stInUse // the arena slot holds a block
+)
+
+func (b *block) allocated() bool { return b.st&stAllocated != 0 }
+func (b *block) pending() bool   { return b.st&stPending != 0 }
+func (b *block) mapped() bool    { return b.st&stMapped != 0 }
+func (b *block) inUse() bool     { return b.st&stInUse != 0 }
 
 func (b *block) isSplit() bool { return b.prev != none || b.next != none }
 
@@ -211,7 +234,7 @@ func (a *Allocator) slot() int32 {
 // newBlock puts b in a free arena slot and returns its index.
 func (a *Allocator) newBlock(b block) int32 {
 	i := a.slot()
-	b.inUse = true
+	b.st |= stInUse
 	a.arena[i] = b
 	return i
 }
@@ -336,7 +359,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		if !a.cfg.ExpandableSegments {
 			return a.mallocSlow(orig, size, stream, pl, false)
 		}
-		if b.next != none && !a.arena[b.next].mapped {
+		if b.next != none && !a.arena[b.next].mapped() {
 			k = a.growableFit(pl, k)
 		}
 	}
@@ -413,7 +436,7 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 				// that no unmapped range follows cannot grow,
 				// and is the answer (gpt-generate: nearly
 				// every one).
-				if b.next != none && !a.arena[b.next].mapped {
+				if b.next != none && !a.arena[b.next].mapped() {
 					k = a.growableFit(pl, k)
 				}
 			}
@@ -569,7 +592,7 @@ func (a *Allocator) growableFit(pl *pool, k freeset.Key) freeset.Key {
 func (a *Allocator) expandableSize(i int32) int64 {
 	b := &a.arena[i]
 	s := b.size
-	if b.next != none && !a.arena[b.next].mapped {
+	if b.next != none && !a.arena[b.next].mapped() {
 		s += a.arena[b.next].size
 	}
 	return s
@@ -615,7 +638,7 @@ func (a *Allocator) allocBlock(p *params, isRetry bool) bool {
 		return false
 	}
 	addr = a.place(size, addr)
-	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, mapped: true})
+	p.block = a.newBlock(block{addr: addr, size: size, stream: p.stream, small: p.pool.small, prev: none, next: none, es: none, st: stMapped})
 	a.stats.increase(sSegment, p.pool.small, 1)
 	a.stats.increase(sReservedBytes, p.pool.small, size)
 	a.stats.NumDeviceAlloc++
@@ -663,7 +686,7 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		r := b
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
-		n.small, n.mapped, n.inUse = small, true, true
+		n.small, n.st = small, stMapped|stInUse
 		if r.prev != none {
 			arena[r.prev].next = nb
 		}
@@ -684,7 +707,7 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		ps.g[sInactiveSplitBytes].cur -= b.size
 		ps.g[sInactiveSplit].cur--
 	}
-	b.allocated = true
+	b.st |= stAllocated
 	b.req = orig
 	a.stats.raise(sAllocation, ps, po, 1)
 	a.stats.raise(sAllocatedBytes, ps, po, b.size)
@@ -751,7 +774,7 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		r := b
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, i, r.es
-		n.small, n.mapped, n.inUse = small, true, true
+		n.small, n.st = small, stMapped|stInUse
 		if r.prev != none {
 			arena[r.prev].next = nb
 		}
@@ -772,7 +795,7 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		ps.g[sInactiveSplitBytes].cur -= b.size
 		ps.g[sInactiveSplit].cur--
 	}
-	b.allocated = true
+	b.st |= stAllocated
 	b.req = orig
 	a.stats.raise(sAllocation, ps, po, 1)
 	a.stats.raise(sAllocatedBytes, ps, po, b.size)
@@ -834,8 +857,7 @@ func (a *Allocator) FreeRequested(h strategies.Handle) {
 
 func (a *Allocator) freeRequested(h strategies.Handle) {
 	b := &a.arena[h]
-	b.allocated = false
-	b.pending = true
+	b.st = b.st&^stAllocated | stPending
 	a.allocatedDrop(b)
 }
 
@@ -870,12 +892,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 	i := int32(h)
 	arena := a.arena
 	b := &arena[i]
-	if b.allocated {
-		b.allocated = false
+	if b.st&stAllocated != 0 {
 		a.allocatedDrop(b)
 	}
-	b.pending = false
-	if !b.mapped {
+	b.st &^= stAllocated | stPending
+	if !b.mapped() {
 		a.freeUnmapped(i)
 		return
 	}
@@ -1015,13 +1036,13 @@ func (a *Allocator) mergeable(dst, src int32) bool {
 		return false
 	}
 	s, d := &a.arena[src], &a.arena[dst]
-	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^b2u(d.mapped)) == 0
+	return s.st&(stAllocated|stPending|stMapped) == d.st&stMapped
 }
 
 // freeMapped is mergeable for a neighbour of a mapped block: s is free,
 // has no outstanding events, and is mapped.
 func freeMapped(s *block) bool {
-	return b2u(s.allocated)|b2u(s.pending)|(b2u(s.mapped)^1) == 0
+	return s.st&(stAllocated|stPending|stMapped) == stMapped
 }
 
 // b2u is 1 for true, 0 for false.
@@ -1039,7 +1060,7 @@ func (a *Allocator) tryMerge(dst, src int32) int64 {
 		return 0
 	}
 	s := &a.arena[src]
-	if s.mapped {
+	if s.mapped() {
 		a.poolOf(s).blocks.Remove(key(s, src))
 	} else {
 		a.poolOf(s).unmapped.Remove(key(s, src))
@@ -1141,7 +1162,7 @@ func (a *Allocator) synchronizeAndFreeEvents() {
 	q := a.pendingQ
 	a.pendingQ = a.pendingQ[:0]
 	for _, i := range q {
-		if a.arena[i].inUse && a.arena[i].pending {
+		if a.arena[i].inUse() && a.arena[i].pending() {
 			a.FreeCompleted(strategies.Handle(i))
 			if a.OnComplete != nil {
 				a.OnComplete(strategies.Handle(i))
@@ -1163,7 +1184,7 @@ func (a *Allocator) releaseBlocks(pl *pool) {
 	for _, i := range toUnmap {
 		a.unmapBlock(i)
 		b := &a.arena[i]
-		if !b.isSplit() && !b.mapped {
+		if !b.isSplit() && !b.mapped() {
 			a.releaseExpandableSegment(i)
 		}
 	}
@@ -1233,7 +1254,7 @@ func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) 
 	}
 	addr = a.place(orig, addr)
 	small := orig <= SmallSize
-	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, mapped: true, allocated: true})
+	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, st: stMapped | stAllocated})
 	a.noCacheBytes += orig
 	return strategies.Handle(i), true
 }
