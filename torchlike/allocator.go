@@ -345,7 +345,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 			a.mem.Hit()
 			return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 		}
-		return a.fitTried(orig, size, stream, pl, k, found)
+		return a.fitTried(orig, size, stream, pl, k, found, minRem)
 	}
 	// With expandable segments, malloc's path written out (see there).
 	k, found := pl.blocks.Fit(stream, size)
@@ -421,7 +421,7 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 				a.mem.Hit()
 				return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 			}
-			return a.fitTried(orig, size, stream, pl, k, found)
+			return a.fitTried(orig, size, stream, pl, k, found, minRem)
 		}
 		k, found := pl.blocks.Fit(stream, size)
 		if !found {
@@ -463,20 +463,31 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 
 // fitTried is malloc after binset.TakeFit did not take the best fit
 // for a request of orig bytes rounded to size on stream from pool pl
-// (fastFit, no expandable segments): found says whether it found it, k,
-// and left the set's update to allocFoundBlock; if not, LowerBound
-// finds it, or mallocSlow finds that nothing fits.
-func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
-	set := setTried
+// (fastFit, no expandable segments, should_split's least remainder
+// minRem): found says whether it found it, k, and left the set's update
+// to its caller; if not, LowerBound finds it, or mallocSlow finds that
+// nothing fits. The set is updated here by its general methods (by the
+// short paths first if TakeFit did not try them), and the block taken
+// by takeDone, which calls nothing (allocFoundBlock, which updated the
+// set after its statistics, spilled its values around those calls).
+func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, found bool, minRem int64) (strategies.Handle, bool) {
+	tried := found
 	if !found {
 		k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
-		set = inSet
 	}
-	if found && k.Stream == stream {
-		a.mem.Hit()
-		return strategies.Handle(a.allocFoundBlock(pl, k.B, set, size, stream, orig, k.Size, k.Addr)), true
+	if !found || k.Stream != stream {
+		return a.mallocSlow(orig, size, stream, pl, true)
 	}
-	return a.mallocSlow(orig, size, stream, pl, true)
+	a.mem.Hit()
+	if k.Size-size >= minRem {
+		rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
+		if tried || !pl.blocks.Move(k, rem) {
+			pl.blocks.Replace(k, rem)
+		}
+	} else if tried || !pl.blocks.Take(k) {
+		pl.blocks.Remove(k)
+	}
+	return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 }
 
 // mallocSlow is malloc when the best fit is not fastFit's (searched
