@@ -339,15 +339,50 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	if size <= SmallSize {
 		pl, minRem = &a.small, MinBlockSize
 	}
-	if len(a.exp) == 0 {
-		k, found, done := pl.blocks.TakeFit(stream, size, minRem)
-		if done {
-			a.mem.Hit()
-			return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
+	k, found, done := pl.blocks.TakeFit(stream, size, minRem)
+	if done {
+		if len(a.exp) != 0 && !a.takenAsFound(k.B) {
+			a.untake(pl, k, size, minRem)
+			return a.mallocExp(orig, size, stream, pl, minRem)
 		}
+		a.mem.Hit()
+		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
+	}
+	if len(a.exp) == 0 {
 		return a.fitTried(orig, size, stream, pl, k, found, minRem)
 	}
-	// With expandable segments, malloc's path written out (see there).
+	return a.mallocExp(orig, size, stream, pl, minRem)
+}
+
+// takenAsFound says that block i, the best fit, is the block malloc
+// takes when fastFit: it is not expandable, or expandable segments are
+// on and it cannot grow (no unmapped range follows it), which with them
+// is nearly every best fit (gpt-generate). Otherwise malloc takes
+// another (growableFit) or none (findFreeBlock's refusal when
+// expandable segments were turned off).
+func (a *Allocator) takenAsFound(i int32) bool {
+	b := &a.arena[i]
+	return b.es == none || a.cfg.ExpandableSegments && (b.next == none || a.arena[b.next].mapped())
+}
+
+// untake undoes binset.TakeFit's update for best fit k, taken for a
+// request of size bytes with should_split's least remainder minRem:
+// the remainder gives its place back to k, or k returns. Malloc's
+// commonest case lets TakeFit take the best fit before it looks at the
+// block, as with expandable segments the block is nearly always the one
+// taken (takenAsFound), and undoes it when not.
+func (a *Allocator) untake(pl *pool, k freeset.Key, size, minRem int64) {
+	if k.Size-size >= minRem {
+		pl.blocks.Replace(freeset.Key{Stream: k.Stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}, k)
+	} else {
+		pl.blocks.Insert(k)
+	}
+}
+
+// mallocExp is Malloc's commonest case's configuration, with expandable
+// segments made, when TakeFit did not take the best fit or it was not
+// the block to take: malloc's path written out (see there).
+func (a *Allocator) mallocExp(orig, size, stream int64, pl *pool, minRem int64) (strategies.Handle, bool) {
 	k, found := pl.blocks.Fit(stream, size)
 	if !found {
 		k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
