@@ -827,7 +827,8 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		r.prev = nb
 		r.addr += size
 		r.size -= size
-		r.gcBase = pl.getFreeBlocksCallCount
+		// No gcBase stamp: with fastFit nothing is collected, so
+		// the free blocks' ages are never read.
 		if !expandable {
 			if alreadySplit {
 				ps.g[sInactiveSplitBytes].cur -= size
