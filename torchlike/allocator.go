@@ -967,11 +967,35 @@ func (a *Allocator) Free(h strategies.Handle) {
 	}
 	pl := a.poolOf(b)
 	b.gcBase = pl.getFreeBlocksCallCount
-	var nMerged int64
+	// The statistics that do not depend on the merges first; those that
+	// do, the inactive-split ones, in each case below before the set
+	// is told, so that few values live across the set's calls (each
+	// that did was stored to the stack on every free and read back:
+	// nine, when the statistics came after the merges). Those change
+	// by the neighbours merged, nMerged, and b's orig bytes: the
+	// merged neighbours leave them, and the merged block joins them if
+	// its segment is still split, one block for nMerged and orig bytes
+	// more than they held (a rise, whose peaks are tested behind
+	// predicted branches; with one neighbour merged the count is
+	// unchanged, with two it falls); if the segment is whole again, the
+	// neighbours' bytes, b.size-orig, leave alone. A neighbour's slot
+	// is given up after the set's update, so that setSlow, when the
+	// short paths do not apply, reads the keys again.
+	ps, po := a.stats.pools(small)
+	if a.stats.activeApart {
+		ps.g[sActive].cur--
+		ps.g[sActiveBytes].cur -= orig
+	}
+	ps.g[sRequestedBytes].cur -= req
+	split := b.es == none // the inactive-split statistics apply
 	switch {
 	case cp == none && cn == none:
+		if split && b.isSplit() {
+			a.stats.raise(sInactiveSplit, ps, po, 1)
+			a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+		}
 		if !pl.blocks.Put(key(b, i)) {
-			pl.blocks.Insert(key(b, i))
+			a.setSlow(pl, none, i)
 		}
 	case cn == none:
 		s := &arena[cp]
@@ -980,11 +1004,18 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if s.prev != none {
 			arena[s.prev].next = i
 		}
+		if split {
+			if b.isSplit() {
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur--
+				ps.g[sInactiveSplitBytes].cur -= b.size - orig
+			}
+		}
 		if !pl.blocks.Move(old, key(b, i)) {
-			pl.blocks.Replace(old, key(b, i))
+			a.setSlow(pl, cp, i)
 		}
 		a.deleteBlock(cp)
-		nMerged = 1
 	case cp == none:
 		s := &arena[cn]
 		old := key(s, cn)
@@ -992,17 +1023,21 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if s.next != none {
 			arena[s.next].prev = i
 		}
+		if split {
+			if b.isSplit() {
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur--
+				ps.g[sInactiveSplitBytes].cur -= b.size - orig
+			}
+		}
 		if !pl.blocks.Move(old, key(b, i)) {
-			pl.blocks.Replace(old, key(b, i))
+			a.setSlow(pl, cn, i)
 		}
 		a.deleteBlock(cn)
-		nMerged = 1
 	default:
 		s, t := &arena[cp], &arena[cn]
-		if !pl.blocks.Take(key(t, cn)) {
-			pl.blocks.Remove(key(t, cn))
-		}
-		old := key(s, cp)
+		old, gone := key(s, cp), key(t, cn)
 		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
 		if s.prev != none {
 			arena[s.prev].next = i
@@ -1010,35 +1045,39 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if t.next != none {
 			arena[t.next].prev = i
 		}
-		if !pl.blocks.Move(old, key(b, i)) {
-			pl.blocks.Replace(old, key(b, i))
+		if split {
+			if b.isSplit() {
+				ps.g[sInactiveSplit].cur--
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur -= 2
+				ps.g[sInactiveSplitBytes].cur -= b.size - orig
+			}
+		}
+		if !pl.blocks.Take(gone) {
+			pl.blocks.Remove(gone)
+		}
+		if !pl.blocks.Move(old, key(&a.arena[i], i)) {
+			a.setSlow(pl, cp, i)
 		}
 		a.deleteBlock(cp)
 		a.deleteBlock(cn)
-		nMerged = 2
 	}
-	// The inactive-split statistics: the merged neighbours leave them,
-	// and the merged block joins them if its segment is still split, one
-	// block for nMerged and orig bytes more than they held (a rise,
-	// whose peaks are tested behind predicted branches); if the segment
-	// is whole again, the neighbours' bytes, b.size-orig, leave alone.
-	ps, po := a.stats.pools(small)
-	if b.es == none {
-		if b.isSplit() {
-			a.stats.shift(sInactiveSplit, ps, po, 1-nMerged)
-			a.stats.raise(sInactiveSplitBytes, ps, po, orig)
-		} else {
-			// The segment is whole again: the neighbours leave the
-			// statistics.
-			ps.g[sInactiveSplit].cur -= nMerged
-			ps.g[sInactiveSplitBytes].cur -= b.size - orig
-		}
+}
+
+// setSlow is Free's update of pl's free set by its general methods when
+// the short path (Put, Move) does not apply: block i, merged, takes the
+// place of its neighbour c (Replace), whose record is as it was in the
+// set, or joins the set (Insert) if c is none.
+//
+//go:noinline
+func (a *Allocator) setSlow(pl *pool, c, i int32) {
+	k := key(&a.arena[i], i)
+	if c == none {
+		pl.blocks.Insert(k)
+		return
 	}
-	if a.stats.activeApart {
-		ps.g[sActive].cur--
-		ps.g[sActiveBytes].cur -= orig
-	}
-	ps.g[sRequestedBytes].cur -= req
+	pl.blocks.Replace(key(&a.arena[c], c), k)
 }
 
 // freeUnmapped is free_block for an unmapped block i. It is not reached
