@@ -812,7 +812,7 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 	alreadySplit := b.isSplit()
 	expandable := b.es != none
 	ps, po := a.stats.pools(small)
-	taken := i
+	taken, tSize := i, bSize
 	if bSize-size >= minRem {
 		k := len(a.freeB) - 1
 		nb := a.freeB[k]
@@ -820,7 +820,7 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		r := b
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, i, r.es
-		n.small, n.st = small, stMapped|stInUse
+		n.small, n.st, n.req = small, stMapped|stInUse|stAllocated, orig
 		if r.prev != none {
 			arena[r.prev].next = nb
 		}
@@ -837,18 +837,20 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 				a.stats.raise(sInactiveSplit, ps, po, 1)
 			}
 		}
-		taken, b = nb, n
-	} else if alreadySplit && !expandable {
-		ps.g[sInactiveSplitBytes].cur -= b.size
-		ps.g[sInactiveSplit].cur--
+		taken, tSize = nb, size
+	} else {
+		if alreadySplit && !expandable {
+			ps.g[sInactiveSplitBytes].cur -= bSize
+			ps.g[sInactiveSplit].cur--
+		}
+		b.st |= stAllocated
+		b.req = orig
 	}
-	b.st |= stAllocated
-	b.req = orig
 	a.stats.raise(sAllocation, ps, po, 1)
-	a.stats.raise(sAllocatedBytes, ps, po, b.size)
+	a.stats.raise(sAllocatedBytes, ps, po, tSize)
 	if a.stats.activeApart {
 		a.stats.raise(sActive, ps, po, 1)
-		a.stats.raise(sActiveBytes, ps, po, b.size)
+		a.stats.raise(sActiveBytes, ps, po, tSize)
 	}
 	a.stats.raise(sRequestedBytes, ps, po, orig)
 	if len(a.freeB) == 0 {
