@@ -1001,18 +1001,18 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 	case cn == none:
 		s := &arena[cp]
+		if split {
+			if s.prev != none || b.next != none {
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur--
+				ps.g[sInactiveSplitBytes].cur -= s.size
+			}
+		}
 		old := key(s, cp)
 		b.addr, b.prev, b.size = s.addr, s.prev, b.size+s.size
 		if s.prev != none {
 			arena[s.prev].next = i
-		}
-		if split {
-			if b.isSplit() {
-				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
-			} else {
-				ps.g[sInactiveSplit].cur--
-				ps.g[sInactiveSplitBytes].cur -= b.size - orig
-			}
 		}
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cp, i)
@@ -1020,18 +1020,18 @@ func (a *Allocator) Free(h strategies.Handle) {
 		a.deleteBlock(cp)
 	case cp == none:
 		s := &arena[cn]
+		if split {
+			if b.prev != none || s.next != none {
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur--
+				ps.g[sInactiveSplitBytes].cur -= s.size
+			}
+		}
 		old := key(s, cn)
 		b.next, b.size = s.next, b.size+s.size
 		if s.next != none {
 			arena[s.next].prev = i
-		}
-		if split {
-			if b.isSplit() {
-				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
-			} else {
-				ps.g[sInactiveSplit].cur--
-				ps.g[sInactiveSplitBytes].cur -= b.size - orig
-			}
 		}
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cn, i)
@@ -1039,6 +1039,15 @@ func (a *Allocator) Free(h strategies.Handle) {
 		a.deleteBlock(cn)
 	default:
 		s, t := &arena[cp], &arena[cn]
+		if split {
+			if s.prev != none || t.next != none {
+				ps.g[sInactiveSplit].cur--
+				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
+			} else {
+				ps.g[sInactiveSplit].cur -= 2
+				ps.g[sInactiveSplitBytes].cur -= s.size + t.size
+			}
+		}
 		old, gone := key(s, cp), key(t, cn)
 		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
 		if s.prev != none {
@@ -1046,15 +1055,6 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		if t.next != none {
 			arena[t.next].prev = i
-		}
-		if split {
-			if b.isSplit() {
-				ps.g[sInactiveSplit].cur--
-				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
-			} else {
-				ps.g[sInactiveSplit].cur -= 2
-				ps.g[sInactiveSplitBytes].cur -= b.size - orig
-			}
 		}
 		if !pl.blocks.Take(gone) {
 			pl.blocks.Remove(gone)
