@@ -949,15 +949,22 @@ func (a *Allocator) Free(h strategies.Handle) {
 	i := int32(h)
 	arena := a.arena
 	b := &arena[i]
-	if b.st&stAllocated != 0 {
-		a.allocatedDrop(b)
+	orig, req, small := b.size, b.req, b.small
+	ps, po := a.stats.pools(small)
+	st := b.st
+	if st&stAllocated != 0 {
+		// allocatedDrop, with the pool's record found once.
+		ps.g[sAllocation].cur--
+		ps.g[sAllocatedBytes].cur -= orig
+		if orig >= a.cfg.MaxSplitSize {
+			a.stats.OversizeAllocations.decrease(1)
+		}
 	}
-	b.st &^= stAllocated | stPending
-	if !b.mapped() {
+	b.st = st &^ (stAllocated | stPending)
+	if st&stMapped == 0 {
 		a.freeUnmapped(i)
 		return
 	}
-	orig, req, small := b.size, b.req, b.small
 	// Merge with the free neighbours, prev first, then next, as
 	// free_block does (try_merge_blocks), and update the free set in as
 	// few steps as the merges allow: the merged block takes a
@@ -991,7 +998,6 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// neighbours' bytes, b.size-orig, leave alone. A neighbour's slot
 	// is given up after the set's update, so that setSlow, when the
 	// short paths do not apply, reads the keys again.
-	ps, po := a.stats.pools(small)
 	if a.stats.activeApart {
 		ps.g[sActive].cur--
 		ps.g[sActiveBytes].cur -= orig
