@@ -524,10 +524,23 @@ func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, 
 	a.mem.Hit()
 	if k.Size-size >= minRem {
 		rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
-		if tried || !pl.blocks.Move(k, rem) {
+		switch {
+		case !tried && pl.blocks.Move(k, rem):
+		case k.Size <= binset.Classes*binset.Gran:
+			// Keys of the classes, where Replace is a Remove and an
+			// Insert: by their short paths (a class of two or more,
+			// TakeFit's commonest refusal, is a chunk's), each of
+			// one class.
+			if !pl.blocks.Take(k) {
+				pl.blocks.Remove(k)
+			}
+			if !pl.blocks.Put(rem) {
+				pl.blocks.Insert(rem)
+			}
+		default:
 			pl.blocks.Replace(k, rem)
 		}
-	} else if tried || !pl.blocks.Take(k) {
+	} else if !pl.blocks.Take(k) {
 		pl.blocks.Remove(k)
 	}
 	return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
