@@ -347,76 +347,50 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	if size <= SmallSize {
 		pl, minRem = &a.small, MinBlockSize
 	}
+	if len(a.exp) != 0 {
+		// With expandable segments made: malloc's path written out
+		// (see there), the best fit found (Fit), then looked at (can
+		// it grow?), then taken from the set by its short paths, so
+		// that takeDone's work calls nothing. TakeFit, which takes
+		// the best fit in the same call, cannot be used here: the
+		// block must be looked at before the set changes. (Taking it
+		// and giving it back when it could grow, as tried, cost far
+		// more than it saved where tails that could grow are common,
+		// as in a replay that builds up 10^6 blocks; and this path as
+		// a function of its own cost a call's 5 instructions an event.)
+		k, found := pl.blocks.Fit(stream, size)
+		if !found {
+			k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
+		}
+		if !found || k.Stream != stream {
+			return a.mallocSlow(orig, size, stream, pl, true)
+		}
+		if b := &a.arena[k.B]; b.es != none {
+			if !a.cfg.ExpandableSegments {
+				return a.mallocSlow(orig, size, stream, pl, false)
+			}
+			if b.next != none && !a.arena[b.next].mapped() {
+				k = a.growableFit(pl, k)
+			}
+		}
+		a.mem.Hit()
+		var done bool
+		if k.Size-size >= minRem {
+			done = pl.blocks.Move(k, freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B})
+		} else {
+			done = pl.blocks.Take(k)
+		}
+		if done {
+			return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
+		}
+		return strategies.Handle(a.allocFoundBlock(pl, k.B, setTried, size, stream, orig, k.Size, k.Addr)), true
+	}
 	k, found, done := pl.blocks.TakeFit(stream, size, minRem)
 	if done {
-		if len(a.exp) != 0 && !a.takenAsFound(k.B) {
-			a.untake(pl, k, size, minRem)
-			return a.mallocExp(orig, size, stream, pl, minRem)
-		}
 		a.mem.Hit()
 		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
-	if len(a.exp) == 0 {
-		return a.fitTried(orig, size, stream, pl, k, found, minRem)
-	}
-	return a.mallocExp(orig, size, stream, pl, minRem)
-}
-
-// takenAsFound says that block i, the best fit, is the block malloc
-// takes when fastFit: it is not expandable, or expandable segments are
-// on and it cannot grow (no unmapped range follows it), which with them
-// is nearly every best fit (gpt-generate). Otherwise malloc takes
-// another (growableFit) or none (findFreeBlock's refusal when
-// expandable segments were turned off).
-func (a *Allocator) takenAsFound(i int32) bool {
-	b := &a.arena[i]
-	return b.es == none || a.cfg.ExpandableSegments && (b.next == none || a.arena[b.next].mapped())
-}
-
-// untake undoes binset.TakeFit's update for best fit k, taken for a
-// request of size bytes with should_split's least remainder minRem:
-// the remainder gives its place back to k, or k returns. Malloc's
-// commonest case lets TakeFit take the best fit before it looks at the
-// block, as with expandable segments the block is nearly always the one
-// taken (takenAsFound), and undoes it when not.
-func (a *Allocator) untake(pl *pool, k freeset.Key, size, minRem int64) {
-	if k.Size-size >= minRem {
-		pl.blocks.Replace(freeset.Key{Stream: k.Stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}, k)
-	} else {
-		pl.blocks.Insert(k)
-	}
-}
-
-// mallocExp is Malloc's commonest case's configuration, with expandable
-// segments made, when TakeFit did not take the best fit or it was not
-// the block to take: malloc's path written out (see there).
-func (a *Allocator) mallocExp(orig, size, stream int64, pl *pool, minRem int64) (strategies.Handle, bool) {
-	k, found := pl.blocks.Fit(stream, size)
-	if !found {
-		k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
-	}
-	if !found || k.Stream != stream {
-		return a.mallocSlow(orig, size, stream, pl, true)
-	}
-	if b := &a.arena[k.B]; b.es != none {
-		if !a.cfg.ExpandableSegments {
-			return a.mallocSlow(orig, size, stream, pl, false)
-		}
-		if b.next != none && !a.arena[b.next].mapped() {
-			k = a.growableFit(pl, k)
-		}
-	}
-	a.mem.Hit()
-	var done bool
-	if k.Size-size >= minRem {
-		done = pl.blocks.Move(k, freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B})
-	} else {
-		done = pl.blocks.Take(k)
-	}
-	if done {
-		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
-	}
-	return strategies.Handle(a.allocFoundBlock(pl, k.B, setTried, size, stream, orig, k.Size, k.Addr)), true
+	return a.fitTried(orig, size, stream, pl, k, found, minRem)
 }
 
 // malloc is Malloc but for its commonest case.
@@ -521,6 +495,11 @@ func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, 
 	if !found || k.Stream != stream {
 		return a.mallocSlow(orig, size, stream, pl, true)
 	}
+	// The block's record is read by takeDone after the set's update,
+	// which in a large pool descends its trees: asked for now, so that
+	// its miss (at 10^6 live blocks) overlaps theirs, as it did when
+	// allocFoundBlock read it before updating the set.
+	prefetch.Line(unsafe.Pointer(&a.arena[k.B]))
 	a.mem.Hit()
 	if k.Size-size >= minRem {
 		rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}

@@ -12,8 +12,8 @@ import (
 // round_size, then mallocSlow's get_free_block, whose findFreeBlock
 // applies every rule (the stream, max_split_size's refusals, the
 // expandable walk) before allocFoundBlock takes the block; none of
-// Malloc's short paths (quick, TakeFit, takeDone, fitTried, untake,
-// mallocExp).
+// Malloc's short paths (quick, TakeFit, takeDone, fitTried, the
+// expandable path).
 func refMalloc(a *Allocator, orig, stream int64) (strategies.Handle, bool) {
 	if a.cfg.NoCaching {
 		return a.mallocNoCache(orig, stream)
@@ -141,11 +141,12 @@ func sameLayout(a, r *Allocator) error {
 }
 
 // TestUntakeExactTail: with expandable segments, a request the size of a
-// page's free tail, which an unmapped range follows, finds it as its
-// best fit taken whole by binset.TakeFit; as the tail can grow, Malloc
-// gives it back (untake) and takes malloc's path, which takes the same
-// tail (nothing can grow less) — as the general path does. The random
-// workloads above rarely meet an exact fit of a tail that can grow.
+// page's free tail, which an unmapped range follows, has the tail as its
+// exact best fit, and the tail can grow; Malloc takes it (nothing can
+// grow less) as the general path does. The random workloads above
+// rarely meet an exact fit of a tail that can grow. (The test is named
+// for the first form of the short path, which took such a fit from the
+// set and gave it back.)
 func TestUntakeExactTail(t *testing.T) {
 	const knobs, device = "expandable_segments=true", "a100-40g:capacity=256MiB"
 	a, r := newTorch(t, knobs, device), newTorch(t, knobs, device)
