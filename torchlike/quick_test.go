@@ -140,14 +140,14 @@ func sameLayout(a, r *Allocator) error {
 	return nil
 }
 
-// TestUntakeExactTail: with expandable segments, a request the size of a
+// TestExactGrowableTail: with expandable segments, a request the size of a
 // page's free tail, which an unmapped range follows, has the tail as its
 // exact best fit, and the tail can grow; Malloc takes it (nothing can
 // grow less) as the general path does. The random workloads above
-// rarely meet an exact fit of a tail that can grow. (The test is named
-// for the first form of the short path, which took such a fit from the
-// set and gave it back.)
-func TestUntakeExactTail(t *testing.T) {
+// rarely meet an exact fit of a tail that can grow; a short path that
+// took the best fit from the set and gave it back when it could grow
+// (tried, since removed) failed here when it did not give it back.
+func TestExactGrowableTail(t *testing.T) {
 	const knobs, device = "expandable_segments=true", "a100-40g:capacity=256MiB"
 	a, r := newTorch(t, knobs, device), newTorch(t, knobs, device)
 	for i, size := range []int64{1 << 20, 1 << 20, 1 << 19, 3 << 19, 1 << 19} {
