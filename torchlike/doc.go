@@ -177,16 +177,17 @@
 // not met: about 0.2 of the decode short for torch, 0.1 with
 // expandable segments.
 //
-// At 10^6 live blocks (BenchmarkReplayLivePaired, 10 runs each
-// interleaved) the 10^3 side did not move (82.5 and 81.5 cpu-ns/event)
-// but the 10^6 side of torch without expandable segments seemed slower:
-// 152 → 163 cpu-ns/event (p=0.1), x-live1k-cpu 1.82 → 2.05 (p=0.03;
-// with expandable segments 2.09 → 2.05), and so in two earlier batches
-// (+8%, +15%). Its cause was not found: under cachegrind (16 MB last
-// level) the model's misses at 10^6 were the same and its instructions
-// fewer, and runs of the intermediate commits, on a machine loaded 3
-// to 5, pointed at none of them for sure. fitTried reads the block's
-// record before the set's update again for that reason (its comment).
+// At 10^6 live blocks (BenchmarkReplayLivePaired, runs interleaved with
+// the base) the 10^3 side did not move (82.5 and 81.5 cpu-ns/event), but
+// the 10^6 side of torch without expandable segments seemed slower in
+// some batches and not in others: x-live1k-cpu 1.82 → 2.05 (10 runs at
+// 21:58, p=0.03; with expandable segments 2.09 → 2.05), 2.21 → 2.38 (16
+// runs at 22:09, p=0.001), 2.50 → 2.39 (10 runs at 22:14, the machine's
+// 10^6 side slower for every binary, p=0.58). No cause was found: under
+// cachegrind (16 MB last level) the model's misses at 10^6 were the same
+// and its instructions fewer, and runs of the intermediate commits
+// pointed at none of them for sure. fitTried reads the block's record
+// before the set's update again for that reason (its comment).
 //
 // Tried and not kept: Free without a branch on whether each neighbour
 // is free (binset.Merge: the merged block's fields computed with masks,
