@@ -358,7 +358,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}},
 		{"overlap", func(a *Allocator) {
 			for i := range a.arena {
-				if a.arena[i].inUse && a.arena[i].allocated {
+				if a.arena[i].inUse() && a.arena[i].allocated() {
 					a.arena[i].size += 512
 					break
 				}
@@ -366,7 +366,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}},
 		{"smaller than its request", func(a *Allocator) {
 			for i := range a.arena {
-				if a.arena[i].inUse && a.arena[i].allocated {
+				if a.arena[i].inUse() && a.arena[i].allocated() {
 					a.arena[i].req = a.arena[i].size + 1
 					break
 				}
@@ -374,7 +374,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}},
 		{"off the 512 B alignment", func(a *Allocator) {
 			for i := range a.arena {
-				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
+				if b := a.arena[i]; b.inUse() && b.allocated() && b.next != none && !a.arena[b.next].allocated() {
 					a.eraseFromBlocks(b.next)
 					a.arena[i].size += 256
 					a.arena[b.next].addr += 256
@@ -386,8 +386,8 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}},
 		{"unmerged", func(a *Allocator) {
 			for i := range a.arena {
-				if b := a.arena[i]; b.inUse && b.allocated && b.next != none && !a.arena[b.next].allocated {
-					a.arena[i].allocated = false
+				if b := a.arena[i]; b.inUse() && b.allocated() && b.next != none && !a.arena[b.next].allocated() {
+					a.arena[i].st &^= stAllocated
 					a.stats.splitActive()
 					a.stats.decrease(sAllocatedBytes, false, a.arena[i].size)
 					a.stats.decrease(sActiveBytes, false, a.arena[i].size)

@@ -18,7 +18,7 @@ type expSeg struct {
 // what is unmapped in it.
 func (a *Allocator) tryAllocateExpandableBlock(stream int64, pl *pool, size int64) int32 {
 	c := a.findExpandableBlock(stream, pl, size)
-	if !a.arena[c].mapped && !a.mapBlock(c, min(a.arena[c].size, size)) {
+	if !a.arena[c].mapped() && !a.mapBlock(c, min(a.arena[c].size, size)) {
 		return none
 	}
 	for a.arena[c].size < size {
@@ -39,7 +39,7 @@ func (a *Allocator) allocatable(i int32) bool {
 		return false
 	}
 	b := &a.arena[i]
-	return !b.allocated && !b.pending
+	return !b.allocated() && !b.pending()
 }
 
 // findExpandableBlock is find_expandable_block: the lowest-address
@@ -111,7 +111,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 	}
 	pl := a.poolOf(b)
 	pl.unmapped.Remove(key(b, i))
-	b.mapped = true
+	b.st |= stMapped
 	if bytes < b.size {
 		r := a.newBlock(block{addr: b.addr + bytes, size: b.size - bytes, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es})
 		b = &a.arena[i]
@@ -149,7 +149,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	pl := a.poolOf(b)
 	pl.blocks.Remove(key(b, i))
 	if before := uAddr - b.addr; before > 0 {
-		nb := a.newBlock(block{addr: b.addr, size: before, stream: b.stream, small: b.small, prev: b.prev, next: i, es: b.es, mapped: true})
+		nb := a.newBlock(block{addr: b.addr, size: before, stream: b.stream, small: b.small, prev: b.prev, next: i, es: b.es, st: stMapped})
 		b = &a.arena[i]
 		if b.prev != none {
 			a.arena[b.prev].next = nb
@@ -159,7 +159,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	}
 	b = &a.arena[i]
 	if after := b.addr + b.size - (uAddr + uSize); after > 0 {
-		nb := a.newBlock(block{addr: uAddr + uSize, size: after, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es, mapped: true})
+		nb := a.newBlock(block{addr: uAddr + uSize, size: after, stream: b.stream, small: b.small, prev: i, next: b.next, es: b.es, st: stMapped})
 		b = &a.arena[i]
 		if b.next != none {
 			a.arena[b.next].prev = nb
@@ -168,7 +168,8 @@ func (a *Allocator) unmapBlock(i int32) {
 		a.insertIntoBlocks(nb)
 	}
 	b = &a.arena[i]
-	b.addr, b.size, b.mapped = uAddr, uSize, false
+	b.addr, b.size = uAddr, uSize
+	b.st &^= stMapped
 	a.tryMerge(i, b.prev)
 	a.tryMerge(i, a.arena[i].next)
 	b = &a.arena[i]

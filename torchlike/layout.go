@@ -13,7 +13,7 @@ import (
 func (a *Allocator) Layout(fn func(strategies.Segment)) {
 	var heads []int32
 	for i := range a.arena {
-		if a.arena[i].inUse && a.arena[i].prev == none {
+		if a.arena[i].inUse() && a.arena[i].prev == none {
 			heads = append(heads, int32(i))
 		}
 	}
@@ -31,11 +31,11 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 			b := &a.arena[i]
 			st := strategies.BlockFree
 			switch {
-			case !b.mapped:
+			case !b.mapped():
 				st = strategies.BlockUnmapped
-			case b.allocated:
+			case b.allocated():
 				st = strategies.BlockAllocated
-			case b.pending:
+			case b.pending():
 				st = strategies.BlockPending
 			}
 			seg.Blocks = append(seg.Blocks, strategies.Block{Addr: b.addr, Size: b.size, Requested: b.req, State: st})
@@ -60,7 +60,7 @@ func (a *Allocator) Check() error {
 	var nFree, nUnmapped int
 	for i := range a.arena {
 		b := &a.arena[i]
-		if !b.inUse {
+		if !b.inUse() {
 			continue
 		}
 		pi := Large
@@ -69,15 +69,15 @@ func (a *Allocator) Check() error {
 		}
 		pl := a.poolOf(b)
 		switch {
-		case !b.mapped:
+		case !b.mapped():
 			nUnmapped++
 			if !pl.unmapped.Contains(key(b, int32(i))) {
 				return fmt.Errorf("unmapped block at %#x is missing from its pool's unmapped set", b.addr)
 			}
-		case b.allocated || b.pending:
+		case b.allocated() || b.pending():
 			active[pi] += b.size
 			requested[pi] += b.req
-			if b.allocated {
+			if b.allocated() {
 				allocated[pi] += b.size
 			}
 		default:
@@ -86,13 +86,13 @@ func (a *Allocator) Check() error {
 				return fmt.Errorf("free block at %#x is missing from its pool's free set", b.addr)
 			}
 		}
-		if b.mapped {
+		if b.mapped() {
 			reserved[pi] += b.size
 		}
-		if b.allocated && b.pending {
+		if b.allocated() && b.pending() {
 			return fmt.Errorf("block at %#x both allocated and pending", b.addr)
 		}
-		if (b.allocated || b.pending) && b.size < b.req {
+		if (b.allocated() || b.pending()) && b.size < b.req {
 			return fmt.Errorf("block at %#x holds %d B, less than its request of %d B", b.addr, b.size, b.req)
 		}
 		if b.size <= 0 || (!a.cfg.LegacyRoundup && b.size%MinBlockSize != 0) {
@@ -106,7 +106,7 @@ func (a *Allocator) Check() error {
 			if p.next != int32(i) || p.addr+p.size != b.addr || p.es != b.es || p.small != b.small || p.stream != b.stream {
 				return fmt.Errorf("block at %#x does not follow its prev at %#x", b.addr, p.addr)
 			}
-			if p.mapped && b.mapped && !p.allocated && !p.pending && !b.allocated && !b.pending {
+			if p.mapped() && b.mapped() && !p.allocated() && !p.pending() && !b.allocated() && !b.pending() {
 				return fmt.Errorf("free neighbours at %#x and %#x not merged", p.addr, b.addr)
 			}
 		}
@@ -128,12 +128,12 @@ func (a *Allocator) Check() error {
 	// the next real one.)
 	a.extents = a.extents[:0]
 	for i := range a.arena {
-		if b := &a.arena[i]; !b.inUse || b.prev != none {
+		if b := &a.arena[i]; !b.inUse() || b.prev != none {
 			continue
 		}
 		lo, hi := int64(-1), int64(-1)
 		for j := int32(i); j != none; j = a.arena[j].next {
-			if b := &a.arena[j]; b.mapped {
+			if b := &a.arena[j]; b.mapped() {
 				if lo < 0 {
 					lo = b.addr
 				}

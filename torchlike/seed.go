@@ -46,7 +46,10 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 	var ids []int32
 	at, end := addr, addr+size
 	add := func(b block) int32 {
-		b.stream, b.small, b.es, b.mapped, b.prev, b.next = stream, small, es, mapped, none, none
+		b.stream, b.small, b.es, b.prev, b.next = stream, small, es, none, none
+		if mapped {
+			b.st |= stMapped
+		}
 		i := a.newBlock(b)
 		if n := len(ids); n > 0 {
 			a.arena[ids[n-1]].next = i
@@ -62,7 +65,11 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 		if l.Addr > at {
 			add(block{addr: at, size: l.Addr - at})
 		}
-		i := add(block{addr: l.Addr, size: l.Size, req: l.Requested, allocated: !l.Pending, pending: l.Pending})
+		st := stAllocated
+		if l.Pending {
+			st = stPending
+		}
+		i := add(block{addr: l.Addr, size: l.Size, req: l.Requested, st: st})
 		hs = append(hs, strategies.Handle(i))
 		at = l.Addr + l.Size
 	}
@@ -71,17 +78,17 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 	}
 	for _, i := range ids {
 		b := &a.arena[i]
-		if b.pending {
+		if b.pending() {
 			a.stats.splitActive()
 		}
 		switch {
-		case b.allocated || b.pending:
+		case b.allocated() || b.pending():
 			if a.stats.activeApart {
 				a.stats.increase(sActive, small, 1)
 				a.stats.increase(sActiveBytes, small, b.size)
 			}
 			a.stats.increase(sRequestedBytes, small, b.req)
-			if b.allocated {
+			if b.allocated() {
 				a.stats.increase(sAllocation, small, 1)
 				a.stats.increase(sAllocatedBytes, small, b.size)
 				if b.size >= a.cfg.MaxSplitSize {
@@ -230,7 +237,7 @@ func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
 	}
 	var need, have int64
 	b := c
-	if !a.arena[b].mapped {
+	if !a.arena[b].mapped() {
 		m := pages(min(a.arena[b].size, size))
 		need, have = m, m
 	} else {
@@ -238,7 +245,7 @@ func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
 	}
 	b = a.arena[b].next
 	for have < size && b != none {
-		if a.arena[b].mapped { // a free mapped block merged in by map_block
+		if a.arena[b].mapped() { // a free mapped block merged in by map_block
 			have += a.arena[b].size
 		} else {
 			m := pages(min(size-have, a.arena[b].size))
@@ -255,7 +262,7 @@ func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
 // completed it since).
 func (a *Allocator) IsPending(h strategies.Handle) bool {
 	b := &a.arena[h]
-	return b.inUse && b.pending
+	return b.inUse() && b.pending()
 }
 
 // Clone returns an independent copy of the allocator drawing from mem
@@ -286,7 +293,7 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 func (a *Allocator) Overlaps(addr, size int64) bool {
 	for i := range a.arena {
 		b := &a.arena[i]
-		if b.inUse && b.mapped && addr < b.addr+b.size && b.addr < addr+size {
+		if b.inUse() && b.mapped() && addr < b.addr+b.size && b.addr < addr+size {
 			return true
 		}
 	}

@@ -18,14 +18,15 @@ type StatArray [3]Stat
 // gauge is a Stat as the allocator keeps it: Freed is Allocated less
 // Current (a Stat starts at zero and only increase and decrease change it),
 // so a decrease is one subtraction.
-type gauge struct{ cur, peak, allocated int64 }
+//
+// thr is a threshold for the pool gauges (poolStats).
+type gauge struct{ cur, peak, allocated, thr int64 }
 
-// increase adds n > 0 and returns the new current, as computed: read
-// back from memory, a value just stored waits for the store to forward
-// it (counters.raise takes the aggregate's peak from it). The peak is
-// raised behind a branch rather than with max: past a trace's first
-// moments the peak is rarely passed, so the branch is predicted and the
-// peak is not stored again at every allocation.
+// increase adds n > 0 and returns the new current. The peak is raised
+// behind a branch rather than with max: past a trace's first moments
+// the peak is rarely passed, so the branch is predicted and the peak is
+// not stored again at every allocation. (The pools' gauges rise by
+// counters.raise, which tests a threshold instead.)
 func (g *gauge) increase(n int64) int64 {
 	cur := g.cur + n
 	g.cur = cur
@@ -58,11 +59,22 @@ const (
 	nStats
 )
 
-// poolStats is one pool's gauges, one per statistic, padded to 256 bytes
-// so that a pool's record is found with a shift.
+// poolStats is one pool's gauges, one per statistic, and their
+// thresholds, padded to 512 bytes so that a pool's record is found with
+// a shift.
+//
+// g[k].thr is at most the least of the pool's peak of statistic k and the
+// aggregate's peak less the other pool's current: while the pool's
+// current is at most thr[k], neither peak can have been passed, so that
+// raise tests one figure where it tested two (and read the other pool's
+// current to test the second). Only a rise of the other pool's current
+// lowers that bound: raise and shift lower the other pool's threshold by
+// their rise; a fall, or a peak raised, leaves it a bound (lower than it
+// could be: a raise that passes it finds that no peak was passed and
+// sets it anew).
 type poolStats struct {
 	g [nStats]gauge
-	_ [256 - nStats*24]byte
+	_ [512 - nStats*32]byte
 }
 
 // Pool indexes of counters.pool: pi(small).
@@ -109,10 +121,23 @@ func (c *counters) pools(small bool) (p, o *poolStats) {
 }
 
 // raise adds n > 0 to statistic k of pool p (o the other pool) and
-// raises the aggregate's peak if the pools' sum passes it.
+// raises the pool's peak and the aggregate's if the rise passes them,
+// which it can only if the current passes the pool's threshold
+// (poolStats.thr; then both peaks are tested, and the threshold set
+// anew). Its test is behind a branch rather than with max: past a
+// trace's first moments the peaks are rarely passed, so the branch is
+// predicted and the peaks are not stored again at every allocation.
 func (c *counters) raise(k int, p, o *poolStats, n int64) {
-	if t := p.g[k].increase(n) + o.g[k].cur; t > c.allPeak[k] {
-		c.allPeak[k] = t
+	g, h := &p.g[k], &o.g[k]
+	cur := g.cur + n
+	g.cur = cur
+	g.allocated += n
+	h.thr -= n
+	if cur > g.thr {
+		g.peak = max(g.peak, cur)
+		all := max(c.allPeak[k], cur+h.cur)
+		c.allPeak[k] = all
+		g.thr = min(g.peak, all-h.cur)
 	}
 }
 
@@ -120,13 +145,28 @@ func (c *counters) raise(k int, p, o *poolStats, n int64) {
 // pool), without a branch on n's sign (free_block's change of the
 // inactive-split statistics has any sign, unpredictably): a decrease
 // leaves the peaks, which are never below the currents, as they are.
+// The peaks only rise and the other pool's current is unchanged, so
+// that p's threshold stays a bound; the other pool's falls by the rise.
 func (c *counters) shift(k int, p, o *poolStats, n int64) {
 	g := &p.g[k]
 	cur := g.cur + n
 	g.cur = cur
-	g.allocated += max(n, 0)
+	up := max(n, 0)
+	g.allocated += up
+	o.g[k].thr -= up
 	g.peak = max(g.peak, cur)
 	c.allPeak[k] = max(c.allPeak[k], cur+o.g[k].cur)
+}
+
+// setThresholds sets every threshold to its bound's value, after the
+// peaks or the currents were set other than by raise and shift.
+func (c *counters) setThresholds() {
+	for k := range nStats {
+		for i := range c.pool {
+			p, o := &c.pool[i], &c.pool[i^1]
+			p.g[k].thr = min(p.g[k].peak, c.allPeak[k]-o.g[k].cur)
+		}
+	}
 }
 
 // increase adds n > 0 to statistic k of the pool small says.
@@ -166,7 +206,7 @@ func (c *counters) splitActive() {
 			p[sActive], p[sActiveBytes] = p[sAllocation], p[sAllocatedBytes]
 		}
 		c.allPeak[sActive], c.allPeak[sActiveBytes] = c.allPeak[sAllocation], c.allPeak[sAllocatedBytes]
-		c.activeApart = true
+		c.activeApart = true // the thresholds copied are bounds for the copies
 	}
 }
 
@@ -205,6 +245,7 @@ func (c *counters) resetPeak() {
 	}
 	c.OversizeAllocations.peak = c.OversizeAllocations.cur
 	c.OversizeSegments.peak = c.OversizeSegments.cur
+	c.setThresholds()
 }
 
 // Stats is DeviceStats (allocator-spec §1.11), the source of

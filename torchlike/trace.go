@@ -6,7 +6,7 @@ import "membench/strategies"
 func (a *Allocator) Place(h strategies.Handle) strategies.Block {
 	b := &a.arena[h]
 	st := strategies.BlockAllocated
-	if b.pending {
+	if b.pending() {
 		st = strategies.BlockPending
 	}
 	return strategies.Block{Addr: b.addr, Size: b.size, Requested: b.req, State: st}

@@ -234,7 +234,7 @@ func (s *Set) TakeFit(stream, size, minRem int64) (k freeset.Key, found, done bo
 		return k, true, true
 	}
 	*nl = class{addr: k.Addr + size, b: k.B, m: 1}
-	s.bits[cn/64] |= 1 << (cn % 64)
+	s.bits[(cn/64)%words] |= 1 << (cn % 64)
 	s.summary |= 1 << (cn / 64)
 	return k, true, true
 }
