@@ -1,12 +1,10 @@
 package harness
 
 import (
-	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -88,10 +86,9 @@ func (r Row) value(unit string) (float64, bool) {
 // included, so that the columns of a replay's output do not depend on
 // its results: a run of plans that all fail to fit (or a shard of such
 // runs) had no frag-% column in its CSV and no frag-% key in its JSON,
-// where a run with one fitting strategy beside them had. A row that
-// lacks one comes first as often as not, so the metrics' own order
-// (Metrics, CapacityUnits) places them, then any other unit where the
-// rows first give it.
+// where a run with one fitting strategy beside them had. The first
+// replay row so gives every metric in Metrics' order; rows of other
+// kinds (CapacityRow) give all their units, in their order.
 func columns(rows []Row) []string {
 	var units []string
 	seen := map[string]bool{}
@@ -111,18 +108,6 @@ func columns(rows []Row) []string {
 			see(u)
 		}
 	}
-	rank := func(u string) int {
-		for i, m := range Metrics {
-			if m.Unit == u {
-				return i
-			}
-		}
-		if i := slices.Index(CapacityUnits, u); i >= 0 {
-			return len(Metrics) + i
-		}
-		return len(Metrics) + len(CapacityUnits)
-	}
-	slices.SortStableFunc(units, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	return units
 }
 
