@@ -3,6 +3,7 @@ package pickle
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -73,15 +74,7 @@ func TestAnyBoxesReused(t *testing.T) {
 		return d
 	}
 	decode := func(s string) any {
-		m := NewMachine(strings.NewReader(s), nil, NodeValue, DefaultLimits)
-		v, err := m.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := m.Any(&v)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x, m := runAny(t, strings.NewReader(s))
 		if w := want(s); !eq(x, w) {
 			t.Fatalf("decoded %v, want %v", x, w)
 		}
@@ -132,18 +125,26 @@ func TestAnyBoxesSameHash(t *testing.T) {
 			}
 		}
 		p.WriteString("e.")
-		m := NewMachine(bytes.NewReader(p.Bytes()), nil, NodeValue, DefaultLimits)
-		v, err := m.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := m.Any(&v)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x, m := runAny(t, bytes.NewReader(p.Bytes()))
 		if got := x.(*List).Items; !slices.Equal(got, want) {
 			t.Fatalf("round %d: decoded %v, want %v", round, got, want)
 		}
 		m.Recycle()
 	}
+}
+
+// runAny decodes the pickle r holds into a generic value on a new
+// machine, which it returns for the caller to recycle.
+func runAny(t *testing.T, r io.Reader) (any, *Machine) {
+	t.Helper()
+	m := NewMachine(r, nil, NodeValue, DefaultLimits)
+	v, err := m.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Any(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, m
 }

@@ -191,15 +191,7 @@ func TestRecycleObjs(t *testing.T) {
 	}
 	found := 0
 	for range 20 {
-		d := NewMachine(bytes.NewReader(p), nil, NodeValue, DefaultLimits)
-		root, err := d.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.Any(&root)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, d := runAny(t, bytes.NewReader(p))
 		if !eq(got, want) {
 			t.Fatalf("decoded on a recycled table: %#v, want %#v", got, want)
 		}
