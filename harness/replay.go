@@ -272,11 +272,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	rp.loader, _ = a.(strategies.ProgramLoader)
 	rp.tpu = mem.Dev.Kind == strategies.TPU
 	rp.onTPU = rp.compiled && rp.tpu && rp.loader != nil
-	// The loop's own state is the event index and whether an event needs
-	// more than the plain path (checking or layouts on every event) in
-	// locals, the rest in rp: the peaks and the open timeline bucket too
-	// (replayer), which as locals the compiler kept in registers across
-	// the model's calls, saving and reloading them on every event.
+	// The loop's locals are the event index and whether an event needs
+	// more than the plain path (checking or layouts on every event); its
+	// peaks and open timeline bucket are in rp (replayer says why).
 	var i int64
 	perEvent := opts.Check || (opts.KeepLayout && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
@@ -406,8 +404,8 @@ events:
 			}
 			rp.peakReserved = max(rp.peakReserved, mem.Peak())
 			// tl.add, inlined by hand (over the inliner's budget), with
-			// the open bucket's maxima in locals that go to its sample
-			// when the next bucket opens (tl.close) or the replay ends.
+			// the open bucket's maxima in rp that go to its sample when
+			// the next bucket opens (tl.close) or the replay ends.
 			if i < rp.tlEnd {
 				rp.bucketLive = max(rp.bucketLive, rp.liveBytes)
 				rp.bucketReserved = max(rp.bucketReserved, reserved)
