@@ -566,10 +566,17 @@ func (rp *replayer) touchFirst(batch []traces.Event) {
 // swapped, 2026-11-24); the models' replays, slower per event, did not
 // change. recordAhead is how many events before a free the model's record
 // of it is touched (strategies.Toucher): at 10^6 live blocks, 4 cut a
-// torch replay's cost per event by a fifth.
+// torch replay's cost per event by a fifth. The torch and TPU models
+// touch in two stages (the record, then at the next touch what the
+// record names: torch's address neighbours, the TPU free set's leaf),
+// and the second stage needs its lead too: 8 against 4 took the TPU's
+// 10^6 side from 181-198 to 168-172 cpu-ns/event (x-live1k-cpu
+// 2.46-2.65 to 2.27-2.36) and left torch, tf and jax where they were;
+// 12 and 16 were slower again (BenchmarkReplayLivePaired, two
+// interleaved rounds, 2026-11-24).
 const (
 	slotAhead   = 32
-	recordAhead = 4
+	recordAhead = 8
 	touchLive   = 1 << 16
 )
 

@@ -189,6 +189,20 @@
 // pointed at none of them for sure. fitTried reads the block's record
 // before the set's update again for that reason (its comment).
 //
+// The neighbours (issue 15, third pass, 2026-11-24, on a machine whose
+// random loads cost 31 ns in 3 MB, 74-113 in 16 MB and 150-200 in 64 MB
+// or more): at 10^6 live blocks a free's block came in through the
+// replay's touch, but its address neighbours, which the free reads to
+// merge with them, were misses of their own. Touch now also asks for
+// the neighbours of the block touched before, whose record that touch
+// asked for (the TPU model's two stages, package tpurt). Three pairs of
+// interleaved BenchmarkReplayLivePaired runs: the 10^6 side 140-156 →
+// 116-134 cpu-ns/event for torch and with expandable segments alike,
+// x-live1k-cpu 1.91-2.13 → 1.56-1.84; the 10^3 side, below the
+// replay's touch threshold, did not move (70-77). The same touch of the
+// BFC's free neighbours made tf and jax slower at 10^6 (90-111 → 98-120
+// cpu-ns/event): not done there.
+//
 // Tried and not kept: Free without a branch on whether each neighbour
 // is free (binset.Merge: the merged block's fields computed with masks,
 // a missing neighbour read at slot 0, a neighbour not merged "deleted"
