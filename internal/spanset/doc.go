@@ -210,4 +210,27 @@
 // random, a placement walks five nodes, and the buffer records are read
 // at random; a smaller leaf (32-bit offsets in granules) or one level
 // fewer (inner nodes of 64 children) would cut the lines.
+//
+// # Where the growth is (2026-11-24, a second machine)
+//
+// On the machine of the tenth session (2 cores; a random load costs 5 ns
+// in 1 MB, 31-39 in 3-8 MB, 74-113 in 16 MB and 150-200 in 64 MB or
+// more, with or without huge pages) the model alone (tpurt's live
+// benchmark) costs 65 ns an event at 10^3 live buffers, 103-126 at
+// 3×10^4 and 100,000, whose sets fit the cache, and 145-175 at 10^6.
+// Half the growth is then not memory: from one inner level to two the
+// model's instructions an event pair go from 1,477 to 1,932 and
+// cachegrind's mispredictions from 12.8 to 26.2 (HighestFit 3.7 to 8.6,
+// the descents by address 4.6 to 7.0, the kept paths 0 to 3.6), and at
+// 10^6 to 2,244 and 27.9. Tried on it and not kept: inner nodes and
+// leaves of 64 entries in groups of 16 (one level fewer at 10^6; 144-147
+// against 146-171 ns an event, within the noise, the longer groups
+// costing what the level saved) and HighestFit asking for the next
+// node's lines as soon as it has chosen the child (no change). Kept:
+// the replay touches a free's buffer 8 events ahead (harness
+// recordAhead, 4 before), so that the leaf asked for at the next touch
+// has six events to come in, with eight kept paths searched from the
+// newest: the replay's 10^6 side went from 181-198 to 165-172
+// cpu-ns/event, x-live1k-cpu 2.46-2.65 to 2.22-2.36. Issue 15's ≤ 2
+// would need the 10^6 side near 146.
 package spanset

@@ -74,10 +74,12 @@ type Set struct {
 	aheadN  int // entries of ahead not yet taken
 }
 
-// aheadPaths is how many Prefetch paths the set keeps: the TPU model asks
-// for the leaf of a free one event pair before the free, so that two
-// would do; four leave room for a caller that asks further ahead.
-const aheadPaths = 4
+// aheadPaths is how many Prefetch paths the set keeps, a power of two:
+// the TPU model asks for the leaf of a free at the touch after the one
+// that named it, which the replay makes 8 events (four frees) ahead of
+// the free, so that three or four paths wait at a time; eight leave room
+// for a caller that asks further ahead.
+const aheadPaths = 8
 
 // aheadPath is the descent of a Prefetch: the address, the shape it was
 // found in, the leaf and the path to it.
@@ -489,8 +491,14 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 	if s.aheadN == 0 {
 		return 0, 0, false
 	}
-	for k := range s.ahead {
-		e := &s.ahead[k]
+	// From the newest path back: a caller that asks a fixed number of
+	// calls ahead finds its path at the same step every time, where a
+	// scan from slot 0 stopped at a slot that turns with aheadAt, a
+	// mispredicted exit (cachegrind, tpurt's live benchmark at 10^6
+	// live buffers: 3.75 to 2.13 mispredictions an event pair here,
+	// with the leaf's rank).
+	for d := 1; d <= aheadPaths; d++ {
+		e := &s.ahead[(s.aheadAt-d)&(aheadPaths-1)]
 		if e.ok && e.x == x && e.shape == s.shape {
 			e.ok = false
 			s.aheadN--

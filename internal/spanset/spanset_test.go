@@ -401,6 +401,22 @@ func TestPrefetchedPath(t *testing.T) {
 	if _, _, ok := s.prefetched(x); ok {
 		t.Fatal("a kept path is taken twice")
 	}
+	// A caller asking several frees ahead, as the TPU model does: each
+	// of the last aheadPaths paths is taken at its Join, in the order
+	// asked, and one more Prefetch than the ring holds drops the oldest.
+	for round := range 3 {
+		xs := make([]int64, aheadPaths+round%2)
+		for i := range xs {
+			xs[i] = int64(100+round*40+i*3)<<12 + 1<<10
+			s.Prefetch(xs[i])
+		}
+		for i, xi := range xs {
+			_, _, ok := s.prefetched(xi)
+			if want := i >= len(xs)-aheadPaths; ok != want {
+				t.Fatalf("round %d: path %d of %d asked taken %v, want %v", round, i, len(xs), ok, want)
+			}
+		}
+	}
 	s.Prefetch(x)
 	for i := int64(0); i < 40; i++ { // enough to split a leaf
 		s.Insert(Span{1500<<12 + 3<<10 + i*8, 4})
