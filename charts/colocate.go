@@ -123,7 +123,7 @@ func colocationSection(c *Colocation, colourOf func(string) string) (section, []
 		var extra []gecharts.SeriesOpts
 		row := colocRow{N: k + 1, Tenant: t.Trace + "@" + t.Strategy, Colour: col, Fit: "✓ fits", OOM: "–",
 			PeakReserved: units.Bytes(float64(t.PeakReserved), units.Auto), PeakLive: units.Bytes(float64(t.PeakLive), units.Auto)}
-		if !t.Fit {
+		if !t.Fit() {
 			row.Fit, row.Failed, row.OOM, row.Cause = "✕ did not fit", true, fmt.Sprintf("its event %d: %s", t.FirstOOM, t.OOM.Message), t.Cause
 			if n := len(down[k]); n > 0 {
 				ml := []interface{}{map[string]any{"xAxis": pts[n-1][0], "name": "✕ " + name + ": first OOM"}}
@@ -134,7 +134,7 @@ func colocationSection(c *Colocation, colourOf func(string) string) (section, []
 			}
 		}
 		add("reserved · "+name, col, pts, false, false, extra...)
-		legend[len(legend)-1].Failed = map[bool]string{true: "did not fit", false: ""}[!t.Fit]
+		legend[len(legend)-1].Failed = map[bool]string{true: "did not fit", false: ""}[!t.Fit()]
 		rows = append(rows, row)
 	}
 	if capB := float64(c.Device.Capacity); capB > 0 && len(times) > 0 {

@@ -22,9 +22,9 @@ type Tenant struct {
 type TenantResult struct {
 	Trace, Strategy string
 	Events          int64 // events replayed (up to its first OOM)
-	Fit             bool
 	// FirstOOM is the tenant's event index where an allocation first
-	// failed (-1 when none did), and OOM the allocator's account of it.
+	// failed (-1 when none did: it fit), and OOM the allocator's account
+	// of it.
 	FirstOOM int64
 	OOM      strategies.OOM
 	// Cause names the tenant whose holdings left too little, with what it
@@ -37,6 +37,10 @@ type TenantResult struct {
 	// shared chart.
 	Timeline []Sample
 }
+
+// Fit says whether every allocation of the tenant succeeded: its first
+// failure is its end, so there is none.
+func (r *TenantResult) Fit() bool { return r.FirstOOM < 0 }
 
 // DefaultColocateRate is the pace, in events per second, at which a
 // tenant whose trace carries no clock is interleaved with the others: an
@@ -130,7 +134,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		if err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
 		}
-		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1, Fit: true}, tl: newTimeline(DefaultOptions.Samples)}
+		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1}, tl: newTimeline(DefaultOptions.Samples)}
 		ts[k] = t
 		if err := advance(t); err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
@@ -152,7 +156,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		case traces.OpAlloc:
 			h, ok := t.a.Malloc(ev.Size, ev.Stream)
 			if !ok {
-				t.res.Fit, t.res.FirstOOM, t.res.OOM = false, t.i, t.a.LastOOM()
+				t.res.FirstOOM, t.res.OOM = t.i, t.a.LastOOM()
 				t.res.Cause = cause(ts, t, func(o *tenant) (string, int64, int64) {
 					return o.res.Trace + "@" + o.res.Strategy, o.mem.Reserved(), o.live
 				})
@@ -185,7 +189,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 	// A tenant that fails as early on the device alone hit its own limit
 	// (a fraction, a memory limit): the others are not the cause.
 	for k, t := range ts {
-		if t.res.Fit || !explain {
+		if t.res.Fit() || !explain {
 			continue
 		}
 		alone, err := ReplayJob(Job{Source: tenants[k].Source, Device: dev, Spec: tenants[k].Spec}, Options{})
@@ -247,7 +251,7 @@ func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (in
 			return false, err
 		}
 		for _, r := range rs {
-			if !r.Fit {
+			if !r.Fit() {
 				return false, nil
 			}
 		}

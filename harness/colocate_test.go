@@ -44,13 +44,13 @@ func TestColocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, r := range rs {
-			if r.Fit != tc.fits[k] {
-				t.Errorf("%v: tenant %d fit %v, want %v", tc.tenants, k+1, r.Fit, tc.fits[k])
+			if r.Fit() != tc.fits[k] {
+				t.Errorf("%v: tenant %d fit %v, want %v", tc.tenants, k+1, r.Fit(), tc.fits[k])
 			}
-			if !r.Fit && (!strings.Contains(r.Cause, "gpt-train@jax held") || !strings.Contains(r.Cause, "policy") || r.FirstOOM < 0 || r.OOM.Message == "") {
+			if !r.Fit() && (!strings.Contains(r.Cause, "gpt-train@jax held") || !strings.Contains(r.Cause, "policy") || r.FirstOOM < 0 || r.OOM.Message == "") {
 				t.Errorf("%v: tenant %d failed with cause %q at %d (%q)", tc.tenants, k+1, r.Cause, r.FirstOOM, r.OOM.Message)
 			}
-			if r.Fit && r.FirstOOM != -1 {
+			if r.Fit() && r.FirstOOM != -1 {
 				t.Errorf("%v: tenant %d fits but has first OOM %d", tc.tenants, k+1, r.FirstOOM)
 			}
 		}
@@ -95,7 +95,7 @@ func TestColocateCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rs[0].Fit && rs[1].Fit
+		return rs[0].Fit() && rs[1].Fit()
 	}
 	if !at(c) || at(c-dev.Granularity) {
 		t.Errorf("capacity %d: fits %v, one granule less fits %v", c, at(c), at(c-dev.Granularity))

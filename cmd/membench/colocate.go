@@ -87,14 +87,14 @@ func writeColocate(w io.Writer, dev strategies.Device, rate float64, rs []harnes
 	fmt.Fprintln(tw, "tenant\ttrace\tstrategy\tfit\tfirst OOM (its event)\tpeak reserved\tpeak live\t")
 	for k, r := range rs {
 		fit, oom := "fits", "–"
-		if !r.Fit {
+		if !r.Fit() {
 			fit, oom = "OOM", fmt.Sprint(r.FirstOOM)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k+1, r.Trace, r.Strategy, fit, oom, units.Bytes(float64(r.PeakReserved), 2), units.Bytes(float64(r.PeakLive), 2))
 	}
 	tw.Flush()
 	for k, r := range rs {
-		if r.Fit {
+		if r.Fit() {
 			continue
 		}
 		fmt.Fprintf(w, "\ntenant %d (%s@%s) failed at its event %d: %s\n  cause: %s\n", k+1, r.Trace, r.Strategy, r.FirstOOM, r.OOM.Message, r.Cause)
