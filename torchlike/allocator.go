@@ -53,7 +53,16 @@ func (b *block) pending() bool   { return b.st&stPending != 0 }
 func (b *block) mapped() bool    { return b.st&stMapped != 0 }
 func (b *block) inUse() bool     { return b.st&stInUse != 0 }
 
-func (b *block) isSplit() bool { return b.prev != none || b.next != none }
+// isSplit reports whether b has an address neighbour in its segment.
+// Both links are none (-1, every bit set) only if their AND is: one test
+// and no branch where prev != none || next != none was two branches on
+// data (a block's neighbours come and go unpredictably).
+func (b *block) isSplit() bool { return b.prev&b.next != none }
+
+// linked reports whether either of two links is not none, as isSplit
+// tests a block's own two: a merged block's segment is still split when
+// the outer neighbours of what it merged are not both none.
+func linked(prev, next int32) bool { return prev&next != none }
 
 // pool is a BlockPool: the free blocks of one size class, and for
 // expandable segments the unmapped address ranges.
@@ -998,7 +1007,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 	case cn == none:
 		s := &arena[cp]
 		if split {
-			if s.prev != none || b.next != none {
+			if linked(s.prev, b.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
 				ps.g[sInactiveSplit].cur--
@@ -1017,7 +1026,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 	case cp == none:
 		s := &arena[cn]
 		if split {
-			if b.prev != none || s.next != none {
+			if linked(b.prev, s.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
 				ps.g[sInactiveSplit].cur--
@@ -1036,7 +1045,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 	default:
 		s, t := &arena[cp], &arena[cn]
 		if split {
-			if s.prev != none || t.next != none {
+			if linked(s.prev, t.next) {
 				ps.g[sInactiveSplit].cur--
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
