@@ -59,6 +59,12 @@ func (b *block) inUse() bool     { return b.st&stInUse != 0 }
 // data (a block's neighbours come and go unpredictably).
 func (b *block) isSplit() bool { return b.prev&b.next != none }
 
+// at is link c as an unsigned index of the arena: none, -1, is above
+// every index, so that j < len(arena) says both that c names a block and
+// that the index is in bounds (which the compiler then does not test
+// again), where c != none and the index's bounds test were two.
+func at(c int32) uint { return uint(uint32(c)) }
+
 // linked reports whether either of two links is not none, as isSplit
 // tests a block's own two: a merged block's segment is still split when
 // the outer neighbours of what it merged are not both none.
@@ -732,8 +738,8 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
 		n.small, n.st = small, stMapped|stInUse
-		if r.prev != none {
-			arena[r.prev].next = nb
+		if j := at(r.prev); j < uint(len(arena)) {
+			arena[j].next = nb
 		}
 		r.prev = nb
 		r.addr += size
@@ -820,8 +826,8 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, i, r.es
 		n.small, n.st, n.req = small, stMapped|stInUse|stAllocated, orig
-		if r.prev != none {
-			arena[r.prev].next = nb
+		if j := at(r.prev); j < uint(len(arena)) {
+			arena[j].next = nb
 		}
 		r.prev = nb
 		r.addr += size
@@ -966,11 +972,16 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// merges were copied through the stack.
 	//
 	// b stays valid throughout (nothing here grows the arena).
+	//
+	// A link is tested as an unsigned index (at): below the arena's
+	// length is neither none (-1, above every index as unsigned) nor out
+	// of the arena, one comparison for both tests and the index's
+	// bounds.
 	cp, cn := b.prev, b.next
-	if cp != none && !freeMapped(&arena[cp]) {
+	if j := at(cp); j >= uint(len(arena)) || !freeMapped(&arena[j]) {
 		cp = none
 	}
-	if cn != none && !freeMapped(&arena[cn]) {
+	if j := at(cn); j >= uint(len(arena)) || !freeMapped(&arena[j]) {
 		cn = none
 	}
 	pl := a.poolOf(b)
@@ -1016,8 +1027,8 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old := key(s, cp)
 		b.addr, b.prev, b.size = s.addr, s.prev, b.size+s.size
-		if s.prev != none {
-			arena[s.prev].next = i
+		if j := at(s.prev); j < uint(len(arena)) {
+			arena[j].next = i
 		}
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cp, i)
@@ -1035,8 +1046,8 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old := key(s, cn)
 		b.next, b.size = s.next, b.size+s.size
-		if s.next != none {
-			arena[s.next].prev = i
+		if j := at(s.next); j < uint(len(arena)) {
+			arena[j].prev = i
 		}
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cn, i)
@@ -1055,11 +1066,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old, gone := key(s, cp), key(t, cn)
 		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
-		if s.prev != none {
-			arena[s.prev].next = i
+		if j := at(s.prev); j < uint(len(arena)) {
+			arena[j].next = i
 		}
-		if t.next != none {
-			arena[t.next].prev = i
+		if j := at(t.next); j < uint(len(arena)) {
+			arena[j].prev = i
 		}
 		if !pl.blocks.Take(gone) {
 			pl.blocks.Remove(gone)
