@@ -264,6 +264,15 @@ func (a *Allocator) newBlock(b block) int32 {
 // whole record was a fifth of a merging free's instructions.
 func (a *Allocator) deleteBlock(i int32) {
 	a.arena[i].st = 0
+	a.freeSlot(i)
+}
+
+// freeSlot puts slot i, whose state is cleared (deleteBlock), on freeB.
+// Free clears a merged neighbour's state through the pointer it holds,
+// before the set's update, and frees the slot after it: found again
+// after the set's call, the record was an index reloaded, tested and
+// scaled (seven instructions a merge).
+func (a *Allocator) freeSlot(i int32) {
 	a.freeB = append(a.freeB, i)
 }
 
@@ -997,9 +1006,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// more than they held (a rise, whose peaks are tested behind
 	// predicted branches; with one neighbour merged the count is
 	// unchanged, with two it falls); if the segment is whole again, the
-	// neighbours' bytes, b.size-orig, leave alone. A neighbour's slot
-	// is given up after the set's update, so that setSlow, when the
-	// short paths do not apply, reads the keys again.
+	// neighbours' bytes, b.size-orig, leave alone. A merged
+	// neighbour's state is cleared through its pointer before the set's
+	// update and its slot given up (freeSlot) after it, its record
+	// intact, so that setSlow, when the short paths do not apply, reads
+	// the keys again.
 	if a.stats.activeApart {
 		ps.g[sActive].cur--
 		ps.g[sActiveBytes].cur -= orig
@@ -1030,10 +1041,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if j := at(s.prev); j < uint(len(arena)) {
 			arena[j].next = i
 		}
+		s.st = 0
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cp, i)
 		}
-		a.deleteBlock(cp)
+		a.freeSlot(cp)
 	case cp == none:
 		s := &arena[cn]
 		if split {
@@ -1049,10 +1061,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if j := at(s.next); j < uint(len(arena)) {
 			arena[j].prev = i
 		}
+		s.st = 0
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cn, i)
 		}
-		a.deleteBlock(cn)
+		a.freeSlot(cn)
 	default:
 		s, t := &arena[cp], &arena[cn]
 		if split {
@@ -1072,14 +1085,15 @@ func (a *Allocator) Free(h strategies.Handle) {
 		if j := at(t.next); j < uint(len(arena)) {
 			arena[j].prev = i
 		}
+		s.st, t.st = 0, 0
 		if !pl.blocks.Take(gone) {
 			pl.blocks.Remove(gone)
 		}
 		if !pl.blocks.Move(old, key(&a.arena[i], i)) {
 			a.setSlow(pl, cp, i)
 		}
-		a.deleteBlock(cp)
-		a.deleteBlock(cn)
+		a.freeSlot(cp)
+		a.freeSlot(cn)
 	}
 }
 
