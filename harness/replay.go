@@ -318,6 +318,8 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		}
 	}
 	i, tl := rp.i, rp.tl
+	res.Allocs += rp.allocs
+	res.Frees += rp.frees
 	tl.close(rp.bucketLive, rp.bucketReserved)
 	res.PeakReserved = rp.peakReserved
 	if rp.keepsPeak {
@@ -388,7 +390,7 @@ func (rp *replayer) replay(batch []traces.Event) error {
 				// The live bytes before the model's call, so that the
 				// entry's size is not kept across it.
 				rp.liveBytes -= e.size()
-				rp.res.Frees++
+				rp.frees++
 				rp.a.Free(e.h)
 			} else if err := rp.free(ev, e, ok, i); err != nil {
 				return err
@@ -402,7 +404,7 @@ func (rp *replayer) replay(batch []traces.Event) error {
 			}
 		} else {
 			if ev.Kind == traces.KindNone && ev.Op == traces.OpAlloc && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
-				rp.res.Allocs++
+				rp.allocs++
 				h, ok := rp.a.Malloc(ev.Size, ev.Stream)
 				if !ok {
 					if err := rp.oom(ev, i); err != nil {
@@ -541,11 +543,14 @@ type replayer struct {
 	// torch's unchanged within the noise, 2026-11-24).
 	peakFootprint, peakReserved, tlEnd, bucketLive, bucketReserved int64
 	liveBytes                                                      int64
-	// i is the index of the event being replayed.
-	i           int64
-	tl          *timeline
-	toucher     strategies.Toucher
-	footprinter strategies.Footprinter
+	// i is the index of the event being replayed; allocs and frees
+	// count the plain path's allocations and frees (Result.Allocs and
+	// Frees, which the other paths count there), one increment at an
+	// offset from rp rather than a load of res and one from it.
+	i, allocs, frees int64
+	tl               *timeline
+	toucher          strategies.Toucher
+	footprinter      strategies.Footprinter
 	// footprintVar is a FootprintWatcher's variable, read after each
 	// allocation.
 	footprintVar *int64
