@@ -422,7 +422,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		a.mem.Hit()
 		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
-	return a.fitTried(orig, size, stream, pl, k, found)
+	return a.fitTried(orig, size, stream, minRem, pl, k, found)
 }
 
 // malloc is Malloc but for its commonest case.
@@ -470,7 +470,7 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 				a.mem.Hit()
 				return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 			}
-			return a.fitTried(orig, size, stream, pl, k, found)
+			return a.fitTried(orig, size, stream, minRem, pl, k, found)
 		}
 		k, found := pl.blocks.Fit(stream, size)
 		if !found {
@@ -512,13 +512,15 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 
 // fitTried is malloc after binset.TakeFit did not take the best fit
 // for a request of orig bytes rounded to size on stream from pool pl
-// (fastFit, no expandable segments): found says whether it found it, k,
-// and left the set's update to allocFoundBlock; if not, LowerBound
+// (fastFit, no expandable segments; should_split's least remainder
+// minRem): found says whether it found it, k, and left the set's update
+// to this path: binset's Take and Put when k's class is a record or a
+// chunk, then takeDone, else allocFoundBlock; if not found, LowerBound
 // finds it, or mallocSlow finds that nothing fits.
 //
-// allocFoundBlock, not takeDone: it reads the block's record before it
-// updates the set, which at 10^6 live blocks (where most best fits are
-// in spilled classes, which TakeFit leaves to this path) descends the
+// allocFoundBlock, not takeDone, for a class spilled to a tree: it reads
+// the block's record before it updates the set, which at 10^6 live
+// blocks (where most best fits are in spilled classes) descends the
 // classes' trees, so that the record's miss can overlap theirs.
 // Updating the set first and then taking the block by takeDone saved
 // 1.9 instructions an event on gpt-generate; the live-set benchmark's
@@ -526,11 +528,28 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 // 10 interleaved runs, p=0.007, with other changes), though cachegrind
 // counted the same misses and later runs on a busier machine resolved
 // nothing, so the order that was measured before is kept.
-func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
+func (a *Allocator) fitTried(orig, size, stream, minRem int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
 	set := setTried
 	if !found {
 		k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
 		set = inSet
+	} else if pl.blocks.Take(k) {
+		// TakeFit found k, of a class with several keys (a chunk) or
+		// with the remainder's class not empty, and left it: Take
+		// and Put (else Insert) are Replace's or Remove's work there,
+		// in that order, so that takeDone takes the block (a tenth of
+		// gpt-generate's mallocs, which allocFoundBlock and the
+		// general Replace and Remove took at about twice the
+		// instructions). A class that spilled to a tree is still
+		// allocFoundBlock's (above).
+		if k.Size-size >= minRem {
+			rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
+			if !pl.blocks.Put(rem) {
+				pl.blocks.Insert(rem)
+			}
+		}
+		a.mem.Hit()
+		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
 	if found && k.Stream == stream {
 		a.mem.Hit()
