@@ -247,12 +247,11 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	*rp = replayer{name: name, r: r, a: a, mem: mem, res: res, opts: opts, ids: rp.ids, buf: rp.buf}
 	rp.layouter, _ = a.(strategies.Layouter)
 	rp.toucher, _ = a.(strategies.Toucher)
-	footprinter, _ := a.(strategies.Footprinter)
+	rp.footprinter, _ = a.(strategies.Footprinter)
 	// A model that keeps its footprint in a variable (FootprintWatcher)
 	// has it read there after each allocation, without a call.
-	var footprintVar *int64
 	if w, ok := a.(strategies.FootprintWatcher); ok {
-		footprintVar = w.PeakFootprintVar()
+		rp.footprintVar = w.PeakFootprintVar()
 	}
 	// A model that keeps the peak of Allocated (AllocatedPeaker) is
 	// asked for it once, at the end, instead of Allocated after each
@@ -261,22 +260,19 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	if peaker != nil {
 		_, rp.keepsPeak = peaker.PeakAllocated()
 	}
-	var tl *timeline
 	if c, ok := r.(interface{ Remaining() int }); ok {
-		tl = newTimelineFor(opts.Samples, int64(c.Remaining()))
+		rp.tl = newTimelineFor(opts.Samples, int64(c.Remaining()))
 	} else {
-		tl = newTimeline(opts.Samples)
+		rp.tl = newTimeline(opts.Samples)
 	}
 	rp.x = executionOf(label)
 	rp.compiled = rp.x.Compiled()
 	rp.loader, _ = a.(strategies.ProgramLoader)
 	rp.tpu = mem.Dev.Kind == strategies.TPU
 	rp.onTPU = rp.compiled && rp.tpu && rp.loader != nil
-	// The loop's locals are the event index and whether an event needs
-	// more than the plain path (checking or layouts on every event); its
-	// peaks and open timeline bucket are in rp (replayer says why).
-	var i int64
-	perEvent := opts.Check || (opts.KeepLayout && rp.layouter != nil)
+	// perEvent: an event needs more than the plain path (checking, or
+	// layouts on every event).
+	rp.perEvent = opts.Check || (opts.KeepLayout && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
 	// one call per batch, and an event is read where it lies instead of
 	// copied. Other readers fill a batch of one.
@@ -288,7 +284,6 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	// stop is the error that ends the replay early; the result keeps
 	// the peak reserved as it stood when the error arose.
 	var stop error
-events:
 	for {
 		var batch []traces.Event
 		var rerr error
@@ -307,115 +302,12 @@ events:
 		// Only a batch shows the frees ahead: a reader read event by
 		// event gives batches of one, where a touch would come just
 		// before the read it was to hide.
-		touch := batched && rp.ids.Live() >= touchLive
-		if touch {
+		rp.touch = batched && rp.ids.Live() >= touchLive
+		if rp.touch {
 			rp.touchFirst(batch)
 		}
-		for k := range batch {
-			ev := &batch[k]
-			if touch {
-				rp.touchAhead(batch, k)
-			}
-			// The plain events, allocations and frees of no kind in
-			// particular (every trace of format version 1), take the
-			// path below; anything else, and any error, goes through
-			// event, out of line, so that this loop stays small: with
-			// the whole replay in one function, the values live across
-			// its calls were so many that every event reloaded dozens
-			// of them from the stack (a null allocator's replay cost 25
-			// ns/event, 13 since).
-			if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
-				// TryFree does the common case; Free the rest,
-				// errors included.
-				e, ok := rp.ids.TryFree(ev.ID)
-				var err error
-				if !ok {
-					e, err = rp.ids.Free(ev.ID)
-				}
-				switch {
-				case err != nil:
-					stop = rp.fail(i, err)
-					break events
-				case e.h >= 0:
-					res.Frees++
-					a.Free(e.h)
-					rp.liveBytes -= e.size()
-				default:
-					rp.freeSpecial(e)
-				}
-				if !perEvent && i < rp.tlEnd {
-					// A free lowers the live bytes and never raises the
-					// reserved ones, so the peaks and the open bucket's
-					// maxima stand (TestFreeKeepsPeaks).
-					i++
-					continue
-				}
-			} else {
-				if ev.Kind == traces.KindNone && ev.Op == traces.OpAlloc && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
-					res.Allocs++
-					h, ok := a.Malloc(ev.Size, ev.Stream)
-					if !ok {
-						if stop = rp.oom(ev, i); stop != nil {
-							break events
-						}
-					} else {
-						// TryAlloc does the common case; Alloc
-						// the rest, errors included.
-						if !rp.ids.TryAlloc(ev.ID, entry(h, ev.Size)) {
-							if err := rp.ids.Alloc(ev.ID, ev.Size, entry(h, ev.Size)); err != nil {
-								a.Free(h)
-								stop = rp.fail(i, err)
-								break events
-							}
-						}
-						rp.liveBytes += ev.Size
-						if rp.liveBytes > res.PeakLive {
-							res.PeakLive, res.PeakLiveEvent = rp.liveBytes, i
-						}
-						if !rp.keepsPeak {
-							res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
-						}
-					}
-				} else if stop = rp.event(ev, i); stop != nil {
-					break events
-				}
-				if ev.Op == traces.OpAlloc {
-					// Only an allocation, fitting or not, can raise
-					// the footprint (placement, or a device
-					// allocation): it is read on those events only.
-					fp := mem.Peak()
-					if footprintVar != nil {
-						fp = *footprintVar
-					} else if footprinter != nil {
-						fp = footprinter.PeakFootprint()
-					}
-					if fp > rp.peakFootprint {
-						rp.peakFootprint, res.PeakFootprintEvent = fp, i
-					}
-				}
-			}
-			reserved := mem.Reserved()
-			if perEvent {
-				if stop = rp.everyEvent(ev, i, reserved, rp.peakReserved); stop != nil {
-					// The check comes after this event's peak.
-					rp.peakReserved = max(rp.peakReserved, mem.Peak())
-					break events
-				}
-			}
-			rp.peakReserved = max(rp.peakReserved, mem.Peak())
-			// tl.add, inlined by hand (over the inliner's budget), with
-			// the open bucket's maxima in rp that go to its sample when
-			// the next bucket opens (tl.close) or the replay ends.
-			if i < rp.tlEnd {
-				rp.bucketLive = max(rp.bucketLive, rp.liveBytes)
-				rp.bucketReserved = max(rp.bucketReserved, reserved)
-			} else {
-				tl.close(rp.bucketLive, rp.bucketReserved)
-				rp.bucketLive, rp.bucketReserved = rp.liveBytes, reserved
-				tl.open(i, ev.Time, rp.bucketLive, rp.bucketReserved)
-				rp.tlEnd = tl.end
-			}
-			i++
+		if stop = rp.replay(batch); stop != nil {
+			break
 		}
 		if rerr == io.EOF {
 			break
@@ -425,6 +317,9 @@ events:
 			break
 		}
 	}
+	i, tl := rp.i, rp.tl
+	res.Allocs += rp.allocs
+	res.Frees += rp.frees
 	tl.close(rp.bucketLive, rp.bucketReserved)
 	res.PeakReserved = rp.peakReserved
 	if rp.keepsPeak {
@@ -469,6 +364,148 @@ events:
 	return res, nil
 }
 
+// replay replays the events of batch, event rp.i on, and returns the
+// error that stops the replay, if any.
+//
+// It is the replay's loop, apart from ReplayWith so that few values live
+// across the model's calls: the batch, the event's place in it and rp,
+// where everything else is (replayer says why). The plain events,
+// allocations and frees of no kind in particular (every trace of format
+// version 1), take the paths written here; anything else, and any error,
+// goes through event, free or allocRest, out of line, so that this loop
+// stays small: with the whole replay in one function, the values live
+// across its calls were so many that every event reloaded dozens of them
+// from the stack (a null allocator's replay cost 25 ns/event, 13 since).
+func (rp *replayer) replay(batch []traces.Event) error {
+	for k := range batch {
+		if rp.touch {
+			rp.touchAhead(batch, k)
+		}
+		ev := &batch[k]
+		i := rp.i
+		if ev.Kind == traces.KindNone && ev.Op == traces.OpFree {
+			// TryFree does the common case; free the rest, errors
+			// included.
+			if e, ok := rp.ids.TryFree(ev.ID); ok && e.h >= 0 {
+				// The live bytes before the model's call, so that the
+				// entry's size is not kept across it.
+				rp.liveBytes -= e.size()
+				rp.frees++
+				rp.a.Free(e.h)
+			} else if err := rp.free(ev, e, ok, i); err != nil {
+				return err
+			}
+			if !rp.perEvent && i < rp.tlEnd {
+				// A free lowers the live bytes and never raises the
+				// reserved ones, so the peaks and the open bucket's
+				// maxima stand (TestFreeKeepsPeaks).
+				rp.i = i + 1
+				continue
+			}
+		} else {
+			if ev.Kind == traces.KindNone && ev.Op == traces.OpAlloc && !ev.Donated && ev.Size > 0 && ev.Size <= traces.MaxSize {
+				rp.allocs++
+				h, ok := rp.a.Malloc(ev.Size, ev.Stream)
+				if !ok {
+					if err := rp.oom(ev, i); err != nil {
+						return err
+					}
+				} else {
+					// TryAlloc does the common case; allocRest
+					// the rest, errors included.
+					if !rp.ids.TryAlloc(ev.ID, entry(h, ev.Size)) {
+						if err := rp.allocRest(ev, h, i); err != nil {
+							return err
+						}
+					}
+					rp.liveBytes += ev.Size
+					if rp.liveBytes > rp.res.PeakLive {
+						rp.res.PeakLive, rp.res.PeakLiveEvent = rp.liveBytes, i
+					}
+					if !rp.keepsPeak {
+						rp.res.PeakAllocated = max(rp.res.PeakAllocated, rp.a.Allocated())
+					}
+				}
+			} else if err := rp.event(ev, i); err != nil {
+				return err
+			}
+			if ev.Op == traces.OpAlloc {
+				// Only an allocation, fitting or not, can raise
+				// the footprint (placement, or a device
+				// allocation): it is read on those events only.
+				fp := rp.mem.Peak()
+				if rp.footprintVar != nil {
+					fp = *rp.footprintVar
+				} else if rp.footprinter != nil {
+					fp = rp.footprinter.PeakFootprint()
+				}
+				if fp > rp.peakFootprint {
+					rp.peakFootprint, rp.res.PeakFootprintEvent = fp, i
+				}
+			}
+		}
+		reserved := rp.mem.Reserved()
+		if rp.perEvent {
+			if err := rp.everyEvent(ev, i, reserved, rp.peakReserved); err != nil {
+				// The check comes after this event's peak.
+				rp.peakReserved = max(rp.peakReserved, rp.mem.Peak())
+				return err
+			}
+		}
+		rp.peakReserved = max(rp.peakReserved, rp.mem.Peak())
+		// tl.add, inlined by hand (over the inliner's budget), with
+		// the open bucket's maxima in rp that go to its sample when
+		// the next bucket opens (nextBucket) or the replay ends.
+		if i < rp.tlEnd {
+			rp.bucketLive = max(rp.bucketLive, rp.liveBytes)
+			rp.bucketReserved = max(rp.bucketReserved, reserved)
+		} else {
+			rp.nextBucket(ev, i, reserved)
+		}
+		rp.i = i + 1
+	}
+	return nil
+}
+
+// nextBucket closes the timeline's open bucket and opens the next at
+// event i, ev, with reserved bytes reserved.
+func (rp *replayer) nextBucket(ev *traces.Event, i, reserved int64) {
+	rp.tl.close(rp.bucketLive, rp.bucketReserved)
+	rp.bucketLive, rp.bucketReserved = rp.liveBytes, reserved
+	rp.tl.open(i, ev.Time, rp.bucketLive, rp.bucketReserved)
+	rp.tlEnd = rp.tl.end
+}
+
+// free is the free of event i, ev, when TryFree did not end its id's
+// life (ok false: Free does, or reports the error) or its entry e is
+// not the allocator's (freeSpecial).
+func (rp *replayer) free(ev *traces.Event, e liveEntry, ok bool, i int64) error {
+	if !ok {
+		var err error
+		if e, err = rp.ids.Free(ev.ID); err != nil {
+			return rp.fail(i, err)
+		}
+	}
+	if e.h >= 0 {
+		rp.res.Frees++
+		rp.a.Free(e.h)
+		rp.liveBytes -= e.size()
+		return nil
+	}
+	rp.freeSpecial(e)
+	return nil
+}
+
+// allocRest records the allocation of event i, ev, as h when TryAlloc
+// did not: Alloc does, or reports the error, which frees h.
+func (rp *replayer) allocRest(ev *traces.Event, h strategies.Handle, i int64) error {
+	if err := rp.ids.Alloc(ev.ID, ev.Size, entry(h, ev.Size)); err != nil {
+		rp.a.Free(h)
+		return rp.fail(i, err)
+	}
+	return nil
+}
+
 // replayer is the state of a replay that ReplayWith's loop shares with
 // the methods that handle the rare events out of line.
 type replayer struct {
@@ -506,7 +543,21 @@ type replayer struct {
 	// torch's unchanged within the noise, 2026-11-24).
 	peakFootprint, peakReserved, tlEnd, bucketLive, bucketReserved int64
 	liveBytes                                                      int64
-	toucher                                                        strategies.Toucher
+	// i is the index of the event being replayed; allocs and frees
+	// count the plain path's allocations and frees (Result.Allocs and
+	// Frees, which the other paths count there), one increment at an
+	// offset from rp rather than a load of res and one from it.
+	i, allocs, frees int64
+	tl               *timeline
+	toucher          strategies.Toucher
+	footprinter      strategies.Footprinter
+	// footprintVar is a FootprintWatcher's variable, read after each
+	// allocation.
+	footprintVar *int64
+	// perEvent: each event needs more than the plain path (checking, or
+	// layouts on every event); touch: the batch's frees ahead are
+	// touched (touchAhead).
+	perEvent, touch bool
 	// keepsPeak: the allocator keeps the peak of Allocated itself
 	// (strategies.AllocatedPeaker), read at the end of the replay.
 	keepsPeak bool

@@ -20,7 +20,13 @@ type Memory struct {
 	mallocs, frees int64
 	// ps is the modelled time in picoseconds: integer sums keep the
 	// reported seconds exact and independent of summation order.
-	ps   int64
+	ps int64
+	// hits counts the allocations served from the allocator's cache
+	// (Hit), charged when the time is read (Seconds): a count is one
+	// increment a malloc, where charging each was a load, a test and a
+	// branch (every charge is non-negative, so that the saturating sum
+	// does not depend on its order).
+	hits int64
 	cost costs
 	next int64
 
@@ -118,7 +124,15 @@ func (m *Memory) Mallocs() int64 { return m.mallocs }
 func (m *Memory) Frees() int64   { return m.frees }
 
 // Seconds is the modelled time of every device call and cache hit.
-func (m *Memory) Seconds() float64 { return float64(m.ps) / 1e12 }
+func (m *Memory) Seconds() float64 {
+	ps, hits := m.ps, mulSat(m.hits, m.cost.hit)
+	if ps > math.MaxInt64-hits {
+		ps = math.MaxInt64
+	} else {
+		ps += hits
+	}
+	return float64(ps) / 1e12
+}
 
 func (m *Memory) take(size int64) {
 	m.used += size
@@ -186,8 +200,9 @@ func (m *Memory) Unmap(size int64, pages int64) {
 	m.charge(mulSat(pages, m.cost.unmapPage))
 }
 
-// Hit charges an allocation served from the allocator's cache.
-func (m *Memory) Hit() { m.charge(m.cost.hit) }
+// Hit charges an allocation served from the allocator's cache (counted:
+// Seconds charges the hits).
+func (m *Memory) Hit() { m.hits++ }
 
 // Move charges a relocation of bytes live bytes: read and write once over
 // the HBM, or out to the host and back when the device cannot copy in place.

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -122,6 +123,54 @@ func TestMemory(t *testing.T) {
 	m.Limit = 5 << 20
 	if _, ok := m.Malloc(2 << 20); ok {
 		t.Error("Limit not honoured")
+	}
+}
+
+// TestHitsCharged checks that cache hits, counted and charged when the
+// time is read, cost what charging each at once would: exactly, between
+// device calls, and saturating with them rather than wrapping.
+func TestHitsCharged(t *testing.T) {
+	d, err := ParseDevice("gpu:malloc-sec=5e-5,free-sec=2e-5,hit-sec=3e-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory(&d)
+	var want int64 // picoseconds, charged one by one
+	for i := range 1000 {
+		switch i % 7 {
+		case 0:
+			if _, ok := m.Malloc(1 << 20); ok {
+				want += 50_000_000
+			}
+		case 3:
+			m.Free(1 << 20)
+			want += 20_000_000
+		default:
+			m.Hit()
+			want += 300_000
+		}
+	}
+	if got := m.Seconds(); got != float64(want)/1e12 {
+		t.Errorf("modelled %v s, want %v", got, float64(want)/1e12)
+	}
+	// Saturation: hits past the largest time, and hits on top of a
+	// saturated time, read as the largest time, never negative.
+	d, err = ParseDevice("gpu:hit-sec=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = NewMemory(&d)
+	for range 10_000_000 { // 10^19 ps
+		m.Hit()
+	}
+	if got := m.Seconds(); got != float64(math.MaxInt64)/1e12 {
+		t.Errorf("hits past the largest time: %v s", got)
+	}
+	m = NewMemory(&d)
+	m.Hit()
+	m.charge(math.MaxInt64 - 1)
+	if got := m.Seconds(); got != float64(math.MaxInt64)/1e12 {
+		t.Errorf("a hit on a saturated time: %v s", got)
 	}
 }
 

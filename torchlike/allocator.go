@@ -53,7 +53,22 @@ func (b *block) pending() bool   { return b.st&stPending != 0 }
 func (b *block) mapped() bool    { return b.st&stMapped != 0 }
 func (b *block) inUse() bool     { return b.st&stInUse != 0 }
 
-func (b *block) isSplit() bool { return b.prev != none || b.next != none }
+// isSplit reports whether b has an address neighbour in its segment.
+// Both links are none (-1, every bit set) only if their AND is: one test
+// and no branch where prev != none || next != none was two branches on
+// data (a block's neighbours come and go unpredictably).
+func (b *block) isSplit() bool { return b.prev&b.next != none }
+
+// at is link c as an unsigned index of the arena: none, -1, is above
+// every index, so that j < len(arena) says both that c names a block and
+// that the index is in bounds (which the compiler then does not test
+// again), where c != none and the index's bounds test were two.
+func at(c int32) uint { return uint(uint32(c)) }
+
+// linked reports whether either of two links is not none, as isSplit
+// tests a block's own two: a merged block's segment is still split when
+// the outer neighbours of what it merged are not both none.
+func linked(prev, next int32) bool { return prev&next != none }
 
 // pool is a BlockPool: the free blocks of one size class, and for
 // expandable segments the unmapped address ranges.
@@ -252,6 +267,15 @@ func (a *Allocator) newBlock(b block) int32 {
 // whole record was a fifth of a merging free's instructions.
 func (a *Allocator) deleteBlock(i int32) {
 	a.arena[i].st = 0
+	a.freeSlot(i)
+}
+
+// freeSlot puts slot i, whose state is cleared (deleteBlock), on freeB.
+// Free clears a merged neighbour's state through the pointer it holds,
+// before the set's update, and frees the slot after it: found again
+// after the set's call, the record was an index reloaded, tested and
+// scaled (seven instructions a merge).
+func (a *Allocator) freeSlot(i int32) {
 	a.freeB = append(a.freeB, i)
 }
 
@@ -401,7 +425,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		a.mem.Hit()
 		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
-	return a.fitTried(orig, size, stream, pl, k, found)
+	return a.fitTried(orig, size, stream, minRem, pl, k, found)
 }
 
 // malloc is Malloc but for its commonest case.
@@ -449,7 +473,7 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 				a.mem.Hit()
 				return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 			}
-			return a.fitTried(orig, size, stream, pl, k, found)
+			return a.fitTried(orig, size, stream, minRem, pl, k, found)
 		}
 		k, found := pl.blocks.Fit(stream, size)
 		if !found {
@@ -491,13 +515,15 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 
 // fitTried is malloc after binset.TakeFit did not take the best fit
 // for a request of orig bytes rounded to size on stream from pool pl
-// (fastFit, no expandable segments): found says whether it found it, k,
-// and left the set's update to allocFoundBlock; if not, LowerBound
+// (fastFit, no expandable segments; should_split's least remainder
+// minRem): found says whether it found it, k, and left the set's update
+// to this path: binset's Take and Put when k's class is a record or a
+// chunk, then takeDone, else allocFoundBlock; if not found, LowerBound
 // finds it, or mallocSlow finds that nothing fits.
 //
-// allocFoundBlock, not takeDone: it reads the block's record before it
-// updates the set, which at 10^6 live blocks (where most best fits are
-// in spilled classes, which TakeFit leaves to this path) descends the
+// allocFoundBlock, not takeDone, for a class spilled to a tree: it reads
+// the block's record before it updates the set, which at 10^6 live
+// blocks (where most best fits are in spilled classes) descends the
 // classes' trees, so that the record's miss can overlap theirs.
 // Updating the set first and then taking the block by takeDone saved
 // 1.9 instructions an event on gpt-generate; the live-set benchmark's
@@ -505,11 +531,28 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 // 10 interleaved runs, p=0.007, with other changes), though cachegrind
 // counted the same misses and later runs on a busier machine resolved
 // nothing, so the order that was measured before is kept.
-func (a *Allocator) fitTried(orig, size, stream int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
+func (a *Allocator) fitTried(orig, size, stream, minRem int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
 	set := setTried
 	if !found {
 		k, found = pl.blocks.LowerBound(freeset.Key{Stream: stream, Size: size})
 		set = inSet
+	} else if pl.blocks.Take(k) {
+		// TakeFit found k, of a class with several keys (a chunk) or
+		// with the remainder's class not empty, and left it: Take
+		// and Put (else Insert) are Replace's or Remove's work there,
+		// in that order, so that takeDone takes the block (a tenth of
+		// gpt-generate's mallocs, which allocFoundBlock and the
+		// general Replace and Remove took at about twice the
+		// instructions). A class that spilled to a tree is still
+		// allocFoundBlock's (above).
+		if k.Size-size >= minRem {
+			rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
+			if !pl.blocks.Put(rem) {
+				pl.blocks.Insert(rem)
+			}
+		}
+		a.mem.Hit()
+		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
 	if found && k.Stream == stream {
 		a.mem.Hit()
@@ -726,8 +769,8 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, rem, r.es
 		n.small, n.st = small, stMapped|stInUse
-		if r.prev != none {
-			arena[r.prev].next = nb
+		if j := at(r.prev); j < uint(len(arena)) {
+			arena[j].next = nb
 		}
 		r.prev = nb
 		r.addr += size
@@ -814,8 +857,8 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		n := &arena[nb]
 		n.addr, n.size, n.stream, n.prev, n.next, n.es = r.addr, size, stream, r.prev, i, r.es
 		n.small, n.st, n.req = small, stMapped|stInUse|stAllocated, orig
-		if r.prev != none {
-			arena[r.prev].next = nb
+		if j := at(r.prev); j < uint(len(arena)) {
+			arena[j].next = nb
 		}
 		r.prev = nb
 		r.addr += size
@@ -976,11 +1019,16 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// merges were copied through the stack.
 	//
 	// b stays valid throughout (nothing here grows the arena).
+	//
+	// A link is tested as an unsigned index (at): below the arena's
+	// length is neither none (-1, above every index as unsigned) nor out
+	// of the arena, one comparison for both tests and the index's
+	// bounds.
 	cp, cn := b.prev, b.next
-	if cp != none && !freeMapped(&arena[cp]) {
+	if j := at(cp); j >= uint(len(arena)) || !freeMapped(&arena[j]) {
 		cp = none
 	}
-	if cn != none && !freeMapped(&arena[cn]) {
+	if j := at(cn); j >= uint(len(arena)) || !freeMapped(&arena[j]) {
 		cn = none
 	}
 	pl := a.poolOf(b)
@@ -996,9 +1044,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// more than they held (a rise, whose peaks are tested behind
 	// predicted branches; with one neighbour merged the count is
 	// unchanged, with two it falls); if the segment is whole again, the
-	// neighbours' bytes, b.size-orig, leave alone. A neighbour's slot
-	// is given up after the set's update, so that setSlow, when the
-	// short paths do not apply, reads the keys again.
+	// neighbours' bytes, b.size-orig, leave alone. A merged
+	// neighbour's state is cleared through its pointer before the set's
+	// update and its slot given up (freeSlot) after it, its record
+	// intact, so that setSlow, when the short paths do not apply, reads
+	// the keys again.
 	if a.stats.activeApart {
 		ps.g[sActive].cur--
 		ps.g[sActiveBytes].cur -= orig
@@ -1017,7 +1067,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 	case cn == none:
 		s := &arena[cp]
 		if split {
-			if s.prev != none || b.next != none {
+			if linked(s.prev, b.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
 				ps.g[sInactiveSplit].cur--
@@ -1026,17 +1076,18 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old := key(s, cp)
 		b.addr, b.prev, b.size = s.addr, s.prev, b.size+s.size
-		if s.prev != none {
-			arena[s.prev].next = i
+		if j := at(s.prev); j < uint(len(arena)) {
+			arena[j].next = i
 		}
+		s.st = 0
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cp, i)
 		}
-		a.deleteBlock(cp)
+		a.freeSlot(cp)
 	case cp == none:
 		s := &arena[cn]
 		if split {
-			if b.prev != none || s.next != none {
+			if linked(b.prev, s.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
 				ps.g[sInactiveSplit].cur--
@@ -1045,17 +1096,18 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old := key(s, cn)
 		b.next, b.size = s.next, b.size+s.size
-		if s.next != none {
-			arena[s.next].prev = i
+		if j := at(s.next); j < uint(len(arena)) {
+			arena[j].prev = i
 		}
+		s.st = 0
 		if !pl.blocks.Move(old, key(b, i)) {
 			a.setSlow(pl, cn, i)
 		}
-		a.deleteBlock(cn)
+		a.freeSlot(cn)
 	default:
 		s, t := &arena[cp], &arena[cn]
 		if split {
-			if s.prev != none || t.next != none {
+			if linked(s.prev, t.next) {
 				ps.g[sInactiveSplit].cur--
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
@@ -1065,20 +1117,21 @@ func (a *Allocator) Free(h strategies.Handle) {
 		}
 		old, gone := key(s, cp), key(t, cn)
 		b.addr, b.prev, b.next, b.size = s.addr, s.prev, t.next, b.size+s.size+t.size
-		if s.prev != none {
-			arena[s.prev].next = i
+		if j := at(s.prev); j < uint(len(arena)) {
+			arena[j].next = i
 		}
-		if t.next != none {
-			arena[t.next].prev = i
+		if j := at(t.next); j < uint(len(arena)) {
+			arena[j].prev = i
 		}
+		s.st, t.st = 0, 0
 		if !pl.blocks.Take(gone) {
 			pl.blocks.Remove(gone)
 		}
 		if !pl.blocks.Move(old, key(&a.arena[i], i)) {
 			a.setSlow(pl, cp, i)
 		}
-		a.deleteBlock(cp)
-		a.deleteBlock(cn)
+		a.freeSlot(cp)
+		a.freeSlot(cn)
 	}
 }
 

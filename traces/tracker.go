@@ -308,11 +308,15 @@ func (t *Tracker[V]) TryFree(id uint64) (v V, ok bool) {
 	if key >= uint64(len(t.dir)) {
 		return v, false
 	}
+	// A page with fewer than two live ids (none: no page) is Free's.
 	r := &t.dir[key]
-	if r.p == nil || r.n < 2 || r.p.slots[id%valPageSize].flags&slotLive == 0 {
+	if r.n < 2 {
 		return v, false
 	}
 	s := &r.p.slots[id%valPageSize]
+	if s.flags&slotLive == 0 {
+		return v, false
+	}
 	v = s.v
 	*s = slot[V]{}
 	r.n--

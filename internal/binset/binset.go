@@ -82,6 +82,22 @@
 // above the base. TakeFit against Fit and Move as two calls saved
 // only 2.3 instructions an event: the bitmap search, the record's tests
 // and the bitmap's updates are the work either way.
+//
+// Then (2026-11-24, against 9f358d2, cachegrind, harness's
+// BenchmarkReplay under torch): fitClass's and TakeFit's shifts written
+// below 64 (w % 64, then one more; cn / 64 % 64), where the compiler had
+// added three instructions to each for a count of 64 or more, took the
+// torch model's instructions an event from 243.5 to 241.3. Tried and not
+// kept: TakeFit taking its best fit from a chunk as well (the first key
+// leaves it; 9% of gpt-generate's mallocs) gave TakeFit a frame and
+// spills, 14 instructions on every call for about 20 saved on the one
+// call in ten that used it (247.6 -> 247.3 an event); torch now takes
+// those by Take and Put instead (fitTried). Class primitives small
+// enough to be inlined (a key's class, a record's tests, a record
+// emptied or filled), which torch's Free composed into Put's and Move's
+// commonest cases without a call, saved 0.5 instructions an event: the
+// code in line was as long as the leaf's, and Free's spills stayed for
+// its other calls.
 package binset
 
 import (

@@ -59,7 +59,10 @@ func (s *Set) fitClass(c uint) (uint, bool) {
 	w := c / 64
 	m := s.bits[w%words] & (^uint64(0) << (c % 64))
 	if m == 0 {
-		sm := s.summary & (^uint64(0) << (w + 1))
+		// The words after w: a shift by w and one more, each below
+		// 64, where a shift by w + 1 (up to 64) took the compiler's
+		// test for a shift past the word.
+		sm := s.summary & (^uint64(0) << (w % 64) << 1)
 		if sm == 0 {
 			return 0, false
 		}
@@ -235,6 +238,6 @@ func (s *Set) TakeFit(stream, size, minRem int64) (k freeset.Key, found, done bo
 	}
 	*nl = class{addr: k.Addr + size, b: k.B, m: 1}
 	s.bits[(cn/64)%words] |= 1 << (cn % 64)
-	s.summary |= 1 << (cn / 64)
+	s.summary |= 1 << (cn / 64 % 64)
 	return k, true, true
 }
