@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -23,13 +24,11 @@ var errBroken = errors.New("the reader broke")
 
 func (r *brokenReader) NextBatch(buf []traces.Event) ([]traces.Event, error) {
 	evs, err := r.SliceReader.NextBatch(buf[:min(len(buf), 100)])
-	if err == io_EOF {
+	if err == io.EOF {
 		return nil, errBroken
 	}
 	return evs, err
 }
-
-var io_EOF = func() error { _, err := (&traces.SliceReader{}).Next(); return err }()
 
 // TestPartialResult: a replay that stops at an error (a free of an id
 // never allocated or freed already, an allocation of no bytes, a reader
