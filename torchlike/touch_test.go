@@ -93,3 +93,25 @@ func TestTouchChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestTouchAfterRelease: a released allocator has no arena, and Touch,
+// a hint, must then ask for nothing, neither the block passed nor the
+// neighbours of the block touched before the release (whose index Touch
+// still holds).
+func TestTouchAfterRelease(t *testing.T) {
+	a := newTorch(t, "", "a100-40g:capacity=1GiB")
+	var hs []strategies.Handle
+	for range 8 {
+		h, ok := a.Malloc(4096, 0)
+		if !ok {
+			t.Fatal("Malloc(4096) failed")
+		}
+		hs = append(hs, h)
+	}
+	a.Free(hs[2]) // hs[3] has address neighbours on both sides
+	a.Touch(hs[3])
+	a.Release()
+	a.Touch(hs[4])
+	a.Touch(hs[5])
+	a.Touch(-1)
+}
