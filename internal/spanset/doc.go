@@ -231,6 +231,8 @@
 // recordAhead, 4 before), so that the leaf asked for at the next touch
 // has six events to come in, with eight kept paths searched from the
 // newest: the replay's 10^6 side went from 181-198 to 165-172
-// cpu-ns/event, x-live1k-cpu 2.46-2.65 to 2.22-2.36. Issue 15's ≤ 2
-// would need the 10^6 side near 146.
+// cpu-ns/event, x-live1k-cpu 2.46-2.65 to 2.22-2.36 (rounds at 23:05;
+// four more at 00:10, in a slower spell of the machine, could not tell
+// the session's first binary from its last, 2.28-2.80 and 2.28-2.94).
+// Issue 15's ≤ 2 would need the 10^6 side near 146.
 package spanset
