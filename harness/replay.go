@@ -487,7 +487,7 @@ func (rp *replayer) free(ev *traces.Event, e liveEntry, ok bool, i int64) error 
 		}
 	}
 	if e.h >= 0 {
-		rp.res.Frees++
+		rp.frees++
 		rp.a.Free(e.h)
 		rp.liveBytes -= e.size()
 		return nil
@@ -544,9 +544,10 @@ type replayer struct {
 	peakFootprint, peakReserved, tlEnd, bucketLive, bucketReserved int64
 	liveBytes                                                      int64
 	// i is the index of the event being replayed; allocs and frees
-	// count the plain path's allocations and frees (Result.Allocs and
-	// Frees, which the other paths count there), one increment at an
-	// offset from rp rather than a load of res and one from it.
+	// count the replay's allocations and frees, every path's, added to
+	// Result.Allocs and Frees when the loop ends (also when it stops
+	// early): one increment at an offset from rp, where the plain path
+	// counting in res took a load of res and one from it.
 	i, allocs, frees int64
 	tl               *timeline
 	toucher          strategies.Toucher
@@ -650,7 +651,7 @@ func (rp *replayer) freeSpecial(e liveEntry) {
 	case program:
 		rp.liveBytes -= e.size() // the program stays loaded
 	case failed:
-		rp.res.Frees++ // the allocation failed: its free is ignored
+		rp.frees++ // the allocation failed: its free is ignored
 	}
 }
 
@@ -742,7 +743,7 @@ func (rp *replayer) event(ev *traces.Event, i int64) error {
 				return nil
 			}
 		}
-		res.Allocs++
+		rp.allocs++
 		h, ok := a.Malloc(ev.Size, ev.Stream)
 		if !ok {
 			return rp.oom(ev, i)
@@ -759,17 +760,7 @@ func (rp *replayer) event(ev *traces.Event, i int64) error {
 			res.PeakAllocated = max(res.PeakAllocated, a.Allocated())
 		}
 	case traces.OpFree:
-		e, err := rp.ids.Free(ev.ID)
-		if err != nil {
-			return rp.fail(i, err)
-		}
-		if e.h < 0 {
-			rp.freeSpecial(e)
-			return nil
-		}
-		res.Frees++
-		a.Free(e.h)
-		rp.liveBytes -= e.size()
+		return rp.free(ev, liveEntry{}, false, i)
 	case traces.OpMark:
 		if len(res.Marks) < rp.opts.MaxMarks {
 			res.Marks = append(res.Marks, Mark{i, ev.Label})

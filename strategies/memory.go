@@ -83,12 +83,14 @@ func picos(sec float64) int64 {
 
 // charge adds ps picoseconds to the modelled time, saturating at the
 // largest int64 (about 107 days) rather than wrapping to a negative time.
-func (m *Memory) charge(ps int64) {
-	if m.ps > math.MaxInt64-ps {
-		m.ps = math.MaxInt64
-		return
+func (m *Memory) charge(ps int64) { m.ps = addSat(m.ps, ps) }
+
+// addSat is a+b for non-negative operands, saturating.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
 	}
-	m.ps += ps
+	return a + b
 }
 
 // mulSat is n·c for non-negative operands, saturating.
@@ -125,13 +127,7 @@ func (m *Memory) Frees() int64   { return m.frees }
 
 // Seconds is the modelled time of every device call and cache hit.
 func (m *Memory) Seconds() float64 {
-	ps, hits := m.ps, mulSat(m.hits, m.cost.hit)
-	if ps > math.MaxInt64-hits {
-		ps = math.MaxInt64
-	} else {
-		ps += hits
-	}
-	return float64(ps) / 1e12
+	return float64(addSat(m.ps, mulSat(m.hits, m.cost.hit))) / 1e12
 }
 
 func (m *Memory) take(size int64) {
