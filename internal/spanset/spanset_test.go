@@ -731,3 +731,37 @@ func TestExtremeAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestChildAt checks the branch-free descent by address against its
+// definition, the last child whose separator is not above x, on random
+// inner nodes of every count (separator 0 the smallest int64, the slots
+// past the count the largest, as the tree keeps them) and addresses on,
+// between and beyond the separators, the extremes included.
+func TestChildAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 25))
+	for trial := range 20000 {
+		n := 1 + trial%nodeMax
+		var sep [nodeMax]int64
+		fill(sep[:], maxInt)
+		sep[0] = minInt
+		x := int64(rng.IntN(1000)) - 500
+		for i := 1; i < n; i++ {
+			x += 1 + int64(rng.IntN(3))
+			sep[i] = x
+		}
+		for _, q := range []int64{minInt, minInt + 1, maxInt - 1, sep[rng.IntN(n)], sep[rng.IntN(n)] - 1, int64(rng.IntN(1200)) - 600} {
+			if q == maxInt {
+				continue
+			}
+			want := 0
+			for i := range n {
+				if sep[i] <= q {
+					want = i
+				}
+			}
+			if got := childAt(&sep, q); got != want {
+				t.Fatalf("childAt(%v of %d, %d) = %d, want %d", sep[:n], n, q, got, want)
+			}
+		}
+	}
+}
