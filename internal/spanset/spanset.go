@@ -2,6 +2,7 @@ package spanset
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"membench/internal/hugemem"
@@ -416,7 +417,7 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 	}
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := groupFit(&in.gmax, &in.max, int(in.n), size)
+		i := lastFitBy(&in.gmax, &in.max, size)
 		if i < 0 {
 			return Span{}, false // only at the root: deeper maxima promise a fit
 		}
@@ -424,7 +425,7 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 		node = in.child[i]
 	}
 	lp := &s.leaves[node]
-	j := groupFit(&lp.gmax, &lp.size, int(lp.n), size)
+	j := lastFitBy(&lp.gmax, &lp.size, size)
 	s.fLeaf, s.fPos, s.fOK = node, int32(j), true // the maxima above promise a fit
 	return Span{lp.start[j&(nodeMax-1)], lp.size[j&(nodeMax-1)]}, true
 }
@@ -469,6 +470,27 @@ func groupFit(gm *[groups]int64, xs *[nodeMax]int64, n int, size int64) int {
 		j--
 	}
 	return j
+}
+
+// lastFitBy is groupFit without a branch on the sizes: the last group
+// whose largest is at least size, by the highest bit of a mask of four
+// comparisons, then the last entry of that group that is, by the highest
+// bit of a mask of eight. It needs no count (the slots and groups past
+// it hold 0, and size is positive) and returns -1 when no group holds
+// size. Why: at 10^6 live buffers groupFit's two scans ended at places
+// the processor could not guess at each of the four inner levels and the
+// leaf, 6.5 of the model's mispredicted branches an event pair
+// (cachegrind, 2026-11-25); twelve comparisons cost less.
+func lastFitBy(gm *[groups]int64, xs *[nodeMax]int64, size int64) int {
+	m := b2i(gm[0] >= size) | b2i(gm[1] >= size)<<1 | b2i(gm[2] >= size)<<2 | b2i(gm[3] >= size)<<3
+	if m == 0 {
+		return -1
+	}
+	g := bits.Len(uint(m)) - 1
+	x := (*[group]int64)(xs[(g*group)&(nodeMax-group):])
+	w := b2i(x[0] >= size) | b2i(x[1] >= size)<<1 | b2i(x[2] >= size)<<2 | b2i(x[3] >= size)<<3 |
+		b2i(x[4] >= size)<<4 | b2i(x[5] >= size)<<5 | b2i(x[6] >= size)<<6 | b2i(x[7] >= size)<<7
+	return g*group + bits.Len(uint(w)) - 1
 }
 
 // Carve takes size bytes from the highest span that holds them, as the
