@@ -473,24 +473,49 @@ func groupFit(gm *[groups]int64, xs *[nodeMax]int64, n int, size int64) int {
 }
 
 // lastFitBy is groupFit without a branch on the sizes: the last group
-// whose largest is at least size, by the highest bit of a mask of four
-// comparisons, then the last entry of that group that is, by the highest
-// bit of a mask of eight. It needs no count (the slots and groups past
-// it hold 0, and size is positive) and returns -1 when no group holds
-// size. Why: at 10^6 live buffers groupFit's two scans ended at places
-// the processor could not guess at each of the four inner levels and the
-// leaf, 6.5 of the model's mispredicted branches an event pair
-// (cachegrind, 2026-11-25); twelve comparisons cost less.
+// whose largest is at least size, then the last entry of that group
+// that is, each the last of a run of conditional moves (one a
+// comparison). It needs no count (the slots and groups past it hold 0,
+// and size is positive) and returns a negative index when no group
+// holds size. Why: at 10^6 live buffers groupFit's two scans ended at
+// places the processor could not guess at each of the four inner levels
+// and the leaf, 6.5 of the model's mispredicted branches an event pair
+// (cachegrind, 2026-11-25); twelve comparisons cost less. Conditional
+// moves take three instructions a comparison, where a mask's bit took
+// five (the compiler makes each "if" below a CMOV, since j is not an
+// address here: it must not be inlined where j indexes a load).
+//
+//go:noinline
 func lastFitBy(gm *[groups]int64, xs *[nodeMax]int64, size int64) int {
+	// The group by the highest bit of a mask: a conditional move
+	// chain here would feed the address of the loads below, which the
+	// compiler makes branches instead.
 	m := b2i(gm[0] >= size) | b2i(gm[1] >= size)<<1 | b2i(gm[2] >= size)<<2 | b2i(gm[3] >= size)<<3
-	if m == 0 {
-		return -1
+	g := (bits.Len(uint(m)) - 1) * group
+	x := (*[group]int64)(xs[g&(nodeMax-group):])
+	j := g // x[0] when no later entry fits: the group's largest does
+	if x[1] >= size {
+		j = g + 1
 	}
-	g := bits.Len(uint(m)) - 1
-	x := (*[group]int64)(xs[(g*group)&(nodeMax-group):])
-	w := b2i(x[0] >= size) | b2i(x[1] >= size)<<1 | b2i(x[2] >= size)<<2 | b2i(x[3] >= size)<<3 |
-		b2i(x[4] >= size)<<4 | b2i(x[5] >= size)<<5 | b2i(x[6] >= size)<<6 | b2i(x[7] >= size)<<7
-	return g*group + bits.Len(uint(w)) - 1
+	if x[2] >= size {
+		j = g + 2
+	}
+	if x[3] >= size {
+		j = g + 3
+	}
+	if x[4] >= size {
+		j = g + 4
+	}
+	if x[5] >= size {
+		j = g + 5
+	}
+	if x[6] >= size {
+		j = g + 6
+	}
+	if x[7] >= size {
+		j = g + 7
+	}
+	return j
 }
 
 // Carve takes size bytes from the highest span that holds them, as the
