@@ -291,7 +291,10 @@ func (s *Set) Largest() int64 {
 func (s *Set) descend(x int64) (int32, int) {
 	s.fOK = false
 	node := s.walk(x, &s.path, &s.idx)
-	return node, s.leaves[node].rank(x)
+	if s.height == 0 {
+		return node, s.leaves[node].rank(x)
+	}
+	return node, s.leaves[node].rankAll(x)
 }
 
 // walk goes down the inner nodes to the leaf where x belongs, taking at
@@ -343,18 +346,39 @@ func rank(xs *[nodeMax]int64, x int64) int {
 
 // childAt is the last child of an inner node whose separator (xs) is not
 // above x, for x below the largest int64: rank(xs, x)-1, without a
-// branch. It counts the group firsts not above x, then the separators of
-// that group after its first (which is), by adding comparisons' results.
+// branch. It counts the group firsts not above x, by adding comparisons'
+// results, then finds the last separator of that group not above x (its
+// first is) by a binary search whose steps add a comparison's result.
 // Why: at 10^6 live buffers a Prefetch's walk down four inner levels ends
 // each rank's scan at a place the processor cannot guess, and walk was
 // 7.6 of the model's 26 mispredicted branches an event pair (cachegrind,
-// tpurt BenchmarkLive, 2026-11-25); eleven comparisons and adds cost
-// less than a mispredicted exit each level. Leaves keep rank, whose exit
-// a root leaf's few spans make predictable.
+// tpurt BenchmarkLive, 2026-11-25); six comparisons and adds cost less
+// than a mispredicted exit each level (a count of the group's seven
+// took 15 instructions more a level, and no less time). Leaves under
+// inner nodes count by rankAll.
 func childAt(xs *[nodeMax]int64, x int64) int {
 	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
 	g := (*[group]int64)(xs[k&(nodeMax-group):])
-	return k + b2i(g[1] <= x) + b2i(g[2] <= x) + b2i(g[3] <= x) +
+	// Within the group, a binary search by arithmetic: three
+	// comparisons where counting took seven.
+	i := b2i(g[4] <= x) * 4
+	i += b2i(g[(i+2)&(group-1)] <= x) * 2
+	return k + i + b2i(g[(i+1)&(group-1)] <= x)
+}
+
+// rankAll is rank without a branch on the starts, as childAt counts
+// (a leaf's first start, unlike an inner node's first separator, may be
+// above x): for the leaves below inner nodes, where a Join at 10^6 live
+// buffers is one of thousands of leaves and rank's scan ended at a place
+// the processor could not guess (cachegrind: 2.4 mispredicted branches
+// an event pair). A root leaf keeps rank: a replay's few free ranges,
+// whose Joins end at the same few places.
+func (lp *leaf) rankAll(x int64) int {
+	x = min(x, maxInt-1)
+	xs := &lp.start
+	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
+	g := (*[group]int64)(xs[k&(nodeMax-group):])
+	return k + b2i(g[0] <= x) + b2i(g[1] <= x) + b2i(g[2] <= x) + b2i(g[3] <= x) +
 		b2i(g[4] <= x) + b2i(g[5] <= x) + b2i(g[6] <= x) + b2i(g[7] <= x)
 }
 
@@ -580,7 +604,7 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 			// Whole arrays: a fixed copy of 64 bytes each, where
 			// copying the height's entries called memmove twice.
 			s.path, s.idx = e.path, e.idx
-			return e.leaf, s.leaves[e.leaf].rank(x), true
+			return e.leaf, s.leaves[e.leaf].rankAll(x), true
 		}
 	}
 	return 0, 0, false

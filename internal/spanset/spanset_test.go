@@ -765,3 +765,40 @@ func TestChildAt(t *testing.T) {
 		}
 	}
 }
+
+// TestRankAll checks the branch-free rank of a leaf against rank on
+// random leaves of every count (the slots past the count holding the
+// largest int64, as the tree keeps them), with addresses before, on,
+// between and after the starts, the extremes included.
+func TestRankAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 25))
+	for trial := range 20000 {
+		n := trial % (nodeMax + 1)
+		var lp leaf
+		fill(lp.start[:], maxInt)
+		lp.n = int32(n)
+		x := int64(rng.IntN(1000)) - 500
+		for i := range n {
+			x += 1 + int64(rng.IntN(3))
+			lp.start[i] = x
+		}
+		qs := []int64{minInt, minInt + 1, maxInt - 1, maxInt, int64(rng.IntN(1200)) - 600}
+		if n > 0 {
+			qs = append(qs, lp.start[rng.IntN(n)], lp.start[rng.IntN(n)]-1, lp.start[0]-1, lp.start[n-1])
+		}
+		for _, q := range qs {
+			want := 0
+			for i := range n {
+				if lp.start[i] <= q {
+					want = i + 1
+				}
+			}
+			if got := lp.rankAll(q); got != want {
+				t.Fatalf("rankAll(%v, %d) = %d, want %d", lp.start[:n], q, got, want)
+			}
+			if got := lp.rank(q); got != want {
+				t.Fatalf("rank(%v, %d) = %d, want %d", lp.start[:n], q, got, want)
+			}
+		}
+	}
+}
