@@ -346,24 +346,23 @@ func rank(xs *[nodeMax]int64, x int64) int {
 
 // childAt is the last child of an inner node whose separator (xs) is not
 // above x, for x below the largest int64: rank(xs, x)-1, without a
-// branch. It counts the group firsts not above x, by adding comparisons'
-// results, then finds the last separator of that group not above x (its
-// first is) by a binary search whose steps add a comparison's result.
+// branch. It counts the group firsts not above x, then the separators of
+// that group after its first (which is), by adding comparisons' results.
 // Why: at 10^6 live buffers a Prefetch's walk down four inner levels ends
 // each rank's scan at a place the processor cannot guess, and walk was
 // 7.6 of the model's 26 mispredicted branches an event pair (cachegrind,
-// tpurt BenchmarkLive, 2026-11-25); six comparisons and adds cost less
-// than a mispredicted exit each level (a count of the group's seven
-// took 15 instructions more a level, and no less time). Leaves under
-// inner nodes count by rankAll.
+// tpurt BenchmarkLive, 2026-11-25); ten comparisons and adds cost less
+// than a mispredicted exit each level. Leaves under inner nodes count by
+// rankAll.
 func childAt(xs *[nodeMax]int64, x int64) int {
 	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
 	g := (*[group]int64)(xs[k&(nodeMax-group):])
-	// Within the group, a binary search by arithmetic: three
-	// comparisons where counting took seven.
-	i := b2i(g[4] <= x) * 4
-	i += b2i(g[(i+2)&(group-1)] <= x) * 2
-	return k + i + b2i(g[(i+1)&(group-1)] <= x)
+	// Within the group, a count summed as a tree: its comparisons do
+	// not wait for one another, where a binary search's three each
+	// waited for the load the one before chose (fewer instructions,
+	// a longer chain: 2-3 % slower, 2026-11-25).
+	return (k + b2i(g[1] <= x)) + (b2i(g[2] <= x) + b2i(g[3] <= x)) +
+		((b2i(g[4] <= x) + b2i(g[5] <= x)) + (b2i(g[6] <= x) + b2i(g[7] <= x)))
 }
 
 // rankAll is rank without a branch on the starts, as childAt counts
@@ -378,8 +377,8 @@ func (lp *leaf) rankAll(x int64) int {
 	xs := &lp.start
 	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
 	g := (*[group]int64)(xs[k&(nodeMax-group):])
-	return k + b2i(g[0] <= x) + b2i(g[1] <= x) + b2i(g[2] <= x) + b2i(g[3] <= x) +
-		b2i(g[4] <= x) + b2i(g[5] <= x) + b2i(g[6] <= x) + b2i(g[7] <= x)
+	return ((k + b2i(g[0] <= x)) + (b2i(g[1] <= x) + b2i(g[2] <= x))) + (b2i(g[3] <= x) +
+		(b2i(g[4] <= x) + b2i(g[5] <= x)) + (b2i(g[6] <= x) + b2i(g[7] <= x)))
 }
 
 // b2i is 1 for true and 0 for false; the compiler makes it a SETcc, not
