@@ -326,7 +326,12 @@ func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
 // probes, each depending on the one before, wait for up to three of
 // those lines one after the other; a scan from the first entry loads as
 // many lines and, at 10^6 live buffers, reads 10 entries a node where
-// this reads 4 after the probes. Either mispredicts once, where it stops.
+// this reads 4 after the probes. Either mispredicts once, where it stops,
+// which is why only a root leaf still ranks this way (2026-11-25): inner
+// nodes by childAt and the leaves under them by rankAll, which compare
+// without a branch. A root leaf holds a replay's few free ranges, whose
+// scans stop at the same few places, and there the count of every
+// comparison of a group cost 3-5 % more on gpt-generate (2026-11-24).
 func rank(xs *[nodeMax]int64, x int64) int {
 	k := 0
 	if xs[group] <= x {
@@ -469,44 +474,24 @@ func lastFit(sizes []int64, size int64) int {
 	return i
 }
 
-// groupFit is the index of the last of a node's n sizes xs that is at
-// least size (which is positive), -1 for none, found by the node's group
-// maxima gm: the last group whose largest is at least size, then the last
-// entry of that group that is, each scan starting at the node's last
-// entry (a replay's few free ranges are one leaf, whose last, the top of
-// the heap, is most often the fit). It reads the header's line and one
-// line of sizes, where a scan of the sizes reads every line from the
-// node's end down to the fit.
-func groupFit(gm *[groups]int64, xs *[nodeMax]int64, n int, size int64) int {
-	if n <= 0 {
-		return -1
-	}
-	g := (n - 1) / group
-	for g >= 0 && gm[g&(groups-1)] < size {
-		g--
-	}
-	if g < 0 {
-		return -1
-	}
-	j := min(g*group+group, n) - 1
-	for xs[j&(nodeMax-1)] < size { // the group's largest is at least size
-		j--
-	}
-	return j
-}
-
-// lastFitBy is groupFit without a branch on the sizes: the last group
-// whose largest is at least size, then the last entry of that group
-// that is, each the last of a run of conditional moves (one a
-// comparison). It needs no count (the slots and groups past it hold 0,
-// and size is positive) and returns a negative index when no group
-// holds size. Why: at 10^6 live buffers groupFit's two scans ended at
-// places the processor could not guess at each of the four inner levels
-// and the leaf, 6.5 of the model's mispredicted branches an event pair
-// (cachegrind, 2026-11-25); twelve comparisons cost less. Conditional
-// moves take three instructions a comparison, where a mask's bit took
-// five (the compiler makes each "if" below a CMOV, since j is not an
-// address here: it must not be inlined where j indexes a load).
+// lastFitBy is the index of the last of a node's sizes xs that is at
+// least size, found by the node's group maxima gm without a branch on
+// the sizes: the last group whose largest is at least size (the highest
+// bit of a mask of four comparisons), then the last entry of that group
+// that is (the last of a run of conditional moves, one a comparison).
+// It needs no count (the slots and groups past it hold 0, and size is
+// positive), returns a negative index when no group holds size, and
+// reads the header's line and one line of sizes. Why: it replaced two
+// scans from the node's last entry (of the group maxima, then of the
+// group), which at 10^6 live buffers ended at places the processor could
+// not guess at each of the four inner levels and the leaf, 6.5 of the
+// model's mispredicted branches an event pair (cachegrind, 2026-11-25);
+// twelve comparisons cost less. Conditional moves take three
+// instructions a comparison, where a mask's bit took five; the compiler
+// makes each "if" below a CMOV only because j addresses no load here
+// (branchelim turns a conditional move that feeds a load's address into
+// a branch), so lastFitBy must not be inlined into HighestFit, whose
+// next load j indexes.
 //
 //go:noinline
 func lastFitBy(gm *[groups]int64, xs *[nodeMax]int64, size int64) int {

@@ -638,7 +638,7 @@ func TestNodesOnLines(t *testing.T) {
 
 // TestCheckFindsBadGroups: Check reports a group maximum that is not its
 // group's largest size, and a slot past a node's count that is not
-// empty (size 0, start or separator the largest int64: groupFit,
+// empty (size 0, start or separator the largest int64: lastFitBy,
 // groupMax and rank read whole groups, so such a slot would be taken for
 // a span or a child), in leaves and in inner nodes, and an inner node's
 // separator 0 that is not the smallest int64.
