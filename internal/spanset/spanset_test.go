@@ -802,3 +802,40 @@ func TestRankAll(t *testing.T) {
 		}
 	}
 }
+
+// TestLastFitBy checks HighestFit's choice in a node against its
+// definition, the last of the sizes that is at least size (negative for
+// none), on random nodes of every count, as the tree keeps them (group
+// maxima exact, 0 past the count), whose sizes are often equal to the
+// request or next to it.
+func TestLastFitBy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 25))
+	for trial := range 50000 {
+		n := trial % (nodeMax + 1)
+		size := 1 + rng.Int64N(1<<uint(1+rng.IntN(40)))
+		var xs [nodeMax]int64
+		var gm [groups]int64
+		for i := range n {
+			switch rng.IntN(4) {
+			case 0:
+				xs[i] = max(1, size+rng.Int64N(5)-2)
+			case 1:
+				xs[i] = 1 + rng.Int64N(1<<uint(rng.IntN(42)))
+			case 2:
+				xs[i] = size
+			default:
+				xs[i] = maxInt - rng.Int64N(3)
+			}
+		}
+		regroup(&gm, &xs, 0, nodeMax)
+		want := -1
+		for i := range n {
+			if xs[i] >= size {
+				want = i
+			}
+		}
+		if got := lastFitBy(&gm, &xs, size); got != want && (want >= 0 || got >= 0) {
+			t.Fatalf("lastFitBy(%v, %d) = %d, want %d", xs[:n], size, got, want)
+		}
+	}
+}
