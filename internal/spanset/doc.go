@@ -314,7 +314,9 @@
 // Where the time goes at 10^6 now (pprof, tpurt BenchmarkLive): the
 // placement about a third (HighestFit a quarter, most of it lastFitBy's
 // first loads of a node's header and group), the touch's walk a fifth
-// (childAt's first loads), the Join a sixth. The tree at 10^6 has four
-// inner levels of 2, 36, 839 and 19,180 children (22-23 a node) over
-// 405,000 spans: the root and the level below hold 2 and 18 children.
+// (childAt's first loads), the Join a sixth. The tree at 10^6 live
+// buffers (after 10^6 more event pairs) has four inner levels of 1, 2,
+// 36 and 839 nodes, with 2, 36, 839 and 19,180 children, over 405,000
+// spans in leaves of 21 on average: the root and the two nodes below it
+// choose among 2 and 18 children, the lower levels among 23.
 package spanset
