@@ -235,4 +235,88 @@
 // four more at 00:10, in a slower spell of the machine, could not tell
 // the session's first binary from its last, 2.28-2.80 and 2.28-2.94).
 // Issue 15's ≤ 2 would need the 10^6 side near 146.
+//
+// # Without branches on the data (2026-11-25)
+//
+// The eleventh session took the mispredicted exits out of the scans
+// below the root: a descent by address in an inner node (childAt) counts
+// the group firsts not above the address and then the group's entries,
+// adding comparisons' results (SETcc, no branch), in sums shaped as
+// trees so that no comparison waits for another; a leaf under inner
+// nodes ranks the same way (rankAll); HighestFit chooses in a node by
+// lastFitBy, the group by the highest bit of a mask of four comparisons
+// and the entry by a run of conditional moves. A root leaf keeps rank
+// and lastFit (gpt-generate's one leaf: its BenchmarkReplay x-decode-cpu
+// for jax on tpu-v5e, three interleaved runs of each binary, went from
+// 2.08-2.13 to 2.03-2.06). The compiler
+// makes a conditional move that feeds a load's address into a branch
+// (its branchelim pass), so lastFitBy stays a call, and the group's
+// choice, which addresses the group's line, is a mask, not CMOVs.
+//
+// Measured in cachegrind (tpurt BenchmarkLive, 400,000 events less
+// 200,000, the model's functions only, an event pair): at 10^6 live
+// buffers 1,839 instructions and 25.8 mispredicted branches before, 2,037
+// and 11.3 after; at 10^3 1,048 and 13.5 before, 1,151 and 6.1 after.
+// The model alone (BenchmarkLive, 1000000x, eight pairs of runs of the
+// base binary and the final one, interleaved): 10^6 161.0 to 123.8
+// cpu-ns/event (median ratio 0.766), 10^3 75.2 to 55.8 (0.740). Step by
+// step, each against the one before (6-8 interleaved pairs): childAt 10^6
+// 0.90, 10^3 0.95; lastFitBy by masks 0.97 and 0.89; its CMOVs 0.92 and
+// 0.95; rankAll (with a binary search in childAt's group) 0.95 and 0.99;
+// the tree-shaped sums in place of that binary search 0.96 and 0.96 (its
+// three comparisons were 15 instructions fewer a level, but each waited
+// for the load the one before chose). In the whole replay
+// (harness.BenchmarkReplayLivePaired, eight interleaved runs of each
+// binary): 10^6 186.2 to 167.8 cpu-ns/event, 10^3 83.6 to 64.4, so that
+// x-live1k-cpu went from 2.23 to 2.60: the 10^3 side fell by a quarter
+// and the 10^6 side by a tenth. Issue 15's ≤ 2 is further away as a
+// ratio though both sides are faster; the 10^6 side would need to be
+// about 130 in that replay.
+//
+// Tried the same day and not kept (tpurt BenchmarkLive, 6-8 interleaved
+// pairs, ratio new/old at 10^6 and 10^3 unless said):
+//   - A line of 16-bit codes of the sizes (a 15-bit floating-point
+//     form, codes ordered as the sizes) in each node, compared four at a
+//     time in uint64 words, so that HighestFit read one line a node and
+//     the sizes only where a code equals the request's: 1.08 and 1.06
+//     (32 codes fill eight words, and the gathering of the words'
+//     verdicts costs more than the group maxima's line it saves; the
+//     nodes grew a line).
+//   - Reading a node's children with its separators (walk) or its chosen
+//     group's children with the group's maxima (HighestFit), so that the
+//     child's line did not wait for the choice: 1.00-1.01 at 10^6,
+//     1.01-1.03 at 10^3.
+//   - Asking for the maxima's lines of HighestFit's lower nodes and its
+//     leaf's sizes as soon as the node was known: 1.02.
+//   - Asking for a Join's leaf with PREFETCHNTA (to spare the second-
+//     level cache the leaves): 1.09; asking for its header and starts
+//     only: 1.03.
+//   - childAt written into walk (the call kept walk's values on the
+//     stack): 0.995 and 0.976; maxHeight 8 (a kept path half the size):
+//     0.99 and 1.00; lastFitBy's CMOVs in two chains, a group half each:
+//     0.986 and 0.992; its masks ORed as trees: 1.07 and 1.07. Within the
+//     noise or worse; not worth the code.
+//   - joinApart with one descent for the span at the range's end and one
+//     for the span below it (where Get and Remove, Floor and SetSize
+//     each descended): 1.03, within the noise.
+//   - A kept path taken after a split when its nodes still lead from the
+//     root to its leaf (one child index checked a level), where now any
+//     split or removal makes it descend again: in the replay about one
+//     Join in nine finds its path out of date (one in 25 with the check),
+//     but the replay was slower with it (x-live1k-cpu 2.49 to 2.66, six
+//     interleaved runs; twice).
+//   - The leaf a buffer was carved from, kept in its record, as a guess
+//     of its free's leaf instead of the touch's walk: at 10^6 live
+//     buffers the guess was the leaf 37 % of the time (leaves split and
+//     are recycled over a buffer's life), and the leaves after it no
+//     better.
+//
+// Where the time goes at 10^6 now (pprof, tpurt BenchmarkLive): the
+// placement about a third (HighestFit a quarter, most of it lastFitBy's
+// first loads of a node's header and group), the touch's walk a fifth
+// (childAt's first loads), the Join a sixth. The tree at 10^6 live
+// buffers (after 10^6 more event pairs) has four inner levels of 1, 2,
+// 36 and 839 nodes, with 2, 36, 839 and 19,180 children, over 405,000
+// spans in leaves of 21 on average: the root and the two nodes below it
+// choose among 2 and 18 children, the lower levels among 23.
 package spanset

@@ -2,6 +2,7 @@ package spanset
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"membench/internal/hugemem"
@@ -290,7 +291,10 @@ func (s *Set) Largest() int64 {
 func (s *Set) descend(x int64) (int32, int) {
 	s.fOK = false
 	node := s.walk(x, &s.path, &s.idx)
-	return node, s.leaves[node].rank(x)
+	if s.height == 0 {
+		return node, s.leaves[node].rank(x)
+	}
+	return node, s.leaves[node].rankAll(x)
 }
 
 // walk goes down the inner nodes to the leaf where x belongs, taking at
@@ -304,7 +308,7 @@ func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := rank(&in.sep, x) - 1 // sep[0], the smallest int64, counts too
+		i := childAt(&in.sep, x)
 		path[l], idx[l] = node, int32(i)
 		node = in.child[i]
 	}
@@ -322,7 +326,12 @@ func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
 // probes, each depending on the one before, wait for up to three of
 // those lines one after the other; a scan from the first entry loads as
 // many lines and, at 10^6 live buffers, reads 10 entries a node where
-// this reads 4 after the probes. Either mispredicts once, where it stops.
+// this reads 4 after the probes. Either mispredicts once, where it stops,
+// which is why only a root leaf still ranks this way (2026-11-25): inner
+// nodes by childAt and the leaves under them by rankAll, which compare
+// without a branch. A root leaf holds a replay's few free ranges, whose
+// scans stop at the same few places, and there the count of every
+// comparison of a group cost 3-5 % more on gpt-generate (2026-11-24).
 func rank(xs *[nodeMax]int64, x int64) int {
 	k := 0
 	if xs[group] <= x {
@@ -338,6 +347,53 @@ func rank(xs *[nodeMax]int64, x int64) int {
 		k++
 	}
 	return k
+}
+
+// childAt is the last child of an inner node whose separator (xs) is not
+// above x, for x below the largest int64: rank(xs, x)-1, without a
+// branch. It counts the group firsts not above x, then the separators of
+// that group after its first (which is), by adding comparisons' results.
+// Why: at 10^6 live buffers a Prefetch's walk down four inner levels ends
+// each rank's scan at a place the processor cannot guess, and walk was
+// 7.6 of the model's 26 mispredicted branches an event pair (cachegrind,
+// tpurt BenchmarkLive, 2026-11-25); ten comparisons and adds cost less
+// than a mispredicted exit each level. Leaves under inner nodes count by
+// rankAll.
+func childAt(xs *[nodeMax]int64, x int64) int {
+	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
+	g := (*[group]int64)(xs[k&(nodeMax-group):])
+	// Within the group, a count summed as a tree: its comparisons do
+	// not wait for one another, where a binary search's three each
+	// waited for the load the one before chose (fewer instructions,
+	// a longer chain: 2-3 % slower, 2026-11-25).
+	return (k + b2i(g[1] <= x)) + (b2i(g[2] <= x) + b2i(g[3] <= x)) +
+		((b2i(g[4] <= x) + b2i(g[5] <= x)) + (b2i(g[6] <= x) + b2i(g[7] <= x)))
+}
+
+// rankAll is rank without a branch on the starts, as childAt counts
+// (a leaf's first start, unlike an inner node's first separator, may be
+// above x): for the leaves below inner nodes, where a Join at 10^6 live
+// buffers is one of thousands of leaves and rank's scan ended at a place
+// the processor could not guess (cachegrind: 2.4 mispredicted branches
+// an event pair). A root leaf keeps rank: a replay's few free ranges,
+// whose Joins end at the same few places.
+func (lp *leaf) rankAll(x int64) int {
+	x = min(x, maxInt-1)
+	xs := &lp.start
+	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
+	g := (*[group]int64)(xs[k&(nodeMax-group):])
+	return ((k + b2i(g[0] <= x)) + (b2i(g[1] <= x) + b2i(g[2] <= x))) + (b2i(g[3] <= x) +
+		(b2i(g[4] <= x) + b2i(g[5] <= x)) + (b2i(g[6] <= x) + b2i(g[7] <= x)))
+}
+
+// b2i is 1 for true and 0 for false; the compiler makes it a SETcc, not
+// a branch.
+func b2i(b bool) int {
+	var i int
+	if b {
+		i = 1
+	}
+	return i
 }
 
 // rank is the number of the leaf's spans whose start is not above x.
@@ -389,7 +445,7 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 	}
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := groupFit(&in.gmax, &in.max, int(in.n), size)
+		i := lastFitBy(&in.gmax, &in.max, size)
 		if i < 0 {
 			return Span{}, false // only at the root: deeper maxima promise a fit
 		}
@@ -397,7 +453,7 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 		node = in.child[i]
 	}
 	lp := &s.leaves[node]
-	j := groupFit(&lp.gmax, &lp.size, int(lp.n), size)
+	j := lastFitBy(&lp.gmax, &lp.size, size)
 	s.fLeaf, s.fPos, s.fOK = node, int32(j), true // the maxima above promise a fit
 	return Span{lp.start[j&(nodeMax-1)], lp.size[j&(nodeMax-1)]}, true
 }
@@ -418,28 +474,54 @@ func lastFit(sizes []int64, size int64) int {
 	return i
 }
 
-// groupFit is the index of the last of a node's n sizes xs that is at
-// least size (which is positive), -1 for none, found by the node's group
-// maxima gm: the last group whose largest is at least size, then the last
-// entry of that group that is, each scan starting at the node's last
-// entry (a replay's few free ranges are one leaf, whose last, the top of
-// the heap, is most often the fit). It reads the header's line and one
-// line of sizes, where a scan of the sizes reads every line from the
-// node's end down to the fit.
-func groupFit(gm *[groups]int64, xs *[nodeMax]int64, n int, size int64) int {
-	if n <= 0 {
-		return -1
+// lastFitBy is the index of the last of a node's sizes xs that is at
+// least size, found by the node's group maxima gm without a branch on
+// the sizes: the last group whose largest is at least size (the highest
+// bit of a mask of four comparisons), then the last entry of that group
+// that is (the last of a run of conditional moves, one a comparison).
+// It needs no count (the slots and groups past it hold 0, and size is
+// positive), returns a negative index when no group holds size, and
+// reads the header's line and one line of sizes. Why: it replaced two
+// scans from the node's last entry (of the group maxima, then of the
+// group), which at 10^6 live buffers ended at places the processor could
+// not guess at each of the four inner levels and the leaf, 6.5 of the
+// model's mispredicted branches an event pair (cachegrind, 2026-11-25);
+// twelve comparisons cost less. Conditional moves take three
+// instructions a comparison, where a mask's bit took five; the compiler
+// makes each "if" below a CMOV only because j addresses no load here
+// (branchelim turns a conditional move that feeds a load's address into
+// a branch), so lastFitBy must not be inlined into HighestFit, whose
+// next load j indexes.
+//
+//go:noinline
+func lastFitBy(gm *[groups]int64, xs *[nodeMax]int64, size int64) int {
+	// The group by the highest bit of a mask: a conditional move
+	// chain here would feed the address of the loads below, which the
+	// compiler makes branches instead.
+	m := b2i(gm[0] >= size) | b2i(gm[1] >= size)<<1 | b2i(gm[2] >= size)<<2 | b2i(gm[3] >= size)<<3
+	g := (bits.Len(uint(m)) - 1) * group
+	x := (*[group]int64)(xs[g&(nodeMax-group):])
+	j := g // x[0] when no later entry fits: the group's largest does
+	if x[1] >= size {
+		j = g + 1
 	}
-	g := (n - 1) / group
-	for g >= 0 && gm[g&(groups-1)] < size {
-		g--
+	if x[2] >= size {
+		j = g + 2
 	}
-	if g < 0 {
-		return -1
+	if x[3] >= size {
+		j = g + 3
 	}
-	j := min(g*group+group, n) - 1
-	for xs[j&(nodeMax-1)] < size { // the group's largest is at least size
-		j--
+	if x[4] >= size {
+		j = g + 4
+	}
+	if x[5] >= size {
+		j = g + 5
+	}
+	if x[6] >= size {
+		j = g + 6
+	}
+	if x[7] >= size {
+		j = g + 7
 	}
 	return j
 }
@@ -506,7 +588,7 @@ func (s *Set) prefetched(x int64) (int32, int, bool) {
 			// Whole arrays: a fixed copy of 64 bytes each, where
 			// copying the height's entries called memmove twice.
 			s.path, s.idx = e.path, e.idx
-			return e.leaf, s.leaves[e.leaf].rank(x), true
+			return e.leaf, s.leaves[e.leaf].rankAll(x), true
 		}
 	}
 	return 0, 0, false

@@ -638,7 +638,7 @@ func TestNodesOnLines(t *testing.T) {
 
 // TestCheckFindsBadGroups: Check reports a group maximum that is not its
 // group's largest size, and a slot past a node's count that is not
-// empty (size 0, start or separator the largest int64: groupFit,
+// empty (size 0, start or separator the largest int64: lastFitBy,
 // groupMax and rank read whole groups, so such a slot would be taken for
 // a span or a child), in leaves and in inner nodes, and an inner node's
 // separator 0 that is not the smallest int64.
@@ -729,5 +729,113 @@ func TestExtremeAddresses(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChildAt checks the branch-free descent by address against its
+// definition, the last child whose separator is not above x, on random
+// inner nodes of every count (separator 0 the smallest int64, the slots
+// past the count the largest, as the tree keeps them) and addresses on,
+// between and beyond the separators, the extremes included.
+func TestChildAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 25))
+	for trial := range 20000 {
+		n := 1 + trial%nodeMax
+		var sep [nodeMax]int64
+		fill(sep[:], maxInt)
+		sep[0] = minInt
+		x := int64(rng.IntN(1000)) - 500
+		for i := 1; i < n; i++ {
+			x += 1 + int64(rng.IntN(3))
+			sep[i] = x
+		}
+		for _, q := range []int64{minInt, minInt + 1, maxInt - 1, sep[rng.IntN(n)], sep[rng.IntN(n)] - 1, int64(rng.IntN(1200)) - 600} {
+			if q == maxInt {
+				continue
+			}
+			want := 0
+			for i := range n {
+				if sep[i] <= q {
+					want = i
+				}
+			}
+			if got := childAt(&sep, q); got != want {
+				t.Fatalf("childAt(%v of %d, %d) = %d, want %d", sep[:n], n, q, got, want)
+			}
+		}
+	}
+}
+
+// TestRankAll checks the branch-free rank of a leaf against rank on
+// random leaves of every count (the slots past the count holding the
+// largest int64, as the tree keeps them), with addresses before, on,
+// between and after the starts, the extremes included.
+func TestRankAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 25))
+	for trial := range 20000 {
+		n := trial % (nodeMax + 1)
+		var lp leaf
+		fill(lp.start[:], maxInt)
+		lp.n = int32(n)
+		x := int64(rng.IntN(1000)) - 500
+		for i := range n {
+			x += 1 + int64(rng.IntN(3))
+			lp.start[i] = x
+		}
+		qs := []int64{minInt, minInt + 1, maxInt - 1, maxInt, int64(rng.IntN(1200)) - 600}
+		if n > 0 {
+			qs = append(qs, lp.start[rng.IntN(n)], lp.start[rng.IntN(n)]-1, lp.start[0]-1, lp.start[n-1])
+		}
+		for _, q := range qs {
+			want := 0
+			for i := range n {
+				if lp.start[i] <= q {
+					want = i + 1
+				}
+			}
+			if got := lp.rankAll(q); got != want {
+				t.Fatalf("rankAll(%v, %d) = %d, want %d", lp.start[:n], q, got, want)
+			}
+			if got := lp.rank(q); got != want {
+				t.Fatalf("rank(%v, %d) = %d, want %d", lp.start[:n], q, got, want)
+			}
+		}
+	}
+}
+
+// TestLastFitBy checks HighestFit's choice in a node against its
+// definition, the last of the sizes that is at least size (negative for
+// none), on random nodes of every count, as the tree keeps them (group
+// maxima exact, 0 past the count), whose sizes are often equal to the
+// request or next to it.
+func TestLastFitBy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 25))
+	for trial := range 50000 {
+		n := trial % (nodeMax + 1)
+		size := 1 + rng.Int64N(1<<uint(1+rng.IntN(40)))
+		var xs [nodeMax]int64
+		var gm [groups]int64
+		for i := range n {
+			switch rng.IntN(4) {
+			case 0:
+				xs[i] = max(1, size+rng.Int64N(5)-2)
+			case 1:
+				xs[i] = 1 + rng.Int64N(1<<uint(rng.IntN(42)))
+			case 2:
+				xs[i] = size
+			default:
+				xs[i] = maxInt - rng.Int64N(3)
+			}
+		}
+		regroup(&gm, &xs, 0, nodeMax)
+		want := -1
+		for i := range n {
+			if xs[i] >= size {
+				want = i
+			}
+		}
+		if got := lastFitBy(&gm, &xs, size); got != want && (want >= 0 || got >= 0) {
+			t.Fatalf("lastFitBy(%v, %d) = %d, want %d", xs[:n], size, got, want)
+		}
 	}
 }
