@@ -889,8 +889,20 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 		regroup(&in.gmax, &in.max, i, int(in.n))
 		return l
 	}
+	if l > 0 {
+		return s.shareInner(l, i+1, sep, rightMax, right)
+	}
+	return s.splitInner(l, i+1, sep, rightMax, right)
+}
+
+// splitInner splits the full inner node at level l of the path in halves,
+// inserting the child right (separator sep, largest size rightMax) at
+// position at, and records the new half in the level above: addChild's
+// way for a root, or a node whose neighbours cannot share.
+func (s *Set) splitInner(l, at int, sep, rightMax int64, right int32) int {
+	node := s.path[l]
 	nn := s.newInner()
-	in = &s.inners[node]
+	in := &s.inners[node]
 	np := &s.inners[nn]
 	const h = nodeMax / 2
 	copy(np.sep[:], in.sep[h:])
@@ -899,16 +911,118 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 	clear(in.max[h:])
 	fill(in.sep[h:], maxInt)
 	np.n, in.n = nodeMax-h, h
-	if i+1 <= h {
-		insertChild(in, i+1, sep, rightMax, right)
+	if at <= h {
+		insertChild(in, at, sep, rightMax, right)
 	} else {
-		insertChild(np, i+1-h, sep, rightMax, right)
+		insertChild(np, at-h, sep, rightMax, right)
 	}
 	regroup(&in.gmax, &in.max, 0, nodeMax)
 	regroup(&np.gmax, &np.max, 0, nodeMax)
 	up := np.sep[0]
 	np.sep[0] = minInt
 	return s.addChild(l-1, top(&in.gmax), up, nn, top(&np.gmax))
+}
+
+// shareInner is shareLeaf for the full inner node at level l of the
+// path, below the root, taking the child right (separator sep, largest
+// size rightMax) at position at: it shares its children with a
+// neighbour under the same parent that has room, or becomes three nodes
+// with a full neighbour, and returns what addChild returns. The
+// separators of the moved children's boundaries go up to the parent, and
+// the parent's come down into the nodes, as they do in a split. A node
+// is never its parent's only child here (a node below the root that
+// could split alone had a full neighbour or was the parent's only child,
+// which only a root of two children after removals leaves; then it splits
+// in halves).
+func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
+	pl := l - 1
+	p := &s.inners[s.path[pl]]
+	j := int(s.idx[pl])
+	node := s.path[l]
+	var nLeft, nRight int32 = nodeMax + 1, nodeMax + 1
+	if j > 0 {
+		nLeft = s.inners[p.child[j-1]].n
+	}
+	if j+1 < int(p.n) {
+		nRight = s.inners[p.child[j+1]].n
+	}
+	var a, b int32 // the two nodes, in order
+	switch {
+	case nLeft <= nodeMax && nLeft <= nRight:
+		j--
+		a, b, at = p.child[j], node, int(nLeft)+at
+	case nRight <= nodeMax:
+		a, b = node, p.child[j+1]
+	default:
+		return s.splitInner(l, at, sep, rightMax, right)
+	}
+	e := entry{sep, rightMax, right}
+	if s.inners[a].n < nodeMax || s.inners[b].n < nodeMax {
+		seps := s.spreadInners([]int32{a, b}, p, j, at, e)
+		p.sep[j+1] = seps[1]
+		p.max[j], p.max[j+1] = top(&s.inners[a].gmax), top(&s.inners[b].gmax)
+		regroup(&p.gmax, &p.max, j, j+2)
+		return pl
+	}
+	mid := s.newInner()
+	p = &s.inners[s.path[pl]]
+	seps := s.spreadInners([]int32{a, mid, b}, p, j, at, e)
+	p.sep[j+1], p.max[j+1] = seps[2], top(&s.inners[b].gmax)
+	s.idx[pl] = int32(j)
+	return s.addChild(pl, top(&s.inners[a].gmax), seps[1], mid, top(&s.inners[mid].gmax))
+}
+
+// entry is an inner node's child with its separator and largest size.
+type entry struct {
+	sep, max int64
+	child    int32
+}
+
+// spreadInners puts the children of the inner nodes of out (neighbours
+// in order under p from its child j, the new ones empty) and e, at
+// position at among them, back into them in order, as evenly as they
+// go, and returns the separator each node's first child had among them
+// (the first node's is p's, unchanged): a node's own separator 0 is the
+// smallest int64, and the separator above its first child is its
+// parent's.
+func (s *Set) spreadInners(out []int32, p *inner, j, at int, e entry) [3]int64 {
+	var seps, maxes [3*nodeMax + 1]int64
+	var kids [3*nodeMax + 1]int32
+	t := 0
+	for _, node := range out {
+		in := &s.inners[node]
+		n := int(in.n)
+		if n == 0 {
+			continue // a new node, not yet p's child
+		}
+		copy(seps[t:], in.sep[:n])
+		copy(maxes[t:], in.max[:n])
+		copy(kids[t:], in.child[:n])
+		seps[t] = p.sep[j]
+		j++
+		t += n
+	}
+	copy(seps[at+1:t+1], seps[at:t])
+	copy(maxes[at+1:t+1], maxes[at:t])
+	copy(kids[at+1:t+1], kids[at:t])
+	seps[at], maxes[at], kids[at] = e.sep, e.max, e.child
+	t++
+	var firsts [3]int64
+	from := 0
+	for k, node := range out {
+		to := t * (k + 1) / len(out)
+		in := &s.inners[node]
+		n := copy(in.sep[:], seps[from:to])
+		copy(in.max[:], maxes[from:to])
+		copy(in.child[:], kids[from:to])
+		fill(in.sep[n:], maxInt)
+		clear(in.max[n:])
+		firsts[k], in.sep[0] = in.sep[0], minInt
+		in.n = int32(n)
+		regroup(&in.gmax, &in.max, 0, nodeMax)
+		from = to
+	}
+	return firsts
 }
 
 func insertChild(in *inner, i int, sep, m int64, c int32) {
