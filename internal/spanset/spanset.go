@@ -805,7 +805,7 @@ func (s *Set) shareLeaf(lf int32, pos int, sp Span) bool {
 	default:
 		return false
 	}
-	if s.leaves[left].n < nodeMax || s.leaves[right].n < nodeMax {
+	if min(nLeft, nRight) <= nodeMax-shareRoom {
 		s.spreadLeaves([]int32{left, right}, at, sp)
 		p.sep[i+1] = s.leaves[right].start[0]
 		p.max[i], p.max[i+1] = top(&s.leaves[left].gmax), top(&s.leaves[right].gmax)
@@ -957,7 +957,7 @@ func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
 		return s.splitInner(l, at, sep, rightMax, right)
 	}
 	e := entry{sep, rightMax, right}
-	if s.inners[a].n < nodeMax || s.inners[b].n < nodeMax {
+	if min(nLeft, nRight) <= nodeMax-shareRoom {
 		seps := s.spreadInners([]int32{a, b}, p, j, at, e)
 		p.sep[j+1] = seps[1]
 		p.max[j], p.max[j+1] = top(&s.inners[a].gmax), top(&s.inners[b].gmax)
@@ -971,6 +971,9 @@ func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
 	s.idx[pl] = int32(j)
 	return s.addChild(pl, top(&s.inners[a].gmax), seps[1], mid, top(&s.inners[mid].gmax))
 }
+
+// shareRoom is the fewest free slots a neighbour must have to share.
+const shareRoom = 8
 
 // entry is an inner node's child with its separator and largest size.
 type entry struct {
