@@ -95,9 +95,6 @@ type aheadPath struct {
 
 const (
 	nodeMax = 32
-	// innerMax is an inner node's most children, in innerGroups groups.
-	innerMax    = 64
-	innerGroups = innerMax / group
 	// group is the entries of a node whose largest size the node keeps
 	// (gmax): one cache line of sizes. groups is their number.
 	group  = 8
@@ -131,21 +128,20 @@ type leaf struct {
 }
 
 type inner struct {
+	n int32
+	_ int32
 	// gmax[g] is the largest of max[g*group:(g+1)*group] among the first
-	// n, 0 for a group with none (as leaf.gmax): eight groups fill the
-	// header's line, and the count sits in the last line, which the scans
-	// (childAtIn, lastFitByIn) do not read.
-	gmax [innerGroups]int64
+	// n, 0 for a group with none (as leaf.gmax).
+	gmax [groups]int64
+	_    [24]byte
 	// sep[i], for i > 0: no start under child i is below it, and every
 	// start under children 0..i-1 is. sep[0] is the smallest int64:
 	// child 0 takes everything below sep[1]. The slots past the count
 	// hold the largest int64 (rank). A separator may be below the smallest
 	// start under its child (a removal leaves it), never above.
-	sep   [innerMax]int64
-	max   [innerMax]int64 // the largest size under each child
-	child [innerMax]int32
-	n     int32
-	_     [60]byte
+	sep   [nodeMax]int64
+	max   [nodeMax]int64 // the largest size under each child
+	child [nodeMax]int32
 }
 
 // New returns an empty set.
@@ -202,7 +198,7 @@ func (s *Set) newInner() int32 {
 	if n := len(s.freeI); n > 0 {
 		i := s.freeI[n-1]
 		s.freeI = s.freeI[:n-1]
-		s.inners[i].n, s.inners[i].gmax, s.inners[i].max = 0, [innerGroups]int64{}, [innerMax]int64{}
+		s.inners[i].n, s.inners[i].gmax, s.inners[i].max = 0, [groups]int64{}, [nodeMax]int64{}
 		fill(s.inners[i].sep[:], maxInt)
 		s.inners[i].sep[0] = minInt
 		return i
@@ -231,16 +227,11 @@ func top(gm *[groups]int64) int64 {
 	return max(max(gm[0], gm[1]), max(gm[2], gm[3]))
 }
 
-// itop is top for an inner node's eight groups.
-func itop(gm *[innerGroups]int64) int64 {
-	return max(max(max(gm[0], gm[1]), max(gm[2], gm[3])), max(max(gm[4], gm[5]), max(gm[6], gm[7])))
-}
-
 // groupMax is the largest of group g of xs. The slots of a node past its
 // count hold 0 (every removal and split clears the slots it vacates), so
 // that the group needs no count: eight loads and seven maxima, without a
 // branch.
-func groupMax(xs []int64, g int) int64 {
+func groupMax(xs *[nodeMax]int64, g int) int64 {
 	x := (*[group]int64)(xs[g*group:])
 	return max(max(max(x[0], x[1]), max(x[2], x[3])), max(max(x[4], x[5]), max(x[6], x[7])))
 }
@@ -248,7 +239,7 @@ func groupMax(xs []int64, g int) int64 {
 // regroup recomputes the group maxima of xs for the groups of entries
 // from to to-1: after those entries have moved. The groups after hold
 // nothing, before and after the move.
-func regroup(gm, xs []int64, from, to int) {
+func regroup(gm *[groups]int64, xs *[nodeMax]int64, from, to int) {
 	for g := from / group; g*group < to; g++ {
 		gm[g] = groupMax(xs, g)
 	}
@@ -269,7 +260,7 @@ func (lp *leaf) shifted(pos, n int) {
 			out = lp.size[j&(nodeMax-1)]
 		}
 		if out != 0 && out == lp.gmax[g] {
-			lp.gmax[g] = groupMax(lp.size[:], g)
+			lp.gmax[g] = groupMax(&lp.size, g)
 		} else {
 			lp.gmax[g] = max(lp.gmax[g], in)
 		}
@@ -291,7 +282,7 @@ func (s *Set) Largest() int64 {
 		lp := &s.leaves[s.root]
 		return maxOf(lp.size[:lp.n])
 	}
-	return itop(&s.inners[s.root].gmax)
+	return top(&s.inners[s.root].gmax)
 }
 
 // descend walks from the root to the leaf whose range holds x, recording
@@ -317,7 +308,7 @@ func (s *Set) walk(x int64, path, idx *[maxHeight]int32) int32 {
 	node := s.root
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := childAtIn(&in.sep, x)
+		i := childAt(&in.sep, x)
 		path[l], idx[l] = node, int32(i)
 		node = in.child[i]
 	}
@@ -358,9 +349,9 @@ func rank(xs *[nodeMax]int64, x int64) int {
 	return k
 }
 
-// childAtIn is the last child of an inner node whose separator (xs) is not
+// childAt is the last child of an inner node whose separator (xs) is not
 // above x, for x below the largest int64: rank(xs, x)-1, without a
-// branch. It counts the group firsts not above x (seven), then the separators of
+// branch. It counts the group firsts not above x, then the separators of
 // that group after its first (which is), by adding comparisons' results.
 // Why: at 10^6 live buffers a Prefetch's walk down four inner levels ends
 // each rank's scan at a place the processor cannot guess, and walk was
@@ -368,12 +359,13 @@ func rank(xs *[nodeMax]int64, x int64) int {
 // tpurt BenchmarkLive, 2026-11-25); ten comparisons and adds cost less
 // than a mispredicted exit each level. Leaves under inner nodes count by
 // rankAll.
-// An inner node of 64 children (2026-11-25) sums 14 comparisons where
-// one of 32 summed 10.
-func childAtIn(xs *[innerMax]int64, x int64) int {
-	k := ((b2i(xs[group] <= x) + b2i(xs[2*group] <= x)) + (b2i(xs[3*group] <= x) + b2i(xs[4*group] <= x)) +
-		(b2i(xs[5*group] <= x) + b2i(xs[6*group] <= x)) + b2i(xs[7*group] <= x)) * group
-	g := (*[group]int64)(xs[k&(innerMax-group):])
+func childAt(xs *[nodeMax]int64, x int64) int {
+	k := (b2i(xs[group] <= x) + b2i(xs[2*group] <= x) + b2i(xs[3*group] <= x)) * group
+	g := (*[group]int64)(xs[k&(nodeMax-group):])
+	// Within the group, a count summed as a tree: its comparisons do
+	// not wait for one another, where a binary search's three each
+	// waited for the load the one before chose (fewer instructions,
+	// a longer chain: 2-3 % slower, 2026-11-25).
 	return (k + b2i(g[1] <= x)) + (b2i(g[2] <= x) + b2i(g[3] <= x)) +
 		((b2i(g[4] <= x) + b2i(g[5] <= x)) + (b2i(g[6] <= x) + b2i(g[7] <= x)))
 }
@@ -453,7 +445,7 @@ func (s *Set) HighestFit(size int64) (Span, bool) {
 	}
 	for l := 0; l < s.height; l++ {
 		in := &s.inners[node]
-		i := lastFitByIn(&in.gmax, &in.max, size)
+		i := lastFitBy(&in.gmax, &in.max, size)
 		if i < 0 {
 			return Span{}, false // only at the root: deeper maxima promise a fit
 		}
@@ -510,40 +502,6 @@ func lastFitBy(gm *[groups]int64, xs *[nodeMax]int64, size int64) int {
 	g := (bits.Len(uint(m)) - 1) * group
 	x := (*[group]int64)(xs[g&(nodeMax-group):])
 	j := g // x[0] when no later entry fits: the group's largest does
-	if x[1] >= size {
-		j = g + 1
-	}
-	if x[2] >= size {
-		j = g + 2
-	}
-	if x[3] >= size {
-		j = g + 3
-	}
-	if x[4] >= size {
-		j = g + 4
-	}
-	if x[5] >= size {
-		j = g + 5
-	}
-	if x[6] >= size {
-		j = g + 6
-	}
-	if x[7] >= size {
-		j = g + 7
-	}
-	return j
-}
-
-// lastFitByIn is lastFitBy for an inner node's 64 largest sizes in eight
-// groups: the mask has eight bits.
-//
-//go:noinline
-func lastFitByIn(gm *[innerGroups]int64, xs *[innerMax]int64, size int64) int {
-	m := b2i(gm[0] >= size) | b2i(gm[1] >= size)<<1 | b2i(gm[2] >= size)<<2 | b2i(gm[3] >= size)<<3 |
-		b2i(gm[4] >= size)<<4 | b2i(gm[5] >= size)<<5 | b2i(gm[6] >= size)<<6 | b2i(gm[7] >= size)<<7
-	g := (bits.Len(uint(m)) - 1) * group
-	x := (*[group]int64)(xs[g&(innerMax-group):])
-	j := g
 	if x[1] >= size {
 		j = g + 1
 	}
@@ -678,7 +636,7 @@ func (s *Set) carryMax(l int, m int64) {
 			return
 		}
 		if old == in.gmax[g] {
-			in.gmax[g] = groupMax(in.max[:], g)
+			in.gmax[g] = groupMax(&in.max, g)
 		}
 		if l == 0 {
 			return
@@ -687,7 +645,7 @@ func (s *Set) carryMax(l int, m int64) {
 		if old < s.inners[s.path[l-1]].max[s.idx[l-1]] {
 			return // the node's largest size is under another child
 		}
-		m = itop(&in.gmax)
+		m = top(&in.gmax)
 	}
 }
 
@@ -730,7 +688,7 @@ func (s *Set) resizeAt(lf int32, pos int, size int64) {
 		lp.size[pos] = size
 		if s.height > 0 {
 			if g := pos / group; old == lp.gmax[g] {
-				lp.gmax[g] = groupMax(lp.size[:], g)
+				lp.gmax[g] = groupMax(&lp.size, g)
 			}
 			s.shrank(lf, old)
 		}
@@ -779,7 +737,7 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 		s.raiseMax(s.height-1, sp.Size)
 		return
 	}
-	if share && s.height > 0 && s.shareLeaf(lf, pos, sp) {
+	if s.height > 0 && s.shareLeaf(lf, pos, sp) {
 		return
 	}
 	// Split the full leaf in halves and insert into the half sp is in.
@@ -808,8 +766,8 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 	copy(into.size[at+1:n+1], into.size[at:n])
 	into.start[at], into.size[at] = sp.Start, sp.Size
 	into.n++
-	regroup(lp.gmax[:], lp.size[:], 0, nodeMax)
-	regroup(np.gmax[:], np.size[:], 0, nodeMax)
+	regroup(&lp.gmax, &lp.size, 0, nodeMax)
+	regroup(&np.gmax, &np.size, 0, nodeMax)
 	l := s.addChild(s.height-1, top(&lp.gmax), np.start[0], nl, top(&np.gmax))
 	// Above the node that took the new child without splitting, the
 	// largest sizes only need to admit sp's.
@@ -851,7 +809,7 @@ func (s *Set) shareLeaf(lf int32, pos int, sp Span) bool {
 		s.spreadLeaves([]int32{left, right}, at, sp)
 		p.sep[i+1] = s.leaves[right].start[0]
 		p.max[i], p.max[i+1] = top(&s.leaves[left].gmax), top(&s.leaves[right].gmax)
-		regroup(p.gmax[:], p.max[:], i, i+2)
+		regroup(&p.gmax, &p.max, i, i+2)
 		s.shape++
 		s.raiseMax(l-1, sp.Size)
 		return true
@@ -893,7 +851,7 @@ func (s *Set) spreadLeaves(out []int32, at int, sp Span) {
 		fill(lp.start[n:], maxInt)
 		clear(lp.size[n:])
 		lp.n = int32(n)
-		regroup(lp.gmax[:], lp.size[:], 0, nodeMax)
+		regroup(&lp.gmax, &lp.size, 0, nodeMax)
 		from = to
 	}
 }
@@ -915,7 +873,7 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 		in.n = 2
 		in.max[0], in.child[0] = leftMax, s.root
 		in.sep[1], in.max[1], in.child[1] = sep, rightMax, right
-		regroup(in.gmax[:], in.max[:], 0, 2)
+		regroup(&in.gmax, &in.max, 0, 2)
 		s.root = r
 		s.height++
 		if s.height > maxHeight {
@@ -926,12 +884,12 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 	node, i := s.path[l], int(s.idx[l])
 	in := &s.inners[node]
 	in.max[i] = leftMax
-	if in.n < innerMax {
+	if in.n < nodeMax {
 		insertChild(in, i+1, sep, rightMax, right)
-		regroup(in.gmax[:], in.max[:], i, int(in.n))
+		regroup(&in.gmax, &in.max, i, int(in.n))
 		return l
 	}
-	if share && l > 0 {
+	if l > 0 {
 		return s.shareInner(l, i+1, sep, rightMax, right)
 	}
 	return s.splitInner(l, i+1, sep, rightMax, right)
@@ -946,23 +904,23 @@ func (s *Set) splitInner(l, at int, sep, rightMax int64, right int32) int {
 	nn := s.newInner()
 	in := &s.inners[node]
 	np := &s.inners[nn]
-	const h = innerMax / 2
+	const h = nodeMax / 2
 	copy(np.sep[:], in.sep[h:])
 	copy(np.max[:], in.max[h:])
 	copy(np.child[:], in.child[h:])
 	clear(in.max[h:])
 	fill(in.sep[h:], maxInt)
-	np.n, in.n = innerMax-h, h
+	np.n, in.n = nodeMax-h, h
 	if at <= h {
 		insertChild(in, at, sep, rightMax, right)
 	} else {
 		insertChild(np, at-h, sep, rightMax, right)
 	}
-	regroup(in.gmax[:], in.max[:], 0, innerMax)
-	regroup(np.gmax[:], np.max[:], 0, innerMax)
+	regroup(&in.gmax, &in.max, 0, nodeMax)
+	regroup(&np.gmax, &np.max, 0, nodeMax)
 	up := np.sep[0]
 	np.sep[0] = minInt
-	return s.addChild(l-1, itop(&in.gmax), up, nn, itop(&np.gmax))
+	return s.addChild(l-1, top(&in.gmax), up, nn, top(&np.gmax))
 }
 
 // shareInner is shareLeaf for the full inner node at level l of the
@@ -981,7 +939,7 @@ func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
 	p := &s.inners[s.path[pl]]
 	j := int(s.idx[pl])
 	node := s.path[l]
-	var nLeft, nRight int32 = innerMax + 1, innerMax + 1
+	var nLeft, nRight int32 = nodeMax + 1, nodeMax + 1
 	if j > 0 {
 		nLeft = s.inners[p.child[j-1]].n
 	}
@@ -990,35 +948,32 @@ func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
 	}
 	var a, b int32 // the two nodes, in order
 	switch {
-	case nLeft <= innerMax && nLeft <= nRight:
+	case nLeft <= nodeMax && nLeft <= nRight:
 		j--
 		a, b, at = p.child[j], node, int(nLeft)+at
-	case nRight <= innerMax:
+	case nRight <= nodeMax:
 		a, b = node, p.child[j+1]
 	default:
 		return s.splitInner(l, at, sep, rightMax, right)
 	}
 	e := entry{sep, rightMax, right}
-	if min(nLeft, nRight) <= innerMax-shareRoom {
+	if min(nLeft, nRight) <= nodeMax-shareRoom {
 		seps := s.spreadInners([]int32{a, b}, p, j, at, e)
 		p.sep[j+1] = seps[1]
-		p.max[j], p.max[j+1] = itop(&s.inners[a].gmax), itop(&s.inners[b].gmax)
-		regroup(p.gmax[:], p.max[:], j, j+2)
+		p.max[j], p.max[j+1] = top(&s.inners[a].gmax), top(&s.inners[b].gmax)
+		regroup(&p.gmax, &p.max, j, j+2)
 		return pl
 	}
 	mid := s.newInner()
 	p = &s.inners[s.path[pl]]
 	seps := s.spreadInners([]int32{a, mid, b}, p, j, at, e)
-	p.sep[j+1], p.max[j+1] = seps[2], itop(&s.inners[b].gmax)
+	p.sep[j+1], p.max[j+1] = seps[2], top(&s.inners[b].gmax)
 	s.idx[pl] = int32(j)
-	return s.addChild(pl, itop(&s.inners[a].gmax), seps[1], mid, itop(&s.inners[mid].gmax))
+	return s.addChild(pl, top(&s.inners[a].gmax), seps[1], mid, top(&s.inners[mid].gmax))
 }
 
 // shareRoom is the fewest free slots a neighbour must have to share.
 const shareRoom = 8
-
-// share turns the B*-tree rule on.
-const share = true
 
 // entry is an inner node's child with its separator and largest size.
 type entry struct {
@@ -1034,8 +989,8 @@ type entry struct {
 // smallest int64, and the separator above its first child is its
 // parent's.
 func (s *Set) spreadInners(out []int32, p *inner, j, at int, e entry) [3]int64 {
-	var seps, maxes [3*innerMax + 1]int64
-	var kids [3*innerMax + 1]int32
+	var seps, maxes [3*nodeMax + 1]int64
+	var kids [3*nodeMax + 1]int32
 	t := 0
 	for _, node := range out {
 		in := &s.inners[node]
@@ -1067,7 +1022,7 @@ func (s *Set) spreadInners(out []int32, p *inner, j, at int, e entry) [3]int64 {
 		clear(in.max[n:])
 		firsts[k], in.sep[0] = in.sep[0], minInt
 		in.n = int32(n)
-		regroup(in.gmax[:], in.max[:], 0, innerMax)
+		regroup(&in.gmax, &in.max, 0, nodeMax)
 		from = to
 	}
 	return firsts
@@ -1103,7 +1058,7 @@ func (s *Set) removeAt(lf int32, pos int) {
 	lp.start[n-1], lp.size[n-1] = maxInt, 0
 	lp.n--
 	if s.height > 0 {
-		regroup(lp.gmax[:], lp.size[:], pos, n)
+		regroup(&lp.gmax, &lp.size, pos, n)
 	}
 	if lp.n == 0 && s.height > 0 {
 		s.unlinkLeaf(lf)
@@ -1142,14 +1097,14 @@ func (s *Set) removeChild(l int) {
 	copy(in.child[i:n-1], in.child[i+1:n])
 	in.sep[0], in.sep[n-1], in.max[n-1] = minInt, maxInt, 0
 	in.n--
-	regroup(in.gmax[:], in.max[:], i, n)
+	regroup(&in.gmax, &in.max, i, n)
 	if in.n == 0 {
 		// Only a non-root node can empty: a root keeps two children.
 		s.freeI = append(s.freeI, node)
 		s.removeChild(l - 1)
 		return
 	}
-	s.carryMax(l-1, itop(&in.gmax))
+	s.carryMax(l-1, top(&in.gmax))
 	for s.height > 0 && node == s.root && in.n == 1 {
 		s.freeI = append(s.freeI, node)
 		s.root = in.child[0]
@@ -1297,7 +1252,7 @@ func (s *Set) Check() error {
 				}
 			}
 			for g := range groups {
-				if want := groupMax(lp.size[:], g); lp.gmax[g] != want && s.height > 0 {
+				if want := groupMax(&lp.size, g); lp.gmax[g] != want && s.height > 0 {
 					return 0, errorf("leaf %d group %d: largest size %d recorded as %d", node, g, want, lp.gmax[g])
 				}
 			}
@@ -1310,13 +1265,13 @@ func (s *Set) Check() error {
 		if in.sep[0] != minInt {
 			return 0, errorf("inner %d: separator 0 is %d", node, in.sep[0])
 		}
-		for i := int(in.n); i < innerMax; i++ {
+		for i := int(in.n); i < nodeMax; i++ {
 			if in.max[i] != 0 || in.sep[i] != maxInt {
 				return 0, errorf("inner %d of %d children: slot %d holds largest size %d, separator %d", node, in.n, i, in.max[i], in.sep[i])
 			}
 		}
-		for g := range innerGroups {
-			if want := groupMax(in.max[:], g); in.gmax[g] != want {
+		for g := range groups {
+			if want := groupMax(&in.max, g); in.gmax[g] != want {
 				return 0, errorf("inner %d group %d: largest size %d recorded as %d", node, g, want, in.gmax[g])
 			}
 		}

@@ -668,7 +668,7 @@ func TestCheckFindsBadGroups(t *testing.T) {
 			}
 		}
 		for i := range s.inners {
-			if in == nil && s.inners[i].n < innerMax {
+			if in == nil && s.inners[i].n < nodeMax {
 				in = &s.inners[i]
 			}
 		}
@@ -690,11 +690,11 @@ func TestCheckFindsBadGroups(t *testing.T) {
 		}},
 		{"inner group", func(s *Set) { _, in := notFull(s); in.gmax[0]++ }},
 		{"leaf start tail", func(s *Set) { lp, _ := notFull(s); lp.start[nodeMax-1]-- }},
-		{"inner separator tail", func(s *Set) { _, in := notFull(s); in.sep[innerMax-1]-- }},
+		{"inner separator tail", func(s *Set) { _, in := notFull(s); in.sep[nodeMax-1]-- }},
 		{"inner separator 0", func(s *Set) { _, in := notFull(s); in.sep[0]++ }},
 		{"inner tail", func(s *Set) {
 			_, in := notFull(s)
-			in.max[innerMax-1], in.gmax[innerGroups-1] = 1, max(in.gmax[innerGroups-1], 1)
+			in.max[nodeMax-1], in.gmax[groups-1] = 1, max(in.gmax[groups-1], 1)
 		}},
 	} {
 		s := build()
@@ -740,8 +740,8 @@ func TestExtremeAddresses(t *testing.T) {
 func TestChildAt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 25))
 	for trial := range 20000 {
-		n := 1 + trial%innerMax
-		var sep [innerMax]int64
+		n := 1 + trial%nodeMax
+		var sep [nodeMax]int64
 		fill(sep[:], maxInt)
 		sep[0] = minInt
 		x := int64(rng.IntN(1000)) - 500
@@ -759,8 +759,8 @@ func TestChildAt(t *testing.T) {
 					want = i
 				}
 			}
-			if got := childAtIn(&sep, q); got != want {
-				t.Fatalf("childAtIn(%v of %d, %d) = %d, want %d", sep[:n], n, q, got, want)
+			if got := childAt(&sep, q); got != want {
+				t.Fatalf("childAt(%v of %d, %d) = %d, want %d", sep[:n], n, q, got, want)
 			}
 		}
 	}
@@ -810,17 +810,11 @@ func TestRankAll(t *testing.T) {
 // request or next to it.
 func TestLastFitBy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 25))
-	for trial := range 100000 {
-		// Leaves and inner nodes by turns.
-		inner := trial%2 == 1
-		width := nodeMax
-		if inner {
-			width = innerMax
-		}
-		n := trial / 2 % (width + 1)
+	for trial := range 50000 {
+		n := trial % (nodeMax + 1)
 		size := 1 + rng.Int64N(1<<uint(1+rng.IntN(40)))
-		var xs [innerMax]int64
-		var gm [innerGroups]int64
+		var xs [nodeMax]int64
+		var gm [groups]int64
 		for i := range n {
 			switch rng.IntN(4) {
 			case 0:
@@ -833,18 +827,14 @@ func TestLastFitBy(t *testing.T) {
 				xs[i] = maxInt - rng.Int64N(3)
 			}
 		}
-		regroup(gm[:], xs[:], 0, width)
+		regroup(&gm, &xs, 0, nodeMax)
 		want := -1
 		for i := range n {
 			if xs[i] >= size {
 				want = i
 			}
 		}
-		got := lastFitByIn(&gm, &xs, size)
-		if !inner {
-			got = lastFitBy((*[groups]int64)(gm[:]), (*[nodeMax]int64)(xs[:]), size)
-		}
-		if got != want && (want >= 0 || got >= 0) {
+		if got := lastFitBy(&gm, &xs, size); got != want && (want >= 0 || got >= 0) {
 			t.Fatalf("lastFitBy(%v, %d) = %d, want %d", xs[:n], size, got, want)
 		}
 	}
