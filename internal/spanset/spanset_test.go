@@ -839,3 +839,99 @@ func TestLastFitBy(t *testing.T) {
 		}
 	}
 }
+
+// TestFillRules grows a set by inserts in random order to three inner
+// levels, checking the tree (Check: order, counts, separators, links and
+// every largest size) after every change of its shape while it is small
+// and every thousand inserts after, so that a share with a neighbour or a
+// split of two nodes into three that lost, doubled or misordered an entry,
+// or left a separator or a maximum unmended, fails; and it checks the
+// fill the rules are for: leaves and inner nodes below the root fuller
+// than splits in halves leave them (about 22 of 32 in random order).
+func TestFillRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 25))
+	const n = 60000
+	slots := rng.Perm(n)
+	s := New()
+	shape := s.shape
+	for k, slot := range slots {
+		// Every other span the largest yet, so that the maxima differ
+		// from node to node and a share moves them.
+		size := 1 + rng.Int64N(1<<rng.IntN(13))
+		if k%2 == 0 {
+			size = 1 + int64(k)
+		}
+		s.Insert(Span{int64(slot) << 17, size})
+		if s.shape != shape && k < 8000 || k%1000 == 999 {
+			if err := s.Check(); err != nil {
+				t.Fatalf("insert %d (%d spans, height %d): %v", k, s.Len(), s.height, err)
+			}
+		} else if s.shape != shape {
+			if err := checkMaxima(s); err != nil {
+				t.Fatalf("insert %d (%d spans, height %d): %v", k, s.Len(), s.height, err)
+			}
+		}
+		shape = s.shape
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	prev := int64(-1 << 17)
+	count := 0
+	s.Ascend(func(sp Span) bool {
+		if sp.Start != prev+1<<17 || sp.Size < 1 || sp.Size > n {
+			t.Fatalf("span %+v after start %d", sp, prev)
+		}
+		prev = sp.Start
+		count++
+		return true
+	})
+	if count != n {
+		t.Fatalf("%d spans, want %d", count, n)
+	}
+	shapeNow := s.Shape()
+	if len(shapeNow) < 4 {
+		t.Fatalf("shape %v: the test should reach three inner levels", shapeNow)
+	}
+	leaves := shapeNow[len(shapeNow)-1]
+	lowest := shapeNow[len(shapeNow)-2]
+	perLeaf, perInner := float64(n)/float64(leaves), float64(leaves)/float64(lowest)
+	t.Logf("shape %v: %.1f spans a leaf, %.1f children a lowest inner node", shapeNow, perLeaf, perInner)
+	if perLeaf < 24 || perInner < 24 {
+		t.Errorf("shape %v: %.1f spans a leaf, %.1f children a lowest inner node, want 24 or more", shapeNow, perLeaf, perInner)
+	}
+}
+
+// checkMaxima is the part of Check that a share or a split can get wrong
+// far from where the next inserts look, and that is cheap enough to run
+// after every change of shape in a large set: every inner node's largest
+// sizes, of each child and each group (a child's from its own groups).
+func checkMaxima(s *Set) error {
+	level := []int32{s.root}
+	for h := range s.height {
+		var next []int32
+		for _, node := range level {
+			in := &s.inners[node]
+			for i := range int(in.n) {
+				c := in.child[i]
+				var want int64
+				if h == s.height-1 {
+					want = top(&s.leaves[c].gmax)
+				} else {
+					want = top(&s.inners[c].gmax)
+				}
+				if in.max[i] != want {
+					return errorf("inner %d child %d: largest size %d recorded as %d", node, i, want, in.max[i])
+				}
+			}
+			for g := range groups {
+				if want := groupMax(&in.max, g); in.gmax[g] != want {
+					return errorf("inner %d group %d: largest size %d recorded as %d", node, g, want, in.gmax[g])
+				}
+			}
+			next = append(next, in.child[:in.n]...)
+		}
+		level = next
+	}
+	return nil
+}
