@@ -737,9 +737,6 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 		s.raiseMax(s.height-1, sp.Size)
 		return
 	}
-	if s.height > 0 && s.shareLeaf(lf, pos, sp) {
-		return
-	}
 	// Split the full leaf in halves and insert into the half sp is in.
 	nl := s.newLeaf()
 	lp = &s.leaves[lf]
@@ -772,88 +769,6 @@ func (s *Set) insertAt(lf int32, pos int, sp Span) {
 	// Above the node that took the new child without splitting, the
 	// largest sizes only need to admit sp's.
 	s.raiseMax(l-1, sp.Size)
-}
-
-// shareLeaf inserts sp at pos of the full leaf lf, under an inner node,
-// by the rule of a B*-tree: when a neighbour under the same parent has
-// room, the two share their spans and sp evenly; when the neighbours are
-// full, the leaf and one of them become three, about two thirds full. It
-// reports false for a leaf without a neighbour (its parent's only
-// child), which splits in halves. Why: a leaf split in halves and never
-// merged (removals only drop empty nodes) holds 21 spans on average at
-// 10^6 live buffers, and its parent 23 children; fuller nodes make fewer
-// of them and, at that size, one inner level fewer (package doc).
-func (s *Set) shareLeaf(lf int32, pos int, sp Span) bool {
-	l := s.height - 1
-	p := &s.inners[s.path[l]]
-	i := int(s.idx[l])
-	var left, right int32 // the two leaves, in order
-	var at int            // sp's place among their spans
-	var nLeft, nRight int32 = nodeMax + 1, nodeMax + 1
-	if i > 0 {
-		nLeft = s.leaves[p.child[i-1]].n
-	}
-	if i+1 < int(p.n) {
-		nRight = s.leaves[p.child[i+1]].n
-	}
-	switch {
-	case nLeft <= nodeMax && nLeft <= nRight:
-		i--
-		left, right, at = p.child[i], lf, int(nLeft)+pos
-	case nRight <= nodeMax:
-		left, right, at = lf, p.child[i+1], pos
-	default:
-		return false
-	}
-	if min(nLeft, nRight) <= nodeMax-shareRoom {
-		s.spreadLeaves([]int32{left, right}, at, sp)
-		p.sep[i+1] = s.leaves[right].start[0]
-		p.max[i], p.max[i+1] = top(&s.leaves[left].gmax), top(&s.leaves[right].gmax)
-		regroup(&p.gmax, &p.max, i, i+2)
-		s.shape++
-		s.raiseMax(l-1, sp.Size)
-		return true
-	}
-	// Both full: a third leaf between them.
-	mid := s.newLeaf()
-	s.spreadLeaves([]int32{left, mid, right}, at, sp)
-	lp, mp, rp := &s.leaves[left], &s.leaves[mid], &s.leaves[right]
-	mp.prev, mp.next, lp.next, rp.prev = left, right, mid, mid
-	p = &s.inners[s.path[l]]
-	p.sep[i+1], p.max[i+1] = rp.start[0], top(&rp.gmax)
-	s.idx[l] = int32(i)
-	up := s.addChild(l, top(&lp.gmax), mp.start[0], mid, top(&mp.gmax))
-	s.raiseMax(up-1, sp.Size)
-	return true
-}
-
-// spreadLeaves puts the spans of the leaves of out (neighbours in order,
-// the new ones empty) and sp, at position at among them, back into them
-// in order, as evenly as they go, and mends their group maxima.
-func (s *Set) spreadLeaves(out []int32, at int, sp Span) {
-	var starts, sizes [3*nodeMax + 1]int64
-	t := 0
-	for _, lf := range out {
-		lp := &s.leaves[lf]
-		t += copy(starts[t:], lp.start[:lp.n])
-		copy(sizes[t-int(lp.n):], lp.size[:lp.n])
-	}
-	copy(starts[at+1:t+1], starts[at:t])
-	copy(sizes[at+1:t+1], sizes[at:t])
-	starts[at], sizes[at] = sp.Start, sp.Size
-	t++
-	from := 0
-	for k, lf := range out {
-		to := t * (k + 1) / len(out)
-		lp := &s.leaves[lf]
-		n := copy(lp.start[:], starts[from:to])
-		copy(lp.size[:], sizes[from:to])
-		fill(lp.start[n:], maxInt)
-		clear(lp.size[n:])
-		lp.n = int32(n)
-		regroup(&lp.gmax, &lp.size, 0, nodeMax)
-		from = to
-	}
 }
 
 // addChild records that the node on the path at level l+1 (a leaf when
@@ -889,20 +804,8 @@ func (s *Set) addChild(l int, leftMax, sep int64, right int32, rightMax int64) i
 		regroup(&in.gmax, &in.max, i, int(in.n))
 		return l
 	}
-	if l > 0 {
-		return s.shareInner(l, i+1, sep, rightMax, right)
-	}
-	return s.splitInner(l, i+1, sep, rightMax, right)
-}
-
-// splitInner splits the full inner node at level l of the path in halves,
-// inserting the child right (separator sep, largest size rightMax) at
-// position at, and records the new half in the level above: addChild's
-// way for a root, or a node whose neighbours cannot share.
-func (s *Set) splitInner(l, at int, sep, rightMax int64, right int32) int {
-	node := s.path[l]
 	nn := s.newInner()
-	in := &s.inners[node]
+	in = &s.inners[node]
 	np := &s.inners[nn]
 	const h = nodeMax / 2
 	copy(np.sep[:], in.sep[h:])
@@ -911,121 +814,16 @@ func (s *Set) splitInner(l, at int, sep, rightMax int64, right int32) int {
 	clear(in.max[h:])
 	fill(in.sep[h:], maxInt)
 	np.n, in.n = nodeMax-h, h
-	if at <= h {
-		insertChild(in, at, sep, rightMax, right)
+	if i+1 <= h {
+		insertChild(in, i+1, sep, rightMax, right)
 	} else {
-		insertChild(np, at-h, sep, rightMax, right)
+		insertChild(np, i+1-h, sep, rightMax, right)
 	}
 	regroup(&in.gmax, &in.max, 0, nodeMax)
 	regroup(&np.gmax, &np.max, 0, nodeMax)
 	up := np.sep[0]
 	np.sep[0] = minInt
 	return s.addChild(l-1, top(&in.gmax), up, nn, top(&np.gmax))
-}
-
-// shareInner is shareLeaf for the full inner node at level l of the
-// path, below the root, taking the child right (separator sep, largest
-// size rightMax) at position at: it shares its children with a
-// neighbour under the same parent that has room, or becomes three nodes
-// with a full neighbour, and returns what addChild returns. The
-// separators of the moved children's boundaries go up to the parent, and
-// the parent's come down into the nodes, as they do in a split. A node
-// is never its parent's only child here (a node below the root that
-// could split alone had a full neighbour or was the parent's only child,
-// which only a root of two children after removals leaves; then it splits
-// in halves).
-func (s *Set) shareInner(l, at int, sep, rightMax int64, right int32) int {
-	pl := l - 1
-	p := &s.inners[s.path[pl]]
-	j := int(s.idx[pl])
-	node := s.path[l]
-	var nLeft, nRight int32 = nodeMax + 1, nodeMax + 1
-	if j > 0 {
-		nLeft = s.inners[p.child[j-1]].n
-	}
-	if j+1 < int(p.n) {
-		nRight = s.inners[p.child[j+1]].n
-	}
-	var a, b int32 // the two nodes, in order
-	switch {
-	case nLeft <= nodeMax && nLeft <= nRight:
-		j--
-		a, b, at = p.child[j], node, int(nLeft)+at
-	case nRight <= nodeMax:
-		a, b = node, p.child[j+1]
-	default:
-		return s.splitInner(l, at, sep, rightMax, right)
-	}
-	e := entry{sep, rightMax, right}
-	if min(nLeft, nRight) <= nodeMax-shareRoom {
-		seps := s.spreadInners([]int32{a, b}, p, j, at, e)
-		p.sep[j+1] = seps[1]
-		p.max[j], p.max[j+1] = top(&s.inners[a].gmax), top(&s.inners[b].gmax)
-		regroup(&p.gmax, &p.max, j, j+2)
-		return pl
-	}
-	mid := s.newInner()
-	p = &s.inners[s.path[pl]]
-	seps := s.spreadInners([]int32{a, mid, b}, p, j, at, e)
-	p.sep[j+1], p.max[j+1] = seps[2], top(&s.inners[b].gmax)
-	s.idx[pl] = int32(j)
-	return s.addChild(pl, top(&s.inners[a].gmax), seps[1], mid, top(&s.inners[mid].gmax))
-}
-
-// shareRoom is the fewest free slots a neighbour must have to share.
-const shareRoom = 8
-
-// entry is an inner node's child with its separator and largest size.
-type entry struct {
-	sep, max int64
-	child    int32
-}
-
-// spreadInners puts the children of the inner nodes of out (neighbours
-// in order under p from its child j, the new ones empty) and e, at
-// position at among them, back into them in order, as evenly as they
-// go, and returns the separator each node's first child had among them
-// (the first node's is p's, unchanged): a node's own separator 0 is the
-// smallest int64, and the separator above its first child is its
-// parent's.
-func (s *Set) spreadInners(out []int32, p *inner, j, at int, e entry) [3]int64 {
-	var seps, maxes [3*nodeMax + 1]int64
-	var kids [3*nodeMax + 1]int32
-	t := 0
-	for _, node := range out {
-		in := &s.inners[node]
-		n := int(in.n)
-		if n == 0 {
-			continue // a new node, not yet p's child
-		}
-		copy(seps[t:], in.sep[:n])
-		copy(maxes[t:], in.max[:n])
-		copy(kids[t:], in.child[:n])
-		seps[t] = p.sep[j]
-		j++
-		t += n
-	}
-	copy(seps[at+1:t+1], seps[at:t])
-	copy(maxes[at+1:t+1], maxes[at:t])
-	copy(kids[at+1:t+1], kids[at:t])
-	seps[at], maxes[at], kids[at] = e.sep, e.max, e.child
-	t++
-	var firsts [3]int64
-	from := 0
-	for k, node := range out {
-		to := t * (k + 1) / len(out)
-		in := &s.inners[node]
-		n := copy(in.sep[:], seps[from:to])
-		copy(in.max[:], maxes[from:to])
-		copy(in.child[:], kids[from:to])
-		fill(in.sep[n:], maxInt)
-		clear(in.max[n:])
-		firsts[k], in.sep[0] = in.sep[0], minInt
-		in.n = int32(n)
-		regroup(&in.gmax, &in.max, 0, nodeMax)
-		from = to
-	}
-	return firsts
 }
 
 func insertChild(in *inner, i int, sep, m int64, c int32) {
