@@ -87,3 +87,22 @@ func TestHugePagesPlaceAlike(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLiveShape runs BenchmarkLive's events at 10^6 live buffers
+// and reports the shape of the free set after them (spanset's Set.Shape):
+// its inner levels, the nodes of the two levels above the leaves, the
+// leaves and their average count of spans. The package doc of spanset
+// quotes it (-test.benchtime 2000000x: 10^6 event pairs).
+func BenchmarkLiveShape(b *testing.B) {
+	d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
+	a := New(Options{}, strategies.NewMemory(&d))
+	livebench.Run(b, 1000000, a.Malloc, a.Free, a.Touch)
+	shape := a.free.Shape()
+	h := len(shape) - 1
+	b.ReportMetric(float64(h), "inner-levels")
+	for l := range h {
+		b.ReportMetric(float64(shape[l]), "nodes-level"+strconv.Itoa(l))
+	}
+	b.ReportMetric(float64(shape[h]), "leaves")
+	b.ReportMetric(float64(a.free.Len())/float64(shape[h]), "spans/leaf")
+}

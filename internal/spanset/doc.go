@@ -319,4 +319,55 @@
 // 36 and 839 nodes, with 2, 36, 839 and 19,180 children, over 405,000
 // spans in leaves of 21 on average: the root and the two nodes below it
 // choose among 2 and 18 children, the lower levels among 23.
+//
+// # One level fewer (2026-11-25, tried and not kept)
+//
+// The four inner levels above are the shape after 10^6 event pairs, twice
+// the benchmarks' window: tpurt.BenchmarkLive and harness.
+// BenchmarkReplayLivePaired time 10^6 events after the warm-up, and the
+// free set, which grows through the window from the one span the warm-up
+// leaves, has three inner levels from the first 50,000 events on
+// (tpurt.BenchmarkLiveShape, Set.Shape: after 10^5 events 1, 4 and 87
+// inner nodes over 2,024 leaves; after 5×10^5 1, 16, 383 over 8,421;
+// after 10^6 1, 23, 596 over 13,540 leaves of 22.1 spans; the fourth level
+// comes between 10^6 and 2×10^6, and after 3×10^6 it is 1, 2, 41, 997
+// over 22,424 leaves of 19.7). Two inner levels would hold the window's
+// 13,540 leaves only with about 117 children a node, so neither lever
+// below takes a level off in the window:
+//   - A B*-tree's rule, for leaves and inner nodes below the root: a full
+//     node shares its entries evenly with a neighbour under the same
+//     parent that has room, and with a full neighbour becomes three
+//     nodes. Leaves then held 27.3-28.0 spans and the lowest inner nodes
+//     27.7 children: after 2×10^6 events three inner levels (1, 20, 536
+//     over 14,842 leaves) where there were four, after 10^6 still three
+//     (1, 14, 382 over 10,682). In the window the shares are only a cost
+//     (the set grows, so a full node is met every few inserts):
+//     BenchmarkLive's 10^6 side 123-126 to 137-142 cpu-ns/event (eight
+//     interleaved pairs), the model's instructions an event pair at 10^6
+//     2,037 to 2,329 (cachegrind, 400,000 events less 200,000). Sharing
+//     only with a neighbour of 8 free slots or more (else three nodes)
+//     kept 24.7 spans a leaf and cost 2,141 instructions: BenchmarkLive
+//     118.8 to 119.6 at 10^6 and 51.3 to 49.9 at 10^3 (medians, eight
+//     pairs, within the noise), the replay's 10^6 side 1.04-1.22 times the
+//     base's (median about 1.07, six interleaved pairs; 10^3 the same).
+//     It pays after the window: at 3×10^6 events (three levels against
+//     four) BenchmarkLive went from 133.6 to 126.0 (medians of eight
+//     interleaved rounds, median ratio 0.945).
+//   - Inner nodes of 64 children in eight groups (a header line of eight
+//     group maxima, the count in the node's last line), leaves of 32:
+//     childAt over seven group firsts and lastFitBy's mask of eight bits.
+//     Three inner levels at 10^6 events (1, 6, 292; with the B* rule 1,
+//     3-4, 188-219), and each level's scans cost more: the model's
+//     instructions an event pair 2,037 to 2,140 at 10^6 (the two scans 448
+//     to 565) and 1,151 to 1,188 at 10^3. BenchmarkLive (six rounds
+//     interleaved with the base) 113.4 to 115.2 at 10^6 and 49.1 to 53.4
+//     at 10^3; with the B* rule 120.2-125.0 and 50.5; the replay (six
+//     rounds) 157.7 to 161.1 at 10^6 and 59.2 to 62.1 at 10^3 (with the
+//     B* rule 163.4 and 60.3).
+//
+// So at 10^6 live buffers in issue 15's window the tree's height is
+// already as low as a B+tree's can be; what the 10^6 side pays beyond
+// 10^3's is the lowest inner level's and the leaves' lines out of the
+// cache (13,540 leaves of 576 bytes, 7.8 MB, and 596 inner nodes) and
+// the levels' instructions, not a fourth level.
 package spanset

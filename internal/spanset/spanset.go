@@ -1000,6 +1000,27 @@ func (s *Set) Ascend(fn func(Span) bool) {
 	}
 }
 
+// Shape is the number of nodes at each level of the tree, from the root
+// (level 0) to the leaves (the last), for the measurements of its fill
+// that decide the nodes' sizes and split rules (package doc).
+func (s *Set) Shape() []int {
+	counts := make([]int, s.height+1)
+	level := []int32{s.root}
+	for h := 0; h <= s.height; h++ {
+		counts[h] = len(level)
+		if h == s.height {
+			break
+		}
+		var next []int32
+		for _, node := range level {
+			in := &s.inners[node]
+			next = append(next, in.child[:in.n]...)
+		}
+		level = next
+	}
+	return counts
+}
+
 // Check verifies the tree: spans in order, disjoint and not empty, the
 // leaves linked in order, separators that route every start to its leaf,
 // every largest size the largest under its child, no empty node but an
