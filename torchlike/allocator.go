@@ -477,7 +477,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		r.size -= size
 		if !expandable {
 			if alreadySplit {
-				ps.g[sInactiveSplitBytes].cur -= size
+				ps.g[sInactiveSplitBytes].freed += size
 			} else {
 				a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
 				a.stats.raise(sInactiveSplit, ps, po, 1)
@@ -486,8 +486,8 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 		taken, tSize = nb, size
 	} else {
 		if alreadySplit && !expandable {
-			ps.g[sInactiveSplitBytes].cur -= bSize
-			ps.g[sInactiveSplit].cur--
+			ps.g[sInactiveSplitBytes].freed += bSize
+			ps.g[sInactiveSplit].freed++
 		}
 		b.st |= stAllocated
 		b.req = orig
@@ -863,7 +863,7 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		r.gcBase = pl.getFreeBlocksCallCount
 		if !expandable {
 			if alreadySplit {
-				ps.g[sInactiveSplitBytes].cur -= size
+				ps.g[sInactiveSplitBytes].freed += size
 			} else {
 				a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
 				a.stats.raise(sInactiveSplit, ps, po, 1)
@@ -871,8 +871,8 @@ func (a *Allocator) allocFoundBlock(pl *pool, i int32, set setState, size, strea
 		}
 		taken, b = nb, n
 	} else if alreadySplit && !expandable {
-		ps.g[sInactiveSplitBytes].cur -= b.size
-		ps.g[sInactiveSplit].cur--
+		ps.g[sInactiveSplitBytes].freed += b.size
+		ps.g[sInactiveSplit].freed++
 	}
 	b.st |= stAllocated
 	b.req = orig
@@ -953,7 +953,7 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		// the free blocks' ages are never read.
 		if !expandable {
 			if alreadySplit {
-				ps.g[sInactiveSplitBytes].cur -= size
+				ps.g[sInactiveSplitBytes].freed += size
 			} else {
 				a.stats.raise(sInactiveSplitBytes, ps, po, r.size)
 				a.stats.raise(sInactiveSplit, ps, po, 1)
@@ -962,8 +962,8 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 		taken, tSize = nb, size
 	} else {
 		if alreadySplit && !expandable {
-			ps.g[sInactiveSplitBytes].cur -= bSize
-			ps.g[sInactiveSplit].cur--
+			ps.g[sInactiveSplitBytes].freed += bSize
+			ps.g[sInactiveSplit].freed++
 		}
 		b.st |= stAllocated
 		b.req = orig
@@ -1051,8 +1051,8 @@ func (a *Allocator) freeRequested(h strategies.Handle) {
 // allocatedDrop is free's update of the allocated statistics for b.
 func (a *Allocator) allocatedDrop(b *block) {
 	ps := &a.stats.pool[pi(b.small)&1]
-	ps.g[sAllocation].cur--
-	ps.g[sAllocatedBytes].cur -= b.size
+	ps.g[sAllocation].freed++
+	ps.g[sAllocatedBytes].freed += b.size
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeAllocations.decrease(1)
 	}
@@ -1084,8 +1084,8 @@ func (a *Allocator) Free(h strategies.Handle) {
 	st := b.st
 	if st&stAllocated != 0 {
 		// allocatedDrop, with the pool's record found once.
-		ps.g[sAllocation].cur--
-		ps.g[sAllocatedBytes].cur -= orig
+		ps.g[sAllocation].freed++
+		ps.g[sAllocatedBytes].freed += orig
 		if orig >= a.cfg.MaxSplitSize {
 			a.stats.OversizeAllocations.decrease(1)
 		}
@@ -1136,10 +1136,10 @@ func (a *Allocator) Free(h strategies.Handle) {
 	// intact, so that setSlow, when the short paths do not apply, reads
 	// the keys again.
 	if a.stats.activeApart {
-		ps.g[sActive].cur--
-		ps.g[sActiveBytes].cur -= orig
+		ps.g[sActive].freed++
+		ps.g[sActiveBytes].freed += orig
 	}
-	ps.g[sRequestedBytes].cur -= req
+	ps.g[sRequestedBytes].freed += req
 	split := b.es == none // the inactive-split statistics apply
 	switch {
 	case cp == none && cn == none:
@@ -1156,8 +1156,8 @@ func (a *Allocator) Free(h strategies.Handle) {
 			if linked(s.prev, b.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
-				ps.g[sInactiveSplit].cur--
-				ps.g[sInactiveSplitBytes].cur -= s.size
+				ps.g[sInactiveSplit].freed++
+				ps.g[sInactiveSplitBytes].freed += s.size
 			}
 		}
 		old := key(s, cp)
@@ -1176,8 +1176,8 @@ func (a *Allocator) Free(h strategies.Handle) {
 			if linked(b.prev, s.next) {
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
-				ps.g[sInactiveSplit].cur--
-				ps.g[sInactiveSplitBytes].cur -= s.size
+				ps.g[sInactiveSplit].freed++
+				ps.g[sInactiveSplitBytes].freed += s.size
 			}
 		}
 		old := key(s, cn)
@@ -1194,11 +1194,11 @@ func (a *Allocator) Free(h strategies.Handle) {
 		s, t := &arena[cp], &arena[cn]
 		if split {
 			if linked(s.prev, t.next) {
-				ps.g[sInactiveSplit].cur--
+				ps.g[sInactiveSplit].freed++
 				a.stats.raise(sInactiveSplitBytes, ps, po, orig)
 			} else {
-				ps.g[sInactiveSplit].cur -= 2
-				ps.g[sInactiveSplitBytes].cur -= s.size + t.size
+				ps.g[sInactiveSplit].freed += 2
+				ps.g[sInactiveSplitBytes].freed += s.size + t.size
 			}
 		}
 		old, gone := key(s, cp), key(t, cn)
@@ -1261,10 +1261,10 @@ func (a *Allocator) freeUnmapped(i int32) {
 		a.stats.shift(sInactiveSplitBytes, ps, po, dBytes)
 	}
 	if a.stats.activeApart {
-		ps.g[sActive].cur--
-		ps.g[sActiveBytes].cur -= orig
+		ps.g[sActive].freed++
+		ps.g[sActiveBytes].freed += orig
 	}
-	ps.g[sRequestedBytes].cur -= req
+	ps.g[sRequestedBytes].freed += req
 }
 
 // mergeable is try_merge_blocks' test: src, a neighbour of dst, merges

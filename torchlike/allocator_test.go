@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		name    string
 		corrupt func(a *Allocator)
 	}{
-		{"stat", func(a *Allocator) { a.stats.pool[piLarge].g[sAllocatedBytes].cur++ }},
+		{"stat", func(a *Allocator) { a.stats.pool[piLarge].g[sAllocatedBytes].allocated++ }},
 		{"free-set", func(a *Allocator) {
 			k, _ := a.large.blocks.Min()
 			a.large.blocks.Remove(k)

@@ -57,7 +57,7 @@ func TestCountersMatchReference(t *testing.T) {
 				// meet the thresholds and peaks exactly.
 				n = rng.Int64N(3) + 1
 			}
-			cur := c.pool[pi(small)].g[k].cur
+			cur := c.pool[pi(small)].g[k].cur()
 			switch op := rng.IntN(10); {
 			case op < 3:
 				c.increase(k, small, n)
@@ -71,7 +71,7 @@ func TestCountersMatchReference(t *testing.T) {
 				if op == 5 {
 					c.decrease(k, small, n)
 				} else {
-					c.pool[pi(small)&1].g[k].cur -= n
+					c.pool[pi(small)&1].g[k].freed += n
 				}
 				r.update(k, small, -n)
 			case op < 9:
@@ -104,8 +104,8 @@ func TestCountersMatchReference(t *testing.T) {
 func (c *counters) checkThresholds(k int) error {
 	s, l := &c.pool[piSmall].g[k], &c.pool[piLarge].g[k]
 	for _, g := range []*gauge{s, l} {
-		if g.cur > g.thr || g.thr > g.peak {
-			return fmt.Errorf("statistic %d: a pool's current %d, threshold %d, peak %d", k, g.cur, g.thr, g.peak)
+		if g.cur() > g.thr || g.thr > g.peak {
+			return fmt.Errorf("statistic %d: a pool's current %d, threshold %d, peak %d", k, g.cur(), g.thr, g.peak)
 		}
 	}
 	if s.thr+l.thr > c.allPeak[k] {
