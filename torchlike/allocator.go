@@ -395,7 +395,10 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	if size <= SmallSize {
 		pl, minRem = &a.small, MinBlockSize
 	}
-	var fk freeset.Key
+	// The best fit taken, block i of bSize bytes (not a whole Key, which
+	// was zeroed on the stack at every call).
+	var i int32
+	var bSize int64
 	if len(a.exp) != 0 {
 		// With expandable segments made: malloc's path written out
 		// (see there), the best fit found (Fit), then looked at (can
@@ -432,7 +435,7 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 			a.mem.Hit()
 			return strategies.Handle(a.allocFoundBlock(pl, k.B, setTried, size, stream, orig, k.Size, k.Addr)), true
 		}
-		fk = k
+		i, bSize = k.B, k.Size
 	} else {
 		k, found, done := pl.blocks.TakeFit(stream, size, minRem)
 		if !done {
@@ -448,12 +451,11 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 				}
 			}
 		}
-		fk = k
+		i, bSize = k.B, k.Size
 	}
-	// takeDone's work (see there) on fk, of bSize bytes, which the set
+	// takeDone's work (see there) on block i, of bSize bytes, which the set
 	// has had taken, its remainder in its place when it splits.
 	a.mem.Hit()
-	i, bSize := fk.B, fk.Size
 	small := pl.small
 	arena := a.arena
 	b := &arena[i]
@@ -1118,7 +1120,12 @@ func (a *Allocator) Free(h strategies.Handle) {
 		cn = none
 	}
 	pl := a.poolOf(b)
-	b.gcBase = pl.getFreeBlocksCallCount
+	if !a.quick {
+		// The age base, which only garbage collection reads (and
+		// quick says that it is off: fastFit), so that the commonest
+		// configuration does not store it at every free.
+		b.gcBase = pl.getFreeBlocksCallCount
+	}
 	// The statistics that do not depend on the merges first; those that
 	// do, the inactive-split ones, in each case below before the set
 	// is told, so that few values live across the set's calls (each
