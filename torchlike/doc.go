@@ -265,10 +265,12 @@
 // 2.40-2.50); with expandable segments 22.8 -> 21.9, 2.407 -> 2.373
 // (2.35-2.44 -> 2.33-2.42). Issue 15's 2.35 is not met: about 0.08 of
 // the decode short for torch, 0.02 with expandable segments.
-// BenchmarkReplayLivePaired (10 runs interleaved with the base, same
-// spell): x-live1k-cpu 1.796 -> 1.790 for torch and 1.718 -> 1.770
-// with expandable segments (one run of 2.34; the 10^6 side 128-135
-// cpu-ns/event for both binaries), within the runs' spread.
+// BenchmarkReplayLivePaired (18 runs interleaved with the base, 01:05
+// to 01:17): x-live1k-cpu 1.796 -> 1.790 for torch and 1.720 -> 1.764
+// with expandable segments (the 10^6 side 128-136 cpu-ns/event for
+// both binaries; 12 more runs of expandable segments alone: 1.677 ->
+// 1.696), within the runs' spread (1.57-2.34), and at issue 15's 1.8 or
+// below in the medians only.
 //
 // Tried in that pass and not kept: a third copy of the body, for the
 // case without expandable segments alone (es none, its tests gone),
