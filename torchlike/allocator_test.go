@@ -351,7 +351,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		name    string
 		corrupt func(a *Allocator)
 	}{
-		{"stat", func(a *Allocator) { a.stats.pool[piLarge].g[sAllocatedBytes].cur++ }},
+		{"stat", func(a *Allocator) { a.stats.pool[piLarge].g[sAllocatedBytes].allocated++ }},
 		{"free-set", func(a *Allocator) {
 			k, _ := a.large.blocks.Min()
 			a.large.blocks.Remove(k)
@@ -432,5 +432,42 @@ func TestLegacyRoundup(t *testing.T) {
 	cfg.Divisions, _ = ParseDivisions("4")
 	if got := cfg.roundSize(3*1024 + 1); got != 3584 {
 		t.Errorf("legacy with 4 divisions: %d", got)
+	}
+}
+
+// TestGarbageCollectionAgesFrees: garbage collection releases the free
+// segments that have been free longest (their age counted from their
+// free, which Free stamps), not those freed just before. Three whole
+// segments are freed at different ages: A first, then C again and again
+// (a churn of its size, which ages A), then B; a malloc that nothing
+// cached fits, above the threshold, must release A alone, as A's
+// release meets the target. Were the frees not stamped, all three would
+// be as old and all released.
+func TestGarbageCollectionAgesFrees(t *testing.T) {
+	const mib = 1 << 20
+	// allowed 256 MiB, collection above 64 MiB.
+	a := newTorch(t, "per_process_memory_fraction=1.0,garbage_collection_threshold=0.25", "a100-40g:capacity=256MiB")
+	malloc := func(size int64) strategies.Handle {
+		t.Helper()
+		h, ok := a.Malloc(size, 0)
+		if !ok {
+			t.Fatalf("Malloc(%d) failed", size)
+		}
+		return h
+	}
+	ha, hb, hc := malloc(30*mib), malloc(30*mib), malloc(20*mib)
+	a.Free(ha)
+	a.Free(hc)
+	for range 10 {
+		a.Free(malloc(20 * mib)) // C's block, stamped again
+	}
+	a.Free(hb)
+	before := a.Stats().NumDeviceFree
+	malloc(40 * mib)
+	if got := a.Stats().NumDeviceFree - before; got != 1 {
+		t.Errorf("garbage collection released %d segments, want 1 (the oldest free)", got)
+	}
+	if got, want := a.Memory().Reserved(), int64(90*mib); got != want {
+		t.Errorf("reserved %d MiB after the collection, want %d MiB (B and C kept)", got/mib, want/mib)
 	}
 }

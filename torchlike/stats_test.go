@@ -1,6 +1,7 @@
 package torchlike
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -51,7 +52,12 @@ func TestCountersMatchReference(t *testing.T) {
 			k := rng.IntN(nStats)
 			small := rng.IntN(2) == 0
 			n := rng.Int64N(5000) + 1
-			cur := c.pool[pi(small)].g[k].cur
+			if rng.IntN(2) == 0 {
+				// Rises of a few units, so that the currents
+				// meet the thresholds and peaks exactly.
+				n = rng.Int64N(3) + 1
+			}
+			cur := c.pool[pi(small)].g[k].cur()
 			switch op := rng.IntN(10); {
 			case op < 3:
 				c.increase(k, small, n)
@@ -65,7 +71,7 @@ func TestCountersMatchReference(t *testing.T) {
 				if op == 5 {
 					c.decrease(k, small, n)
 				} else {
-					c.pool[pi(small)&1].g[k].cur -= n
+					c.pool[pi(small)&1].g[k].freed += n
 				}
 				r.update(k, small, -n)
 			case op < 9:
@@ -82,9 +88,30 @@ func TestCountersMatchReference(t *testing.T) {
 				if got, want := c.array(k), r.s[k]; got != want {
 					t.Fatalf("seed %d step %d: statistic %d is %+v, the reference's %+v", seed, step, k, got, want)
 				}
+				if err := c.checkThresholds(k); err != nil {
+					t.Fatalf("seed %d step %d: %v", seed, step, err)
+				}
 			}
 		}
 	}
+}
+
+// checkThresholds reports whether statistic k's thresholds break
+// poolStats' rules: each pool's current at most its threshold, which
+// is at most its peak, and the two thresholds' sum at most the
+// aggregate's peak (the last two, that raise's one test misses no
+// peak; the first, that it does not take its slow path needlessly).
+func (c *counters) checkThresholds(k int) error {
+	s, l := &c.pool[piSmall].g[k], &c.pool[piLarge].g[k]
+	for _, g := range []*gauge{s, l} {
+		if g.cur() > g.thr || g.thr > g.peak {
+			return fmt.Errorf("statistic %d: a pool's current %d, threshold %d, peak %d", k, g.cur(), g.thr, g.peak)
+		}
+	}
+	if s.thr+l.thr > c.allPeak[k] {
+		return fmt.Errorf("statistic %d: thresholds %d and %d above the aggregate's peak %d", k, s.thr, l.thr, c.allPeak[k])
+	}
+	return nil
 }
 
 // TestSplitActiveCopies checks that Active follows Allocation until
