@@ -839,3 +839,32 @@ func TestLastFitBy(t *testing.T) {
 		}
 	}
 }
+
+// TestHighestFitAnySize: a request of no bytes or fewer (0, negative,
+// the smallest int64) is held by every span, so HighestFit returns the
+// highest span, and the largest int64 by none but a span that large; at
+// every height, as the root leaf's scan (lastFit) and the inner nodes'
+// masks (lastFitBy, whose empty slots and groups hold 0 and so "hold"
+// a request of 0) must agree. Carve refuses such sizes; HighestFit is
+// the set's own query and answered them until lastFitBy (2026-11-25)
+// chose an empty slot past the root's last child for them.
+func TestHighestFitAnySize(t *testing.T) {
+	for _, n := range []int64{1, 5, 31, 32, 33, 200, 3000} {
+		s := New()
+		for i := range n {
+			s.Insert(Span{i << 10, 1 + i%700})
+		}
+		last := Span{(n - 1) << 10, 1 + (n-1)%700}
+		for _, size := range []int64{0, -1, -1 << 40, minInt} {
+			if got, ok := s.HighestFit(size); !ok || got != last {
+				t.Errorf("%d spans (height %d): HighestFit(%d) = %v %v, want %v", n, s.height, size, got, ok, last)
+			}
+		}
+		if got, ok := s.HighestFit(maxInt); ok {
+			t.Errorf("%d spans: HighestFit(max) = %v, want none", n, got)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
