@@ -868,3 +868,34 @@ func TestHighestFitAnySize(t *testing.T) {
 		}
 	}
 }
+
+// TestShape checks Set.Shape, which BenchmarkLiveShape and the package
+// doc's figures read, against the tree found another way: one root, a
+// level per inner level and one for the leaves, as many leaves as the
+// chain from head links, each level no fewer nodes than the one above
+// and at most nodeMax times as many.
+func TestShape(t *testing.T) {
+	for _, n := range []int64{0, 1, 32, 33, 3000, 40000} {
+		s := New()
+		for i := range n {
+			s.Insert(Span{i << 10, 1 + i%700})
+		}
+		shape := s.Shape()
+		if len(shape) != s.height+1 || shape[0] != 1 {
+			t.Fatalf("%d spans (height %d): shape %v", n, s.height, shape)
+		}
+		leaves, spans := 0, 0
+		for lf := s.head; lf != nilNode; lf = s.leaves[lf].next {
+			leaves++
+			spans += int(s.leaves[lf].n)
+		}
+		if shape[s.height] != leaves || spans != s.Len() {
+			t.Errorf("%d spans: shape %v, the chain links %d leaves of %d spans", n, shape, leaves, spans)
+		}
+		for l := 1; l < len(shape); l++ {
+			if shape[l] < shape[l-1] || shape[l] > nodeMax*shape[l-1] {
+				t.Errorf("%d spans: shape %v: level %d", n, shape, l)
+			}
+		}
+	}
+}
