@@ -428,8 +428,15 @@ func (s *Set) Floor(addr int64) (Span, bool) {
 }
 
 // HighestFit returns the span with the highest start among those of at
-// least size bytes, and leaves the finger on it.
-func (s *Set) HighestFit(size int64) (Span, bool) {
+// least size bytes, and leaves the finger on it. Every span holds a size
+// of 0 or less (none is empty): such a size asks for 1, because
+// lastFitBy takes a node's empty slots and groups, which hold 0, for
+// fits of 0 (TestHighestFitAnySize).
+func (s *Set) HighestFit(size int64) (Span, bool) { return s.highestFit(max(size, 1)) }
+
+// highestFit is HighestFit for a size of at least 1: Carve's, whose
+// sizes are, without HighestFit's test of it.
+func (s *Set) highestFit(size int64) (Span, bool) {
 	s.fOK = false
 	node := s.root
 	if s.height == 0 {
@@ -536,7 +543,7 @@ func (s *Set) Carve(size int64) (Span, bool) {
 	if size <= 0 {
 		panic("spanset: carving nothing")
 	}
-	sp, ok := s.HighestFit(size)
+	sp, ok := s.highestFit(size)
 	if !ok {
 		return sp, false
 	}

@@ -839,3 +839,63 @@ func TestLastFitBy(t *testing.T) {
 		}
 	}
 }
+
+// TestHighestFitAnySize: a request of no bytes or fewer (0, negative,
+// the smallest int64) is held by every span, so HighestFit returns the
+// highest span, and the largest int64 by none but a span that large; at
+// every height, as the root leaf's scan (lastFit) and the inner nodes'
+// masks (lastFitBy, whose empty slots and groups hold 0 and so "hold"
+// a request of 0) must agree. Carve refuses such sizes; HighestFit is
+// the set's own query and answered them until lastFitBy (2026-11-25)
+// chose an empty slot past the root's last child for them.
+func TestHighestFitAnySize(t *testing.T) {
+	for _, n := range []int64{1, 5, 31, 32, 33, 200, 3000} {
+		s := New()
+		for i := range n {
+			s.Insert(Span{i << 10, 1 + i%700})
+		}
+		last := Span{(n - 1) << 10, 1 + (n-1)%700}
+		for _, size := range []int64{0, -1, -1 << 40, minInt} {
+			if got, ok := s.HighestFit(size); !ok || got != last {
+				t.Errorf("%d spans (height %d): HighestFit(%d) = %v %v, want %v", n, s.height, size, got, ok, last)
+			}
+		}
+		if got, ok := s.HighestFit(maxInt); ok {
+			t.Errorf("%d spans: HighestFit(max) = %v, want none", n, got)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShape checks Set.Shape, which BenchmarkLiveShape and the package
+// doc's figures read, against the tree found another way: one root, a
+// level per inner level and one for the leaves, as many leaves as the
+// chain from head links, each level no fewer nodes than the one above
+// and at most nodeMax times as many.
+func TestShape(t *testing.T) {
+	for _, n := range []int64{0, 1, 32, 33, 3000, 40000} {
+		s := New()
+		for i := range n {
+			s.Insert(Span{i << 10, 1 + i%700})
+		}
+		shape := s.Shape()
+		if len(shape) != s.height+1 || shape[0] != 1 {
+			t.Fatalf("%d spans (height %d): shape %v", n, s.height, shape)
+		}
+		leaves, spans := 0, 0
+		for lf := s.head; lf != nilNode; lf = s.leaves[lf].next {
+			leaves++
+			spans += int(s.leaves[lf].n)
+		}
+		if shape[s.height] != leaves || spans != s.Len() {
+			t.Errorf("%d spans: shape %v, the chain links %d leaves of %d spans", n, shape, leaves, spans)
+		}
+		for l := 1; l < len(shape); l++ {
+			if shape[l] < shape[l-1] || shape[l] > nodeMax*shape[l-1] {
+				t.Errorf("%d spans: shape %v: level %d", n, shape, l)
+			}
+		}
+	}
+}
