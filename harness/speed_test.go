@@ -471,7 +471,8 @@ func itoa(n int) string {
 // `membench sweep` does, with 1 and 2 workers, and reports replays/s and
 // cpu-µs/replay, the CPU time of a replay, which two workers raise when
 // they contend (for the collector, or memory) rather than share the
-// machine. B/op is the garbage of 64 replays.
+// machine. B/op is the garbage of the sweep's 32 replays (16 settings on
+// two traces).
 //
 // workers=2 also reports x-workers1, its replays/s over one worker's
 // (issue 15's target: at least 1.8 on an idle 2-core machine), measured
