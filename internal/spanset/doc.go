@@ -370,4 +370,32 @@
 // 10^3's is the lowest inner level's and the leaves' lines out of the
 // cache (13,540 leaves of 576 bytes, 7.8 MB, and 596 inner nodes) and
 // the levels' instructions, not a fourth level.
+//
+// # Narrow leaves (2026-11-25, tried and not kept)
+//
+// A leaf holds 32 starts and 32 sizes as int64 under a header line: 576
+// bytes, nine lines, 7.8 MB over the window's 13,540 leaves. The TPU heap
+// on every preset is below 2^32 granules of 128 B and every buffer sits on
+// the granule, so a helper built a set that kept its spans in granules as
+// uint32 (leaves of 320 bytes, five lines, 4.3 MB in the window), exact for
+// every heap by moving its spans once into the byte-wide tree when a span
+// left the unit (a program of odd bytes) or the 2^32-granule range (a heap
+// above 512 GiB): the tree generic over its leaves' word, tpurt calling
+// the narrow tree directly, about 900 lines with their tests. Measured
+// against the branch-free scans above (interleaved pairs, the machine
+// shared): the model alone (tpurt BenchmarkLive, 12 pairs) 124.2 to 118.0
+// cpu-ns/event at 10^6 (median ratio 0.945) and 55.0 to 56.4 at 10^3
+// (1.017); the replay (BenchmarkReplayLivePaired/.*tpu, 16 runs) 168.3 to
+// 162.5 at 10^6 and 64.5 to 65.0 at 10^3, x-live1k-cpu 2.65 to 2.51;
+// gpt-generate's x-decode-cpu for jax on tpu-v5e 2.05-2.08 to 2.13-2.16
+// (four runs). A prototype that passed granules straight to a uint32 tree
+// (exact for aligned heaps only) read 0.941 at 10^6 and 1.001 at 10^3. The
+// dispatch between the two widths and the conversions between uint32 and
+// int64 cost about 60 instructions an event pair at 10^3 (1,151 to 1,211)
+// and as many at 10^6 (2,037 to 2,066, the lines saved paying for them).
+// Not kept: 5 % at 10^6 live buffers, far from issue 15's ≤ 2 either way,
+// against a real replay (gpt-generate) 4 % slower and a second tree to
+// keep exact. Narrow leaves would pay only in a set built in granules
+// from the start, with no byte-wide fallback, which the model's
+// odd-sized programs and large heaps rule out.
 package spanset
