@@ -456,10 +456,8 @@ func (s *Set) highestFit(size int64) (Span, bool) {
 		if i < 0 {
 			return Span{}, false // only at the root: deeper maxima promise a fit
 		}
-		// The masks change no index (l is below the height, i below
-		// nodeMax) and spare a bounds check each.
-		s.path[l&(maxHeight-1)], s.idx[l&(maxHeight-1)] = node, int32(i)
-		node = in.child[i&(nodeMax-1)]
+		s.path[l], s.idx[l] = node, int32(i)
+		node = in.child[i]
 	}
 	lp := &s.leaves[node]
 	j := lastFitBy(&lp.gmax, &lp.size, size)
