@@ -647,15 +647,20 @@ func (s *Set) carryMax(l int, m int64) {
 }
 
 // raiseMax records that a span of size m joined the subtree at level l+1
-// of the path: no largest size at level l or above falls.
+// of the path: no largest size at level l or above falls. It raises every
+// level to the root with max(), where it stopped at the first level whose
+// largest size was already at least m: that exit, taken after one level
+// or two or three as the sizes fell, was a branch the processor could
+// not guess, and the levels' max() cost less than its mispredictions
+// (tpurt BenchmarkLive 1000000x, 30 interleaved pairs each way,
+// 2026-11-25: 0.965-0.963 of the time at 10^3 live buffers and
+// 0.975-0.971 at 10^6, for 24 more instructions an event pair at 10^6
+// and 3 fewer at 10^3 in cachegrind).
 func (s *Set) raiseMax(l int, m int64) {
 	for ; l >= 0; l-- {
-		in := &s.inners[s.path[l]]
-		i := s.idx[l]
-		if in.max[i] >= m {
-			return
-		}
-		in.max[i] = m
+		in := &s.inners[s.path[l&(maxHeight-1)]]
+		i := int(s.idx[l&(maxHeight-1)]) & (nodeMax - 1)
+		in.max[i] = max(in.max[i], m)
 		g := i / group
 		in.gmax[g] = max(in.gmax[g], m)
 	}
