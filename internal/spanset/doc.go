@@ -434,7 +434,7 @@
 //     where the base's cost 135, and x-decode-cpu for jax on tpu-v5e is
 //     2.026 (base) against 2.001 (eight interleaved runs each).
 //
-// All together, against the session's base (b87c08c): the model's
+// All together, against this work's base (9923cf9): the model's
 // instructions an event pair 2,021 to 1,949 at 10^6 and 1,150 to 1,115 at
 // 10^3, cachegrind's mispredicted branches 12.5 to 7.3 and 5.2 to 3.1
 // (its branch model moves by a branch or two with the code's layout
