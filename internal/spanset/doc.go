@@ -398,4 +398,76 @@
 // keep exact. Narrow leaves would pay only in a set built in granules
 // from the start, with no byte-wide fallback, which the model's
 // odd-sized programs and large heaps rule out.
+//
+// # The maxima without exits, and Join at a leaf's end (2026-11-25)
+//
+// Measured in cachegrind with its branch model (tpurt BenchmarkLive,
+// 800,000 events less 400,000, the model's functions and memmove, an
+// event pair) and in time by tpurt BenchmarkLive 1000000x in interleaved
+// pairs of runs, each change against the one before, in both orders
+// (ratio new/old, medians of 20-30 pairs each way). Kept:
+//   - carryMax recomputes every level of the path to the root (the
+//     group's largest size over its eight children, the node's over its
+//     four groups, with max()), where it stopped as soon as nothing
+//     changed: carryMax 224 to 196 instructions at 10^6 live buffers and
+//     1.25 mispredicted branches to none; time 0.986 at 10^6, 0.982 at
+//     10^3 (30 pairs).
+//   - raiseMax the same way (max() at every level): 0.975 and 1/1.030
+//     at 10^6, 0.965 and 1/1.038 at 10^3, for 24 instructions more at
+//     10^6.
+//   - A shrinking span (resizeAt) rescans its group and carries the
+//     leaf's largest size up without testing whether it was the largest:
+//     10^3 0.979 and 1/1.023, 10^6 the same; 20-37 fewer instructions.
+//     The same in removeAt: 7-11 more, 1.004-1.007, not kept.
+//   - Join takes the general way at a leaf's end only when a span across
+//     leaves can join (joinsApart): 10^3 0.972 and 1/1.029, 10^6 0.997
+//     and 1/1.005; 4.7 % of the frees at 10^6 (7.6 % at 10^3) reached a
+//     leaf's end and took three descents. Reading the leaf after's first
+//     span as well, where the range reaches the separator above it, made
+//     10^6 4 % slower (both orders; unexplained, each side alone was
+//     within 1 %): not kept.
+//   - Join's root-leaf way alone in Join, the tree's in joinTree: the
+//     changes above had added 3-6 instructions of stores to the stack to
+//     each of gpt-generate's Joins (a root leaf, where none of them
+//     runs), and its x-decode-cpu had gone from 2.09 to 2.15; after,
+//     Join costs gpt-generate 109 million instructions in 20 iterations
+//     where the base's cost 135, and x-decode-cpu for jax on tpu-v5e is
+//     2.026 (base) against 2.001 (eight interleaved runs each).
+//
+// All together, against this work's base (9923cf9): the model's
+// instructions an event pair 2,021 to 1,949 at 10^6 and 1,150 to 1,115 at
+// 10^3, cachegrind's mispredicted branches 12.5 to 7.3 and 5.2 to 3.1
+// (its branch model moves by a branch or two with the code's layout
+// alone: read the instructions as the firm figure). BenchmarkLive (30
+// pairs each order): 10^6 129 to 121 cpu-ns/event (0.925, 1/1.068), 10^3
+// 55.9 to 49.9 (0.889, 1/1.119). The replay
+// (harness.BenchmarkReplayLivePaired/.*tpu, 12 runs of each binary, six
+// in each order): 10^6 179.3 to 167.9 cpu-ns/event (median ratio 0.924),
+// 10^3 65.3 to 59.0 (0.904), so x-live1k-cpu 2.74 to 2.84: both sides
+// faster, the 10^3 side more.
+//
+// Tried and not kept:
+//   - The kept paths in a direct-mapped table by the address's hash (the
+//     top bits of the address times 2^64 over the golden ratio), one
+//     probe where prefetched scanned the ring of eight from the newest:
+//     26 fewer instructions at 10^6 (prefetched 95 to 69), but 1.008 and
+//     1.009 in time (30 and 20 pairs). A later Prefetch in the same slot
+//     drops a path: the Joins that take one were 94.3 % with 32 slots,
+//     95.8 % with 64, 96.6 % with 128 and 96.9 % with 256, against 97.3
+//     % with the ring (2.7 % find their path out of date either way), and
+//     the hash's multiply stands before the entry's load.
+//   - HighestFit's indexes masked (no bounds checks): 12 fewer
+//     instructions at 10^6, 1.000 and 0.998 in time.
+//   - prefetched's two arrays copied in two statements (one copied
+//     through the stack): 10 fewer instructions, 1.006 and 0.991.
+//   - insertAt moving both arrays in one loop instead of two memmoves:
+//     5 fewer instructions with memmove's, 1.006 and 1.008.
+//   - leaf.shifted replaced by regroup of the groups from the insertion
+//     (no test of each group's departing span): 7 more instructions,
+//     0.988 and 1/1.005 at 10^6, 0.996 and 1/1.006 at 10^3.
+//
+// What remains at 10^6 beyond 10^3 is per level and per line: lastFitBy
+// 272 against 136 instructions (four calls against two), the touch's walk
+// and childAt 305 against 121, the carve's carryMax 196 against 72, and
+// the leaves and lowest inner nodes out of the cache.
 package spanset

@@ -624,48 +624,43 @@ func (s *Set) fixMax(lf int32) {
 }
 
 // carryMax records m as the largest size under the child taken at level
-// l of the path, and carries the node's new largest size up as far as it
-// changes: a group's largest size is looked for among its children only
-// when the child that fell held it, and the node's among its groups'.
+// l of the path and recomputes every level above from it, to the root:
+// at each node the group's largest size over its eight children and the
+// node's over its four groups, with max() and no branch on the sizes.
+// Why: it carried a change up only as far as it changed anything,
+// comparing the old size with the group's and the parent's at each
+// level, and at 10^6 live buffers (where the span a placement carves is
+// nearly always the largest of every node on its path) those exits fell
+// at places the processor could not guess: 224 instructions and 1.25
+// mispredicted branches an event pair (cachegrind, tpurt BenchmarkLive,
+// 2026-11-25). A level recomputed whole reads the lines the placement's
+// HighestFit has just read.
 func (s *Set) carryMax(l int, m int64) {
 	for ; l >= 0; l-- {
-		in := &s.inners[s.path[l]]
-		i := int(s.idx[l])
-		old := in.max[i]
-		if old == m {
-			return
-		}
+		in := &s.inners[s.path[l&(maxHeight-1)]]
+		i := int(s.idx[l&(maxHeight-1)]) & (nodeMax - 1)
 		in.max[i] = m
 		g := i / group
-		if m > old {
-			in.gmax[g] = max(in.gmax[g], m)
-			s.raiseMax(l-1, m)
-			return
-		}
-		if old == in.gmax[g] {
-			in.gmax[g] = groupMax(&in.max, g)
-		}
-		if l == 0 {
-			return
-		}
-		// up is this node's largest size as the level above records it.
-		if old < s.inners[s.path[l-1]].max[s.idx[l-1]] {
-			return // the node's largest size is under another child
-		}
+		in.gmax[g] = groupMax(&in.max, g)
 		m = top(&in.gmax)
 	}
 }
 
 // raiseMax records that a span of size m joined the subtree at level l+1
-// of the path: no largest size at level l or above falls.
+// of the path: no largest size at level l or above falls. It raises every
+// level to the root with max(), where it stopped at the first level whose
+// largest size was already at least m: that exit, taken after one level
+// or two or three as the sizes fell, was a branch the processor could
+// not guess, and the levels' max() cost less than its mispredictions
+// (tpurt BenchmarkLive 1000000x, 30 interleaved pairs each way,
+// 2026-11-25: 0.965-0.963 of the time at 10^3 live buffers and
+// 0.975-0.971 at 10^6, for 24 more instructions an event pair at 10^6
+// and 3 fewer at 10^3 in cachegrind).
 func (s *Set) raiseMax(l int, m int64) {
 	for ; l >= 0; l-- {
-		in := &s.inners[s.path[l]]
-		i := s.idx[l]
-		if in.max[i] >= m {
-			return
-		}
-		in.max[i] = m
+		in := &s.inners[s.path[l&(maxHeight-1)]]
+		i := int(s.idx[l&(maxHeight-1)]) & (nodeMax - 1)
+		in.max[i] = max(in.max[i], m)
 		g := i / group
 		in.gmax[g] = max(in.gmax[g], m)
 	}
@@ -684,7 +679,15 @@ func (s *Set) SetSize(start, size int64) {
 }
 
 // resizeAt sets the size of the span at pos of leaf lf, reached by the
-// path, and mends the maxima above it.
+// path, and mends the maxima above it. A span that shrinks (a carve's)
+// rescans its group and carries the leaf's largest size to the root
+// whether or not it was the largest there: at 10^6 live buffers it nearly
+// always is, and at 10^3 the two tests, one on the group's largest size
+// and one on the parent's, mispredicted (tpurt BenchmarkLive 1000000x,
+// 30 interleaved pairs each way, 2026-11-25: 0.979 and 1/1.023 of the
+// time at 10^3, the same at 10^6; cachegrind 20 fewer instructions an
+// event pair at 10^3, 37 at 10^6). The same in removeAt cost 7-11
+// instructions more and no time.
 func (s *Set) resizeAt(lf int32, pos int, size int64) {
 	lp := &s.leaves[lf]
 	old := lp.size[pos]
@@ -694,10 +697,9 @@ func (s *Set) resizeAt(lf int32, pos int, size int64) {
 	} else {
 		lp.size[pos] = size
 		if s.height > 0 {
-			if g := pos / group; old == lp.gmax[g] {
-				lp.gmax[g] = groupMax(&lp.size, g)
-			}
-			s.shrank(lf, old)
+			g := (pos & (nodeMax - 1)) / group
+			lp.gmax[g] = groupMax(&lp.size, g)
+			s.fixMax(lf)
 		}
 	}
 	s.fOK = false
@@ -929,28 +931,54 @@ func (s *Set) removeChild(l int) {
 // span's place (one search instead of three or four); the range must not
 // overlap a span in the set.
 func (s *Set) Join(start, size int64) Span {
+	if s.height > 0 {
+		return s.joinTree(start, size)
+	}
+	// The root is the only leaf (a replay's few free ranges,
+	// gpt-generate's): no path to find or keep, nothing was prefetched
+	// (Prefetch is for sets of thousands), no leaf beside it and no
+	// largest sizes above it. This way has Join's frame to itself: with
+	// the tree's way beside it, whose calls keep values on the stack,
+	// each of gpt-generate's Joins cost 3-6 instructions more whenever
+	// that way changed (cachegrind, 2026-11-25).
+	s.fOK = false
+	lf := s.root
+	lp := &s.leaves[lf]
+	pos := lp.rank(start)
+	joinPrev := pos > 0 && lp.start[pos-1]+lp.size[pos-1] == start
+	joinNext := pos < int(lp.n) && lp.start[pos] == start+size
+	switch {
+	case joinPrev && joinNext:
+		lp.grow(pos-1, lp.size[pos-1]+size+lp.size[pos])
+		sp := Span{lp.start[pos-1], lp.size[pos-1]}
+		s.removeAt(lf, pos)
+		return sp
+	case joinPrev:
+		lp.grow(pos-1, lp.size[pos-1]+size)
+		return Span{lp.start[pos-1], lp.size[pos-1]}
+	case joinNext:
+		lp.start[pos] = start
+		lp.grow(pos, lp.size[pos]+size)
+		return Span{start, lp.size[pos]}
+	}
+	sp := Span{start, size}
+	s.insertAt(lf, pos, sp)
+	return sp
+}
+
+// joinTree is Join in a set with inner nodes.
+func (s *Set) joinTree(start, size int64) Span {
 	end := start + size
-	var lf int32
-	var pos int
-	if s.height == 0 {
-		// The root is the only leaf (a replay's few free ranges): no
-		// path to find or keep, and nothing was prefetched (Prefetch
-		// is for sets of thousands).
-		s.fOK = false
-		lf = s.root
-		pos = s.leaves[lf].rank(start)
-	} else {
-		var ok bool
-		if lf, pos, ok = s.prefetched(start); !ok {
-			lf, pos = s.descend(start)
-		}
+	lf, pos, ok := s.prefetched(start)
+	if !ok {
+		lf, pos = s.descend(start)
 	}
 	lp := &s.leaves[lf]
 	n := int(lp.n)
 	joinPrev := pos > 0 && lp.start[pos-1]+lp.size[pos-1] == start
 	joinNext := pos < n && lp.start[pos] == end
-	if pos == 0 && lp.prev != nilNode || pos == n && lp.next != nilNode {
-		// A neighbour is in another leaf: the general way.
+	if (pos == 0 && lp.prev != nilNode || pos == n && lp.next != nilNode) && s.joinsApart(lp, pos, start, end) {
+		// A neighbour may be in another leaf: the general way.
 		return s.joinApart(start, size)
 	}
 	switch {
@@ -975,6 +1003,40 @@ func (s *Set) Join(start, size int64) Span {
 	sp := Span{start, size}
 	s.insertAt(lf, pos, sp)
 	return sp
+}
+
+// joinsApart reports whether Join, whose range from start to end has its
+// place at pos of leaf lp, an end of the leaf with another leaf on that
+// side, must take the general way (joinApart): when the span that ends the
+// leaf before ends at start, or when the range's place is past the leaf's
+// last span and the range reaches the separator of the leaf after (read
+// in the parent, which the descent has just read). Otherwise nothing
+// across leaves can join: the range is inserted or joined in its own
+// leaf, where its start, at or above the separators that led there, may
+// go. Why: Join took the general way (three descents) at either end of a
+// leaf (4.7 % of the frees at 10^6 live buffers, 7.6 % at 10^3, most of
+// them joining nothing there); tpurt BenchmarkLive 1000000x, 20
+// interleaved pairs each way, 2026-11-25: 0.972 and 1/1.029 of the time
+// at 10^3, 0.997 and 1/1.005 at 10^6. Reading the leaf after's first
+// span too when the range reaches the separator, instead of taking the
+// general way, made 10^6 4 % slower, unexplained.
+func (s *Set) joinsApart(lp *leaf, pos int, start, end int64) bool {
+	if pos == 0 && lp.prev != nilNode {
+		q := &s.leaves[lp.prev]
+		k := int(q.n-1) & (nodeMax - 1) // a leaf under inner nodes holds a span
+		if q.start[k]+q.size[k] == start {
+			return true
+		}
+	}
+	if pos != int(lp.n) || lp.next == nilNode {
+		return false
+	}
+	// The leaf after's first start is not below the separator that leads
+	// to it; past the parent's last child that separator is in a node
+	// above, and the general way is taken.
+	in := &s.inners[s.path[(s.height-1)&(maxHeight-1)]]
+	i := int(s.idx[(s.height-1)&(maxHeight-1)]) + 1
+	return i >= int(in.n) || end >= in.sep[i&(nodeMax-1)]
 }
 
 // joinApart is Join with a neighbour in another leaf, one search at a
