@@ -618,7 +618,8 @@ func (s *Set) find(start int64, what string) (int32, int) {
 }
 
 // fixMax recomputes the largest size of the leaf at the end of the path
-// and carries it up the path as far as it changes anything.
+// and carries it up every level of the path to the root (carryMax, which
+// no longer stops where nothing changes: see there why).
 func (s *Set) fixMax(lf int32) {
 	s.carryMax(s.height-1, top(&s.leaves[lf].gmax))
 }
