@@ -439,16 +439,10 @@ func (a *Allocator) Malloc(orig, stream int64) (strategies.Handle, bool) {
 	} else {
 		k, found, done := pl.blocks.TakeFit(stream, size, minRem)
 		if !done {
-			// fitTried's Take and Put, here so that the block is
+			// fitTried's takeSplit, here so that the block is
 			// taken below (see fitTried).
-			if !found || !pl.blocks.Take(k) {
+			if !found || !pl.takeSplit(k, size, stream, minRem) {
 				return a.fitRest(orig, size, stream, pl, k, found)
-			}
-			if k.Size-size >= minRem {
-				rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
-				if !pl.blocks.Put(rem) {
-					pl.blocks.Insert(rem)
-				}
 			}
 		}
 		i, bSize = k.B, k.Size
@@ -610,25 +604,37 @@ func (a *Allocator) malloc(orig, stream int64) (strategies.Handle, bool) {
 // counted the same misses and later runs on a busier machine resolved
 // nothing, so the order that was measured before is kept.
 func (a *Allocator) fitTried(orig, size, stream, minRem int64, pl *pool, k freeset.Key, found bool) (strategies.Handle, bool) {
-	if found && pl.blocks.Take(k) {
+	if found && pl.takeSplit(k, size, stream, minRem) {
 		// TakeFit found k, of a class with several keys (a chunk) or
-		// with the remainder's class not empty, and left it: Take
-		// and Put (else Insert) are Replace's or Remove's work there,
-		// in that order, so that takeDone takes the block (a tenth of
-		// gpt-generate's mallocs, which allocFoundBlock and the
-		// general Replace and Remove took at about twice the
-		// instructions). A class that spilled to a tree is still
-		// allocFoundBlock's (above).
-		if k.Size-size >= minRem {
-			rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
-			if !pl.blocks.Put(rem) {
-				pl.blocks.Insert(rem)
-			}
-		}
+		// with the remainder's class not empty, and left it: takeSplit
+		// does Replace's or Remove's work there, so that takeDone
+		// takes the block (a tenth of gpt-generate's mallocs, which
+		// allocFoundBlock and the general Replace and Remove took at
+		// about twice the instructions). A class that spilled to a
+		// tree is still allocFoundBlock's (above).
 		a.mem.Hit()
 		return strategies.Handle(a.takeDone(pl, k.B, size, stream, orig, k.Size, minRem)), true
 	}
 	return a.fitRest(orig, size, stream, pl, k, found)
+}
+
+// takeSplit takes k, a best fit for size bytes on stream, from the
+// pool's free set by binset's short paths, Take and then Put (else
+// Insert) of its remainder when it splits (should_split's least
+// remainder minRem), and reports whether Take applied: false, with the
+// set unchanged, when k's class spilled to a tree. Malloc and fitTried
+// take TakeFit's best fit so when TakeFit left it.
+func (pl *pool) takeSplit(k freeset.Key, size, stream, minRem int64) bool {
+	if !pl.blocks.Take(k) {
+		return false
+	}
+	if k.Size-size >= minRem {
+		rem := freeset.Key{Stream: stream, Size: k.Size - size, Addr: k.Addr + size, B: k.B}
+		if !pl.blocks.Put(rem) {
+			pl.blocks.Insert(rem)
+		}
+	}
+	return true
 }
 
 // fitRest is fitTried when its Take did not apply (k's class spilled
