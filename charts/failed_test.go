@@ -332,3 +332,28 @@ BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 0 fit 0 first-oom-eve
 		t.Errorf("torch that did not fit: %+v", torch)
 	}
 }
+
+// TestKnobFitNeedsARun: a knob's spec known only from a capacity search
+// (no replay on this device) cannot be said to make its framework fit
+// here: on a 700 MiB card jax:preallocate=false still caps growth at 75 %
+// of it and fails like jax. The summary may compare the two smallest
+// cards, which both searches measured, but never claims a fit no replay
+// showed; a knob whose replay fits here may.
+func TestKnobFitNeedsARun(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=jax 1 0 fit 4099 first-oom-event 550502400 peak-footprint-B 5.4 placement-frag-% 520646680 peak-live-B 550502400 peak-reserved-B 5.4 frag-%
+BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=torch 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%
+BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=jax 1 754974720 min-capacity-B 1291845632 min-card-B
+BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=jax:preallocate=false 1 710934528 min-capacity-B 1247805440 min-card-B
+`
+	sum := strings.Join(pageOf(t, results).Verdicts[0].Summary, " ")
+	if strings.Contains(sum, "makes jax fit") {
+		t.Errorf("a capacity search alone said to make jax fit: %s", sum)
+	}
+	if !strings.Contains(sum, "Knob that helps most: preallocate=false on jax, smallest card 1.16 GiB against 1.20 GiB") {
+		t.Errorf("the measured cards not compared: %s", sum)
+	}
+	ran := results + "BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=jax:preallocate=false 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%\n"
+	if sum := strings.Join(pageOf(t, ran).Verdicts[0].Summary, " "); !strings.Contains(sum, "Knob that helps most: preallocate=false makes jax fit") {
+		t.Errorf("a replay that fits not named: %s", sum)
+	}
+}
