@@ -357,3 +357,42 @@ BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=jax:prealloca
 		t.Errorf("a replay that fits not named: %s", sum)
 	}
 }
+
+// TestCapacityFitsOnItsKind: a minimal capacity found on a GPU is compared
+// with the GPU presets only, one found on a TPU with the TPU presets:
+// torch has no TPU model at all (PyTorch/XLA is not modelled), and jax and
+// tf on a TPU are the TPU runtime model, not the BFC whose capacity a GPU
+// search measured. The chart draws the lines of the kinds it compares.
+func TestCapacityFitsOnItsKind(t *testing.T) {
+	const results = `BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=torch 1 696254464 min-capacity-B
+BenchmarkCapacity/trace=t/device=a100-80g/strategy=jax 1 754974720 min-capacity-B
+BenchmarkCapacity/trace=t/device=tpu-v4/strategy=jax 1 686276608 min-capacity-B
+`
+	p := pageOf(t, results)
+	if len(p.CapRows) != 3 {
+		t.Fatalf("capacity rows %+v", p.CapRows)
+	}
+	for i, r := range p.CapRows {
+		tpu := i == 2
+		for _, n := range strings.Split(r.FitsOn, ", ") {
+			if strings.HasPrefix(n, "tpu") != tpu {
+				t.Errorf("%s on %s: fits on %q", r.Strategy, r.Trace, r.FitsOn)
+			}
+		}
+		if strings.HasPrefix(r.Smallest, "tpu") != tpu {
+			t.Errorf("%s on %s: smallest preset %q", r.Strategy, r.Trace, r.Smallest)
+		}
+	}
+	if p.CapRows[0].Smallest != "a100-40g (39.0 GiB)" {
+		t.Errorf("torch: smallest preset %q", p.CapRows[0].Smallest)
+	}
+	gpuOnly := pageOf(t, results[:strings.Index(results, "BenchmarkCapacity/trace=t/device=tpu-v4")])
+	var opt map[string]any
+	if err := json.Unmarshal(gpuOnly.Capacity.Chart.Option, &opt); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := json.Marshal(opt["series"].([]any)[0].(map[string]any)["markLine"])
+	if strings.Contains(string(lines), "tpu") || !strings.Contains(string(lines), "a100-40g") {
+		t.Errorf("a GPU-only chart's preset lines: %s", lines)
+	}
+}
