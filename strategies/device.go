@@ -292,6 +292,13 @@ func ParseDevice(spec string) (Device, error) {
 	return d, nil
 }
 
+// Overhead is what a card of this device holds beyond its allocator's
+// reach: the family's Reserve (kept by overrides such as `capacity=`), or
+// Total − Capacity when the spec sets more. A capacity search's card is
+// its capacity plus this, whether it searches one trace or colocated
+// tenants.
+func (d Device) Overhead() int64 { return max(d.Reserve, d.Total-d.Capacity, 0) }
+
 // Label is the device's name as a benchmark-name value: no '/', no spaces.
 func (d Device) Label() string {
 	return strings.NewReplacer("/", "_", " ", "_").Replace(d.Name)

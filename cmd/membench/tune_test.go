@@ -97,6 +97,12 @@ func TestColocateCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "every tenant fits from a capacity of") {
 		t.Errorf("capacity --colocate: %v\n%s", err, out)
 	}
+	// On an overridden device the card still holds the family's CUDA
+	// context, as `capacity` of one trace names it.
+	out, _, err = runCLI(t, "capacity", "--colocate", "gpt-train@torch", "--colocate", "gpt-generate@torch", "--device", "a100-80g:capacity=2GiB")
+	if err != nil || !strings.Contains(out, "from a capacity of 820.00 MiB, a 1.30 GiB card") {
+		t.Errorf("capacity --colocate on an overridden device: %v\n%s", err, out)
+	}
 	for _, bad := range [][]string{
 		{"run", "--colocate", "gpt-train@jax"},
 		{"run", "--colocate", "gpt-train", "--colocate", "gpt-train@torch"},
