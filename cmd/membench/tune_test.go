@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"membench/harness"
 	"membench/internal/units"
+	"membench/strategies"
 )
 
 // TestTune: every framework gets one best setting, the smallest card
@@ -111,5 +113,33 @@ func TestColocateCommand(t *testing.T) {
 		if _, _, err := runCLI(t, bad...); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// TestTuneCostAgainstAFailedDefault: a winner's allocation time is set
+// against its defaults' only when the defaults' replay fit on the device:
+// one cut short by failed allocations did less work and would make the
+// winner look costly; the line says the defaults did not fit instead.
+func TestTuneCostAgainstAFailedDefault(t *testing.T) {
+	dev, err := strategies.ParseDevice("a100-40g:capacity=680MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := &harness.CapacityResult{MinCapacity: 700 << 20, Overhead: 512 << 20, PeakLive: 650 << 20}
+	rows := func(defaultsFit bool) []harness.TuneRow {
+		return []harness.TuneRow{
+			{Framework: "jax", Knob: strategies.Knob{Line: "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}, Order: 1, Capacity: card, Fits: true, Reserved: 660 << 20, ModeledSec: 0.4, Best: true},
+			{Framework: "jax", Knob: strategies.Knob{Line: "(defaults)"}, Order: 0, Capacity: card, Fits: defaultsFit, Reserved: 510 << 20, ModeledSec: 0.001},
+		}
+	}
+	var b strings.Builder
+	writeTune(&b, "t", dev, rows(false))
+	if out := b.String(); strings.Contains(out, "at a cost") || !strings.Contains(out, "its defaults do not fit on a100-40g:capacity=680MiB") {
+		t.Errorf("defaults that did not fit:\n%s", out)
+	}
+	b.Reset()
+	writeTune(&b, "t", dev, rows(true))
+	if out := b.String(); !strings.Contains(out, "at a cost: 400.00 ms of modelled allocation time on a100-40g:capacity=680MiB against 1.00 ms at its defaults") {
+		t.Errorf("defaults that fit:\n%s", out)
 	}
 }
