@@ -396,3 +396,22 @@ BenchmarkCapacity/trace=t/device=tpu-v4/strategy=jax 1 686276608 min-capacity-B
 		t.Errorf("a GPU-only chart's preset lines: %s", lines)
 	}
 }
+
+// TestTPUHeapIsNoKnobPolicy: on a TPU the runtime's heap is the whole HBM
+// less its reserve whatever the framework's knobs (jax's mem_fraction and
+// preallocate have no effect there), so the verdict does not tell the
+// user to lower the memory fraction or turn growth on: it names the heap.
+// On a GPU the advice stands.
+func TestTPUHeapIsNoKnobPolicy(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=tpu-v5e/strategy=jax 1 1 fit -1 first-oom-event 687144960 peak-footprint-B 0.13 placement-frag-% 686272540 peak-live-B 16909336576 peak-reserved-B 95.94 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 739438592 peak-footprint-B 7.19 placement-frag-% 686272540 peak-live-B 64424509440 peak-reserved-B 98.93 frag-%
+`
+	p := pageOf(t, results)
+	tpu, gpu := strings.Join(p.Verdicts[0].Summary, " "), strings.Join(p.Verdicts[1].Summary, " ")
+	if strings.Contains(tpu, "memory fraction") || strings.Contains(tpu, "growth") || !strings.Contains(tpu, "the TPU runtime's heap") {
+		t.Errorf("TPU summary: %s", tpu)
+	}
+	if !strings.Contains(gpu, "Reserved by policy (preallocation) beyond what placement needed: jax") || !strings.Contains(gpu, "unless the memory fraction is lowered or growth is turned on") {
+		t.Errorf("GPU summary: %s", gpu)
+	}
+}

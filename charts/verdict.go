@@ -160,7 +160,14 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 			policies = append(policies, r.Strategy+" "+r.Reserved)
 		}
 	}
-	if len(policies) > 0 {
+	switch {
+	case len(policies) > 0 && g.kind() == strategies.TPU:
+		// The TPU runtime takes the whole HBM less its reserve whatever
+		// the framework's knobs (jax's mem_fraction and preallocate have
+		// no effect on a TPU, as the model notes on every such run; the heap is
+		// HBM less the runtime reserve, allocator-spec §6.4): no knob shrinks it.
+		v.Summary = append(v.Summary, fmt.Sprintf("Held as the TPU runtime's heap beyond what placement needed: %s. The runtime takes the whole HBM less its reserve, whatever the framework's settings; membench capacity finds the smallest card.", list(policies)))
+	case len(policies) > 0:
 		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or growth is turned on; membench capacity finds the smallest card.", list(policies)))
 	}
 	for _, r := range v.Rows {
