@@ -288,6 +288,12 @@ func ParseDevice(spec string) (Device, error) {
 	if d.Granularity <= 0 || d.Granularity&(d.Granularity-1) != 0 {
 		return Device{}, fmt.Errorf("device %q: granularity %d is not a power of two", spec, d.Granularity)
 	}
+	if d.Kind == GPU && d.Relocatable {
+		// Relocatable only sets the TPU runtime model's default defrag;
+		// no GPU allocator modelled here moves a live buffer, so on a
+		// GPU it would be accepted and change nothing.
+		return Device{}, fmt.Errorf("device %q: relocatable=true on a GPU: no GPU framework's allocator moves live buffers; the what-if of relocation (through host memory) is the strategy knob defrag=true of jax and tf", spec)
+	}
 	d.Name = strings.TrimSpace(spec)
 	d.sayContext()
 	return d, nil

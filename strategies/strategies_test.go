@@ -277,3 +277,19 @@ func TestContextNoteSaysWhatIsReplayed(t *testing.T) {
 		}
 	}
 }
+
+// TestRelocatableGPURefused: no GPU allocator modelled here moves a live
+// buffer (relocatable only sets the TPU runtime model's default defrag),
+// so relocatable=true on a GPU would be accepted with no effect while the
+// report's device table showed it; it is refused, naming the knob that
+// asks the what-if. On a TPU either value is a setting of the model.
+func TestRelocatableGPURefused(t *testing.T) {
+	if _, err := ParseDevice("gpu:relocatable=true"); err == nil || !strings.Contains(err.Error(), "defrag=true") {
+		t.Errorf("gpu:relocatable=true: %v", err)
+	}
+	for _, ok := range []string{"a100-40g:relocatable=false", "tpu-v5e:relocatable=false", "tpu:relocatable=true"} {
+		if _, err := ParseDevice(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
