@@ -415,3 +415,18 @@ BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 
 		t.Errorf("GPU summary: %s", gpu)
 	}
 }
+
+// TestPolicyExcessIsTheExcess: the sentence on what a reservation policy
+// holds beyond what placement needed gives that excess, reserved less
+// peak footprint, with the whole reservation beside it: on a small card
+// jax reserved 1 GiB of which its placement needed 705 MiB, so 319 MiB
+// were the policy's, not 1 GiB.
+func TestPolicyExcessIsTheExcess(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 739438592 peak-footprint-B 7.19 placement-frag-% 686272540 peak-live-B 1073741824 peak-reserved-B 36.1 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=torch 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%
+`
+	sum := strings.Join(pageOf(t, results).Verdicts[0].Summary, " ")
+	if !strings.Contains(sum, "beyond what placement needed: jax 319 MiB (of 1.00 GiB reserved).") {
+		t.Errorf("summary: %s", sum)
+	}
+}

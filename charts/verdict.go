@@ -157,7 +157,8 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	var policies []string
 	for _, r := range v.Rows {
 		if !r.Bound && !r.Failed && r.Fit != "–" && r.footprint > 0 && r.reserved > r.footprint {
-			policies = append(policies, r.Strategy+" "+r.Reserved)
+			// The excess is the policy's; the whole reservation beside it.
+			policies = append(policies, fmt.Sprintf("%s %s (of %s reserved)", r.Strategy, units.Bytes(r.reserved-r.footprint, units.Auto), r.Reserved))
 		}
 	}
 	switch {
