@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,7 @@ type capacityRow struct {
 type presetLine struct {
 	names    []string
 	capacity int64
+	kind     strategies.Kind
 }
 
 func presetLines(presets []strategies.Device) []presetLine {
@@ -45,13 +47,13 @@ func presetLines(presets []strategies.Device) []presetLine {
 	for _, d := range presets {
 		found := false
 		for i := range ls {
-			if ls[i].capacity == d.Capacity {
+			if ls[i].capacity == d.Capacity && ls[i].kind == d.Kind {
 				ls[i].names = append(ls[i].names, d.Label())
 				found = true
 			}
 		}
 		if !found {
-			ls = append(ls, presetLine{[]string{d.Label()}, d.Capacity})
+			ls = append(ls, presetLine{[]string{d.Label()}, d.Capacity, d.Kind})
 		}
 	}
 	sort.SliceStable(ls, func(i, j int) bool { return ls[i].capacity < ls[j].capacity })
@@ -62,20 +64,35 @@ func presetLines(presets []strategies.Device) []presetLine {
 // that has capacity results, peak live as the floor (no allocator can do
 // with less), and the device presets' capacities as horizontal lines: a
 // bar under a line fits that device.
+//
+// A capacity is compared only with presets of the kind of device it was
+// searched on: a GPU's answer is the capacity of the BFC or the caching
+// allocator with the card's context beside it, and on a TPU jax and tf
+// are the TPU runtime model while torch has no model at all (PyTorch/XLA),
+// so a GPU search says nothing of a TPU preset, nor the reverse. The chart
+// draws the lines of the kinds its searches ran on (every preset when a
+// search's device is unknown).
 func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 	many := rep.manyDevices()
 	var used []*group
 	var cats []string
+	var kinds []strategies.Kind // parallel to used; 0 when unknown
 	for _, g := range rep.groups() {
 		if _, ok := g.any(CapacityUnit); ok {
 			used = append(used, g)
 			cats = append(cats, g.title(many))
+			kinds = append(kinds, g.kind())
 		}
 	}
 	if len(used) == 0 {
 		return Chart{}, nil, false, nil
 	}
-	lines := presetLines(rep.Presets)
+	var lines []presetLine
+	for _, l := range presetLines(rep.Presets) {
+		if slices.Contains(kinds, l.kind) || slices.Contains(kinds, 0) {
+			lines = append(lines, l)
+		}
+	}
 	y := bytesAxis("minimal capacity (log)", true)
 	if len(lines) > 0 {
 		// The axis must reach the largest preset for its line to show.
@@ -110,6 +127,9 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 			}
 			var fits []string
 			for _, l := range lines {
+				if kinds[i] != 0 && l.kind != kinds[i] {
+					continue
+				}
 				if float64(l.capacity) >= v {
 					if row.Smallest == "none" {
 						row.Smallest = strings.Join(l.names, ", ") + " (" + units.Bytes(float64(l.capacity), units.Auto) + ")"

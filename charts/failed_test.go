@@ -332,3 +332,101 @@ BenchmarkReplay/trace=t/device=a100-40g/strategy=planner 1 0 fit 0 first-oom-eve
 		t.Errorf("torch that did not fit: %+v", torch)
 	}
 }
+
+// TestKnobFitNeedsARun: a knob's spec known only from a capacity search
+// (no replay on this device) cannot be said to make its framework fit
+// here: on a 700 MiB card jax:preallocate=false still caps growth at 75 %
+// of it and fails like jax. The summary may compare the two smallest
+// cards, which both searches measured, but never claims a fit no replay
+// showed; a knob whose replay fits here may.
+func TestKnobFitNeedsARun(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=jax 1 0 fit 4099 first-oom-event 550502400 peak-footprint-B 5.4 placement-frag-% 520646680 peak-live-B 550502400 peak-reserved-B 5.4 frag-%
+BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=torch 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%
+BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=jax 1 754974720 min-capacity-B 1291845632 min-card-B
+BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=jax:preallocate=false 1 710934528 min-capacity-B 1247805440 min-card-B
+`
+	sum := strings.Join(pageOf(t, results).Verdicts[0].Summary, " ")
+	if strings.Contains(sum, "makes jax fit") {
+		t.Errorf("a capacity search alone said to make jax fit: %s", sum)
+	}
+	if !strings.Contains(sum, "Knob that helps most: preallocate=false on jax, smallest card 1.16 GiB against 1.20 GiB") {
+		t.Errorf("the measured cards not compared: %s", sum)
+	}
+	ran := results + "BenchmarkReplay/trace=t/device=a100-40g:capacity=700MiB/strategy=jax:preallocate=false 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%\n"
+	if sum := strings.Join(pageOf(t, ran).Verdicts[0].Summary, " "); !strings.Contains(sum, "Knob that helps most: preallocate=false makes jax fit") {
+		t.Errorf("a replay that fits not named: %s", sum)
+	}
+}
+
+// TestCapacityFitsOnItsKind: a minimal capacity found on a GPU is compared
+// with the GPU presets only, one found on a TPU with the TPU presets:
+// torch has no TPU model at all (PyTorch/XLA is not modelled), and jax and
+// tf on a TPU are the TPU runtime model, not the BFC whose capacity a GPU
+// search measured. The chart draws the lines of the kinds it compares.
+func TestCapacityFitsOnItsKind(t *testing.T) {
+	const results = `BenchmarkCapacity/trace=t/device=a100-40g:capacity=700MiB/strategy=torch 1 696254464 min-capacity-B
+BenchmarkCapacity/trace=t/device=a100-80g/strategy=jax 1 754974720 min-capacity-B
+BenchmarkCapacity/trace=t/device=tpu-v4/strategy=jax 1 686276608 min-capacity-B
+`
+	p := pageOf(t, results)
+	if len(p.CapRows) != 3 {
+		t.Fatalf("capacity rows %+v", p.CapRows)
+	}
+	for i, r := range p.CapRows {
+		tpu := i == 2
+		for _, n := range strings.Split(r.FitsOn, ", ") {
+			if strings.HasPrefix(n, "tpu") != tpu {
+				t.Errorf("%s on %s: fits on %q", r.Strategy, r.Trace, r.FitsOn)
+			}
+		}
+		if strings.HasPrefix(r.Smallest, "tpu") != tpu {
+			t.Errorf("%s on %s: smallest preset %q", r.Strategy, r.Trace, r.Smallest)
+		}
+	}
+	if p.CapRows[0].Smallest != "a100-40g (39.0 GiB)" {
+		t.Errorf("torch: smallest preset %q", p.CapRows[0].Smallest)
+	}
+	gpuOnly := pageOf(t, results[:strings.Index(results, "BenchmarkCapacity/trace=t/device=tpu-v4")])
+	var opt map[string]any
+	if err := json.Unmarshal(gpuOnly.Capacity.Chart.Option, &opt); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := json.Marshal(opt["series"].([]any)[0].(map[string]any)["markLine"])
+	if strings.Contains(string(lines), "tpu") || !strings.Contains(string(lines), "a100-40g") {
+		t.Errorf("a GPU-only chart's preset lines: %s", lines)
+	}
+}
+
+// TestTPUHeapIsNoKnobPolicy: on a TPU the runtime's heap is the whole HBM
+// less its reserve whatever the framework's knobs (jax's mem_fraction and
+// preallocate have no effect there), so the verdict does not tell the
+// user to lower the memory fraction or turn growth on: it names the heap.
+// On a GPU the advice stands.
+func TestTPUHeapIsNoKnobPolicy(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=tpu-v5e/strategy=jax 1 1 fit -1 first-oom-event 687144960 peak-footprint-B 0.13 placement-frag-% 686272540 peak-live-B 16909336576 peak-reserved-B 95.94 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 739438592 peak-footprint-B 7.19 placement-frag-% 686272540 peak-live-B 64424509440 peak-reserved-B 98.93 frag-%
+`
+	p := pageOf(t, results)
+	tpu, gpu := strings.Join(p.Verdicts[0].Summary, " "), strings.Join(p.Verdicts[1].Summary, " ")
+	if strings.Contains(tpu, "memory fraction") || strings.Contains(tpu, "growth") || !strings.Contains(tpu, "the TPU runtime's heap") {
+		t.Errorf("TPU summary: %s", tpu)
+	}
+	if !strings.Contains(gpu, "Reserved by policy (preallocation) beyond what placement needed: jax") || !strings.Contains(gpu, "unless the memory fraction is lowered or growth is turned on") {
+		t.Errorf("GPU summary: %s", gpu)
+	}
+}
+
+// TestPolicyExcessIsTheExcess: the sentence on what a reservation policy
+// holds beyond what placement needed gives that excess, reserved less
+// peak footprint, with the whole reservation beside it: on a small card
+// jax reserved 1 GiB of which its placement needed 705 MiB, so 319 MiB
+// were the policy's, not 1 GiB.
+func TestPolicyExcessIsTheExcess(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 739438592 peak-footprint-B 7.19 placement-frag-% 686272540 peak-live-B 1073741824 peak-reserved-B 36.1 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=torch 1 1 fit -1 first-oom-event 702545920 peak-footprint-B 2.3 placement-frag-% 686272540 peak-live-B 702545920 peak-reserved-B 2.3 frag-%
+`
+	sum := strings.Join(pageOf(t, results).Verdicts[0].Summary, " ")
+	if !strings.Contains(sum, "beyond what placement needed: jax 319 MiB (of 1.00 GiB reserved).") {
+		t.Errorf("summary: %s", sum)
+	}
+}

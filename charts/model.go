@@ -301,6 +301,18 @@ func (g *group) capacity() float64 {
 	return 0
 }
 
+// kind is the kind of the group's device (GPU or TPU), from the replays'
+// device or the preset or override a results file names; 0 when unknown.
+func (g *group) kind() strategies.Kind {
+	if len(g.runs) > 0 {
+		return g.runs[0].Device.Kind
+	}
+	if d, err := strategies.ParseDevice(g.device); err == nil {
+		return d.Kind
+	}
+	return 0
+}
+
 // policy reports whether a run's reservation is a policy rather than a
 // need (a preallocated region): its footprint is below what it reserved.
 func policy(res *harness.Result) bool {

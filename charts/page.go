@@ -285,7 +285,7 @@ p.verdict { margin: 2px 0 4px; }
 {{else}}<p class="empty">No allocator layouts were recorded.</p>
 {{end}}
 <h2 id="capacity">5. Capacity fit</h2>
-{{with .Capacity}}<p class="lead">The smallest device capacity (bytes visible to the framework's allocator) with which each strategy replays the trace without an OOM, from <code>membench capacity</code>. The dashed line is peak live, the floor; dotted lines are the device presets' capacities: a bar below a line fits that device.</p>
+{{with .Capacity}}<p class="lead">The smallest device capacity (bytes visible to the framework's allocator) with which each strategy replays the trace without an OOM, from <code>membench capacity</code>. The dashed line is peak live, the floor; dotted lines are the capacities of the device presets of the kind searched (a GPU's answer says nothing of a TPU, nor the reverse): a bar below a line fits that device.</p>
 <h3>{{.Heading}}</h3>
 {{template "chart" .Chart}}
 <table>

@@ -41,6 +41,9 @@ type verdictRow struct {
 	MinCard, MinCapacity          string
 	footprint, card, capacityByte float64 // for the summary; 0 when unknown
 	reserved                      float64
+	// ran says the strategy was replayed on this device (not only
+	// searched for a capacity): only then can it be said to fit here.
+	ran bool
 }
 
 func verdicts(rep *Report) []verdict {
@@ -70,7 +73,7 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	var fit, failed []string
 	for _, s := range g.strategies() {
 		o := g.outcome(s)
-		r := verdictRow{Strategy: s, Colour: rep.colourOf(s), Fit: "–", Bound: harness.IsOffline(s)}
+		r := verdictRow{Strategy: s, Colour: rep.colourOf(s), Fit: "–", Bound: harness.IsOffline(s), ran: o.known}
 		switch {
 		case r.Bound:
 			r.Fit = "offline bound, not an allocator (not ranked)"
@@ -154,10 +157,18 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 	var policies []string
 	for _, r := range v.Rows {
 		if !r.Bound && !r.Failed && r.Fit != "–" && r.footprint > 0 && r.reserved > r.footprint {
-			policies = append(policies, r.Strategy+" "+r.Reserved)
+			// The excess is the policy's; the whole reservation beside it.
+			policies = append(policies, fmt.Sprintf("%s %s (of %s reserved)", r.Strategy, units.Bytes(r.reserved-r.footprint, units.Auto), r.Reserved))
 		}
 	}
-	if len(policies) > 0 {
+	switch {
+	case len(policies) > 0 && g.kind() == strategies.TPU:
+		// The TPU runtime takes the whole HBM less its reserve whatever
+		// the framework's knobs (jax's mem_fraction and preallocate have
+		// no effect on a TPU, as the model notes on every such run; the heap is
+		// HBM less the runtime reserve, allocator-spec §6.4): no knob shrinks it.
+		v.Summary = append(v.Summary, fmt.Sprintf("Held as the TPU runtime's heap beyond what placement needed: %s. The runtime takes the whole HBM less its reserve, whatever the framework's settings; membench capacity finds the smallest card.", list(policies)))
+	case len(policies) > 0:
 		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or growth is turned on; membench capacity finds the smallest card.", list(policies)))
 	}
 	for _, r := range v.Rows {
@@ -177,9 +188,9 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 
 // bestKnob compares each strategy with knobs set against the same
 // framework at its defaults, in the group, and says which knob helps
-// most: one that makes a run fit, or else the largest saving of the
-// smallest card (min-card-B) when both have it, of peak footprint
-// otherwise. "" when no knob helps or none was tried.
+// most: one whose replay fits where the defaults' did not, or else the
+// largest saving of the smallest card (min-card-B) when both have it, of
+// peak footprint otherwise. "" when no knob helps or none was tried.
 func (g *group) bestKnob(rows []verdictRow) string {
 	byName := map[string]verdictRow{}
 	for _, r := range rows {
@@ -196,16 +207,23 @@ func (g *group) bestKnob(rows []verdictRow) string {
 			continue
 		}
 		knob := strings.TrimPrefix(r.Strategy, sp.Name+":")
-		if base.Failed {
+		if base.Failed && r.ran {
 			s := fmt.Sprintf("Knob that helps most: %s makes %s fit (at its defaults it did not).", knob, sp.Name)
 			if bestGain < 2 {
 				best, bestGain = s, 2 // fitting beats any saving
 			}
 			continue
 		}
+		// A knob known only from its capacity search was not replayed
+		// here: whether it fits on this device is unknown (a fraction
+		// still caps growth on a small card), so only the smallest cards,
+		// which both searches measured, compare; so too against a
+		// default that did not fit, whose footprint is what it managed.
 		what, a, b := "peak footprint", base.footprint, r.footprint
 		if base.card > 0 && r.card > 0 {
 			what, a, b = "smallest card", base.card, r.card
+		} else if base.Failed {
+			continue
 		}
 		if a <= 0 || b <= 0 || b >= a {
 			continue

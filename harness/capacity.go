@@ -76,7 +76,7 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 	// The family's reserve (the CUDA context, the TPU runtime's), kept by
 	// device overrides: an overridden `gpu:capacity=24GiB` still holds a
 	// context beside the allocator's memory.
-	overhead := max(dev.Reserve, dev.Total-dev.Capacity, 0)
+	overhead := dev.Overhead()
 	res := &CapacityResult{Trace: src.Name, Device: dev.Label(), Strategy: spec, Granularity: g, Overhead: overhead}
 	fits := func(c int64) (bool, error) {
 		d := dev

@@ -245,7 +245,7 @@ func ColocateCapacity(tenants []Tenant, dev strategies.Device, rate float64) (in
 	fits := func(c int64) (bool, error) {
 		d := dev
 		d.Capacity, d.Free = c, c
-		d.Total = c + max(dev.Total-dev.Capacity, 0)
+		d.Total = c + dev.Overhead()
 		rs, err := colocate(tenants, d, rate, false)
 		if err != nil {
 			return false, err

@@ -107,3 +107,28 @@ func TestColocateCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestColocateCapacityKeepsTheReserve: an overridden device keeps its
+// family's reserve (the CUDA context), as MinCapacity's search does, so
+// the group's answer does not depend on the capacity the device spec
+// happened to name: JAX's 75 % is of a card that holds the context
+// beside the searched capacity, on a100-80g as on a100-80g:capacity=2GiB.
+func TestColocateCapacityKeepsTheReserve(t *testing.T) {
+	src := corpusSource(t, "gpt-train")
+	ts := []Tenant{{Source: src, Spec: "jax"}, {Source: src, Spec: "torch"}}
+	var got []int64
+	for _, spec := range []string{"a100-80g", "a100-80g:capacity=2GiB"} {
+		dev, err := strategies.ParseDevice(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ColocateCapacity(ts, dev, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+	}
+	if got[0] != got[1] {
+		t.Errorf("group capacity %d on a100-80g, %d on a100-80g:capacity=2GiB", got[0], got[1])
+	}
+}

@@ -296,7 +296,11 @@ func Plan(srcs []*Source, devs []strategies.Device, specs []string, namedSpecs, 
 			switch {
 			case errors.As(err, &unsupported):
 				per[di][si].skip = err
-				skipped = append(skipped, err)
+				// The refusal names the strategy, not the spec: several
+				// specs of torch on a TPU are one refusal, said once.
+				if !slices.ContainsFunc(skipped, func(e error) bool { return e.Error() == err.Error() }) {
+					skipped = append(skipped, err)
+				}
 			case err != nil:
 				return nil, nil, err
 			default:

@@ -57,13 +57,16 @@ var CapacityUnits = []string{"peak-live-B", "min-capacity-B", "min-card-B", "cap
 // CapacityRow turns a capacity search into a Row. A search of the limit
 // placement alone needs (Advice.Placement) is named BenchmarkPlacement, so
 // that benchstat never takes it for another sample of the same
-// configuration's card (BenchmarkCapacity).
+// configuration's card (BenchmarkCapacity), and it has no min-card-B: the
+// limit is no card (its framework at fraction 1 on a real card still
+// needs the context beside it), so every format leaves it out as the
+// table does ("–").
 func CapacityRow(c *CapacityResult) Row {
-	name := "Capacity"
 	if c.Placement {
-		name = "Placement"
+		return Row{Name: "Placement", Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
+			Units: []string{"peak-live-B", "min-capacity-B", "capacity-ratio"}, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), c.Ratio()}}
 	}
-	return Row{Name: name, Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
+	return Row{Name: "Capacity", Trace: c.Trace, Device: c.Device, Spec: c.Strategy,
 		Units: CapacityUnits, Values: []float64{float64(c.PeakLive), float64(c.MinCapacity), float64(c.MinCard()), c.Ratio()}}
 }
 
@@ -201,7 +204,7 @@ func WriteRows(w io.Writer, format string, rows []Row) error {
 			for _, u := range units {
 				if v, ok := r.value(u); ok {
 					o.Metrics[u] = &v
-				} else if r.Name == "Replay" {
+				} else if r.Name == "Replay" || r.Name == "Placement" {
 					o.Metrics[u] = nil // a metric without a value: null
 				}
 			}

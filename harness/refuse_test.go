@@ -61,6 +61,11 @@ func TestPlan(t *testing.T) {
 	if len(skipped) != 1 || !strings.Contains(skipped[0].Error(), "torch on tpu-v5e is not modelled") {
 		t.Errorf("skipped %v, want torch on tpu-v5e once", skipped)
 	}
+	// Two specs of torch are one strategy on the TPU: said once, not
+	// twice in the same words.
+	if _, skipped, err = Plan(src, []strategies.Device{gpu, tpu}, []string{"torch", "torch:expandable_segments=true", "jax"}, true, true); err != nil || len(skipped) != 1 {
+		t.Errorf("skipped %v (%v), want torch on tpu-v5e once", skipped, err)
+	}
 
 	for _, c := range []struct {
 		devs          []strategies.Device

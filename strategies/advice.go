@@ -61,7 +61,7 @@ func (s Spec) With(kv KV, drop ...string) Spec {
 // needs. It is formatted for the knob line.
 func FractionForCard(dev Device, limit int64) string {
 	g := max(dev.Granularity, 1)
-	overhead := max(dev.Reserve, dev.Total-dev.Capacity, 0)
+	overhead := dev.Overhead()
 	card := (limit + overhead + g - 1) / g * g
 	f := math.Floor(float64(card-overhead)/float64(card)*100) / 100
 	return fmt.Sprintf("%.2f", max(f, 0.01))

@@ -288,9 +288,56 @@ func ParseDevice(spec string) (Device, error) {
 	if d.Granularity <= 0 || d.Granularity&(d.Granularity-1) != 0 {
 		return Device{}, fmt.Errorf("device %q: granularity %d is not a power of two", spec, d.Granularity)
 	}
+	if d.Kind == GPU && d.Relocatable {
+		// Relocatable only sets the TPU runtime model's default defrag;
+		// no GPU allocator modelled here moves a live buffer, so on a
+		// GPU it would be accepted and change nothing.
+		return Device{}, fmt.Errorf("device %q: relocatable=true on a GPU: no GPU framework's allocator moves live buffers; the what-if of relocation (through host memory) is the strategy knob defrag=true of jax and tf", spec)
+	}
 	d.Name = strings.TrimSpace(spec)
+	d.sayContext()
 	return d, nil
 }
+
+// contextNote starts the GPU presets' note on the CUDA context (presets.go).
+const contextNote = "context overhead "
+
+// sayContext rewrites the GPU presets' context note when the spec sets the
+// memory otherwise: `capacity=700MiB` makes total, capacity and free all
+// 700 MiB, so its replays have no context beside the allocator (JAX's 75 %
+// is of 700 MiB), while a capacity search on it still adds the family's
+// context to name a card (Overhead). The preset's "capacity = total −
+// 512 MiB" would say something else than what is replayed.
+func (d *Device) sayContext() {
+	if d.Total-d.Capacity == d.Reserve && d.Free == d.Capacity {
+		return
+	}
+	for i, n := range d.Notes {
+		if strings.HasPrefix(n, contextNote) {
+			d.Notes[i] = fmt.Sprintf("%s%s on a card of this family: assumption; this spec replays total %s, capacity %s, free %s (%s beside the allocator), and a capacity search on it names a card of the capacity found plus %s",
+				contextNote, sizeText(d.Reserve), sizeText(d.Total), sizeText(d.Capacity), sizeText(d.Free), sizeText(d.Total-d.Capacity), sizeText(d.Overhead()))
+		}
+	}
+}
+
+// sizeText writes a byte count in the largest binary unit that divides
+// it, as device specs are written (512 MiB, 3 GiB, 1000 B).
+func sizeText(n int64) string {
+	switch {
+	case n != 0 && n%GiB == 0:
+		return strconv.FormatInt(n/GiB, 10) + " GiB"
+	case n != 0 && n%MiB == 0:
+		return strconv.FormatInt(n/MiB, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// Overhead is what a card of this device holds beyond its allocator's
+// reach: the family's Reserve (kept by overrides such as `capacity=`), or
+// Total − Capacity when the spec sets more. A capacity search's card is
+// its capacity plus this, whether it searches one trace or colocated
+// tenants.
+func (d Device) Overhead() int64 { return max(d.Reserve, d.Total-d.Capacity, 0) }
 
 // Label is the device's name as a benchmark-name value: no '/', no spaces.
 func (d Device) Label() string {

@@ -20,7 +20,7 @@ func gpuCosts(d Device) Device {
 	d.Notes = append(d.Notes,
 		"granularity 2 MiB: allocator-spec §4.1 (cuMemGetAllocationGranularity on datacenter GPUs)",
 		"latencies malloc 50us, free 20us, map/unmap 10us a page, cache hit 0.2us: assumption (allocator-spec §4.1: no modern published figures)",
-		"context overhead 512 MiB (capacity = total - 512 MiB, free = capacity): assumption",
+		contextNote+"512 MiB (capacity = total - 512 MiB, free = capacity): assumption",
 	)
 	d.Capacity = d.Total - contextOverhead
 	d.Free = d.Capacity

@@ -247,3 +247,49 @@ func TestCapacityThenTotal(t *testing.T) {
 		}
 	}
 }
+
+// TestContextNoteSaysWhatIsReplayed: the GPU presets' note on the CUDA
+// context says capacity = total − 512 MiB; a spec that sets the memory
+// otherwise (capacity=700MiB: total, capacity and free all 700 MiB) is
+// replayed with no context beside the allocator, and its notes say that,
+// not the preset's relation, while a capacity search on it still adds the
+// context to name a card.
+func TestContextNoteSaysWhatIsReplayed(t *testing.T) {
+	for spec, want := range map[string]string{
+		"a100-40g":                                   "context overhead 512 MiB (capacity = total - 512 MiB, free = capacity): assumption",
+		"a100-40g:capacity=24GiB,total=24.5GiB":      "context overhead 512 MiB (capacity = total - 512 MiB, free = capacity): assumption",
+		"a100-40g:capacity=700MiB":                   "context overhead 512 MiB on a card of this family: assumption; this spec replays total 700 MiB, capacity 700 MiB, free 700 MiB (0 B beside the allocator), and a capacity search on it names a card of the capacity found plus 512 MiB",
+		"gpu:total=3GiB,capacity=2.5GiB,free=2.5GiB": "context overhead 512 MiB (capacity = total - 512 MiB, free = capacity): assumption",
+		"gpu:capacity=2GiB,total=3GiB":               "context overhead 512 MiB on a card of this family: assumption; this spec replays total 3 GiB, capacity 2 GiB, free 2 GiB (1 GiB beside the allocator), and a capacity search on it names a card of the capacity found plus 1 GiB",
+	} {
+		d, err := ParseDevice(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, n := range d.Notes {
+			if strings.HasPrefix(n, "context overhead") {
+				got = append(got, n)
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: context notes %q, want %q", spec, got, want)
+		}
+	}
+}
+
+// TestRelocatableGPURefused: no GPU allocator modelled here moves a live
+// buffer (relocatable only sets the TPU runtime model's default defrag),
+// so relocatable=true on a GPU would be accepted with no effect while the
+// report's device table showed it; it is refused, naming the knob that
+// asks the what-if. On a TPU either value is a setting of the model.
+func TestRelocatableGPURefused(t *testing.T) {
+	if _, err := ParseDevice("gpu:relocatable=true"); err == nil || !strings.Contains(err.Error(), "defrag=true") {
+		t.Errorf("gpu:relocatable=true: %v", err)
+	}
+	for _, ok := range []string{"a100-40g:relocatable=false", "tpu-v5e:relocatable=false", "tpu:relocatable=true"} {
+		if _, err := ParseDevice(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

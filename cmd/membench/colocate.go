@@ -126,7 +126,7 @@ func capacityColocate(c *cli.Context) error {
 		for _, t := range ts {
 			names = append(names, t.Source.Name+"@"+t.Spec)
 		}
-		overhead := max(dev.Total-dev.Capacity, 0)
+		overhead := dev.Overhead()
 		fmt.Fprintf(c.App.Writer, "capacity: %s together on %s: every tenant fits from a capacity of %s, a %s card\n",
 			strings.Join(names, " + "), dev.Label(), units.Bytes(float64(capB), 2), units.Bytes(float64(capB+overhead), 2))
 	}

@@ -16,7 +16,8 @@ import (
 // expandable segments and knobs in PYTORCH_CUDA_ALLOC_CONF, on a card
 // small enough to make the allocator free its cache and fail (the
 // capacity then comes from the recorded oom), and on a replay of a real
-// PyTorch snapshot of the shared collection.
+// PyTorch snapshot of the shared collection; and the recorded peak
+// reserved it reports is the simulated one.
 func TestExportValidates(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ trace, strategy, device string }{
@@ -38,6 +39,11 @@ func TestExportValidates(t *testing.T) {
 		}
 		if !strings.Contains(report, "agree: every segment event") {
 			t.Errorf("%s %s: report\n%s", c.trace, c.strategy, report)
+		}
+		// The recording is the model's own: its peak reserved, read
+		// from the file's segment events, is the simulation's.
+		if !strings.Contains(report, "B (identical)") {
+			t.Errorf("%s %s on %s: peak reserved differs\n%s", c.trace, c.strategy, c.device, report)
 		}
 	}
 }

@@ -164,8 +164,9 @@ func TestRunFormats(t *testing.T) {
 // TestCapacityAdvice is issue 12's check: `capacity --strategy jax
 // --strategy jax:mem_fraction=1` prints both numbers (the card at the
 // framework's settings, the context included, and the limit placement
-// alone needs) and a knob line measured by its own search; a
-// configuration reached twice is printed once.
+// alone needs, which has no card in any format) and a knob line
+// measured by its own search; a configuration reached twice is printed
+// once.
 func TestCapacityAdvice(t *testing.T) {
 	out, stderr, err := runCLI(t, "capacity", "--trace", "gpt-train", "--device", "a100-80g", "--strategy", "jax", "--strategy", "jax:mem_fraction=1", "--format", "csv")
 	if err != nil {
@@ -191,14 +192,20 @@ func TestCapacityAdvice(t *testing.T) {
 				t.Errorf("%v: the card must hold the 512 MiB CUDA context beside the capacity", r)
 			}
 		case "Placement":
+			// The limit placement alone needs is no card: like the
+			// table's "–", CSV leaves the field empty.
 			placement = true
-			if r[3] != "jax:mem_fraction=1" || card != capacity {
+			if r[3] != "jax:mem_fraction=1" || capacity <= 0 || r[6] != "" {
 				t.Errorf("placement row %v", r)
 			}
 		}
 	}
 	if !placement {
 		t.Error("no placement-alone row")
+	}
+	out, _, err = runCLI(t, "capacity", "--trace", "gpt-train", "--device", "a100-80g", "--strategy", "jax", "--format", "json")
+	if err != nil || !strings.Contains(out, `"min-card-B": null`) {
+		t.Errorf("json: the placement row's min-card-B is not null: %v\n%s", err, out)
 	}
 	for _, want := range []string{
 		"capacity: gpt-train on a100-80g: jax needs a ",

@@ -112,7 +112,11 @@ func writeTune(w io.Writer, trace string, dev strategies.Device, rows []harness.
 		if !r.Fits {
 			fmt.Fprintf(w, "; it does not fit on %s", dev.Label())
 		}
-		if d, ok := defaults[r.Framework]; ok && r.Order != 0 && r.ModeledSec > 2*d.ModeledSec {
+		// The defaults' time compares only if their replay fit: one cut
+		// short by failed allocations did less and would read as cheaper.
+		if d, ok := defaults[r.Framework]; ok && r.Order != 0 && !d.Fits {
+			fmt.Fprintf(w, "; its defaults do not fit on %s", dev.Label())
+		} else if ok && r.Order != 0 && r.ModeledSec > 2*d.ModeledSec {
 			fmt.Fprintf(w, "; at a cost: %s of modelled allocation time on %s against %s at its defaults", units.Seconds(r.ModeledSec), dev.Label(), units.Seconds(d.ModeledSec))
 		}
 		fmt.Fprintln(w)

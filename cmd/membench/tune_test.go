@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"membench/harness"
 	"membench/internal/units"
+	"membench/strategies"
 )
 
 // TestTune: every framework gets one best setting, the smallest card
@@ -97,6 +99,12 @@ func TestColocateCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "every tenant fits from a capacity of") {
 		t.Errorf("capacity --colocate: %v\n%s", err, out)
 	}
+	// On an overridden device the card still holds the family's CUDA
+	// context, as `capacity` of one trace names it.
+	out, _, err = runCLI(t, "capacity", "--colocate", "gpt-train@torch", "--colocate", "gpt-generate@torch", "--device", "a100-80g:capacity=2GiB")
+	if err != nil || !strings.Contains(out, "from a capacity of 820.00 MiB, a 1.30 GiB card") {
+		t.Errorf("capacity --colocate on an overridden device: %v\n%s", err, out)
+	}
 	for _, bad := range [][]string{
 		{"run", "--colocate", "gpt-train@jax"},
 		{"run", "--colocate", "gpt-train", "--colocate", "gpt-train@torch"},
@@ -105,5 +113,33 @@ func TestColocateCommand(t *testing.T) {
 		if _, _, err := runCLI(t, bad...); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// TestTuneCostAgainstAFailedDefault: a winner's allocation time is set
+// against its defaults' only when the defaults' replay fit on the device:
+// one cut short by failed allocations did less work and would make the
+// winner look costly; the line says the defaults did not fit instead.
+func TestTuneCostAgainstAFailedDefault(t *testing.T) {
+	dev, err := strategies.ParseDevice("a100-40g:capacity=680MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := &harness.CapacityResult{MinCapacity: 700 << 20, Overhead: 512 << 20, PeakLive: 650 << 20}
+	rows := func(defaultsFit bool) []harness.TuneRow {
+		return []harness.TuneRow{
+			{Framework: "jax", Knob: strategies.Knob{Line: "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}, Order: 1, Capacity: card, Fits: true, Reserved: 660 << 20, ModeledSec: 0.4, Best: true},
+			{Framework: "jax", Knob: strategies.Knob{Line: "(defaults)"}, Order: 0, Capacity: card, Fits: defaultsFit, Reserved: 510 << 20, ModeledSec: 0.001},
+		}
+	}
+	var b strings.Builder
+	writeTune(&b, "t", dev, rows(false))
+	if out := b.String(); strings.Contains(out, "at a cost") || !strings.Contains(out, "its defaults do not fit on a100-40g:capacity=680MiB") {
+		t.Errorf("defaults that did not fit:\n%s", out)
+	}
+	b.Reset()
+	writeTune(&b, "t", dev, rows(true))
+	if out := b.String(); !strings.Contains(out, "at a cost: 400.00 ms of modelled allocation time on a100-40g:capacity=680MiB against 1.00 ms at its defaults") {
+		t.Errorf("defaults that fit:\n%s", out)
 	}
 }

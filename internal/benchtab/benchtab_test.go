@@ -551,3 +551,23 @@ func TestCompareUnfitWarning(t *testing.T) {
 		t.Errorf("only runs that fit compared: warnings %q", c.Warnings)
 	}
 }
+
+// TestCompareUnfitWarningWithoutFit: results written before the fit
+// metric existed say that allocations failed only by oom-events; such a
+// result did not fit either (as the report reads it, charts' outcome) and
+// is named in the warning, while oom-events 0 or a fit of 1 is not.
+func TestCompareUnfitWarningWithoutFit(t *testing.T) {
+	const in = "BenchmarkReplay/trace=t/strategy=torch 1 100000000 peak-reserved-B 0 oom-events\n" +
+		"BenchmarkReplay/trace=t/strategy=tf 1 2000000 peak-reserved-B 1 oom-events\n" +
+		"BenchmarkReplay/trace=t/strategy=jax 1 1 fit 3000000 peak-reserved-B 0 oom-events\n"
+	opts := DefaultOptions
+	opts.Col = "/strategy"
+	c, err := Read([]Input{{Label: "old.txt", Name: "old.txt", R: strings.NewReader(in)}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "1 of the results compared did not fit") ||
+		!strings.Contains(c.Warnings[0], "BenchmarkReplay/trace=t/strategy=tf (old.txt)") || strings.Contains(c.Warnings[0], "torch") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}

@@ -78,19 +78,27 @@ type Builder struct {
 // of the replay succeeded, 0 when some failed.
 const FitUnit = "fit"
 
-// notFit reports whether res carries a fit metric of 0: a replay cut
-// short by failed allocations, whose other figures (peak reserved, frag,
-// device calls) describe less of the trace than a run that fit, and so
-// read as better beside it. Build warns about every such result that a
-// table compares, since benchstat's tables cannot say it.
+// notFit reports whether res carries a fit metric of 0, or, in results
+// written before the fit metric (which the report reads the same way),
+// no fit metric and oom-events above 0: a replay cut short by failed
+// allocations, whose other figures (peak reserved, frag, device calls)
+// describe less of the trace than a run that fit, and so read as better
+// beside it. Build warns about every such result that a table compares,
+// since benchstat's tables cannot say it.
 func notFit(res *benchfmt.Result) bool {
+	ooms := false
 	for _, v := range res.Values {
-		if v.Unit == FitUnit && v.Value == 0 {
-			return true
+		if v.Unit == FitUnit {
+			return v.Value == 0
 		}
+		ooms = ooms || (v.Unit == OOMUnit && v.Value > 0)
 	}
-	return false
+	return ooms
 }
+
+// OOMUnit is the unit of membench's count of failed allocations, which
+// says whether a run fit in results that have no fit metric.
+const OOMUnit = "oom-events"
 
 // tableAcc and cellAcc accumulate one table key's results.
 type tableAcc struct {
@@ -234,7 +242,7 @@ func (b *Builder) Build() (*Tables, error) {
 		if n > shown {
 			names += fmt.Sprintf(" and %d more", n-shown)
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of the results compared did not fit (fit 0): %s; "+
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of the results compared did not fit (fit 0, or oom-events above 0 where fit is absent): %s; "+
 			"their figures describe a replay cut short by failed allocations and can read as better than a run that fit: "+
 			"compare them by fit and first-oom-event first", n, names))
 	}

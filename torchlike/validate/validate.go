@@ -299,14 +299,18 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 	for addr, h := range v.live {
 		v.addrOf[h] = addr
 	}
-	rep.PeakRecorded = startReserved
+	// A burst's resolution replaces v by the copy it keeps, which has a
+	// report of its own (clone): the loop reads and writes v.rep, never
+	// rep, which after the first burst is a stale copy (its peak missed
+	// every later segment event, and its Diverged stayed false).
+	v.rep.PeakRecorded = startReserved
 	for k := 0; k < len(tr); k++ {
 		e := tr[k]
 		switch e.Action {
 		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
-			rep.PeakRecorded = max(rep.PeakRecorded, recReserved[k+1])
+			v.rep.PeakRecorded = max(v.rep.PeakRecorded, recReserved[k+1])
 			release := e.Action == torchlike.ActionSegmentFree || e.Action == torchlike.ActionSegmentUnmap
-			if release && len(v.sim) < len(v.rec)+1 && !rep.Diverged {
+			if release && len(v.sim) < len(v.rec)+1 && !v.rep.Diverged {
 				// A release the simulation has not made: the program
 				// called empty_cache(), or the next allocation's device
 				// malloc failed and its release path ran. Replay the
@@ -322,7 +326,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup 
 			}
 			v.rec = append(v.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
 		default:
-			if e.Action == torchlike.ActionFreeCompleted && !rep.Diverged && len(v.sim) <= len(v.rec) {
+			if e.Action == torchlike.ActionFreeCompleted && !v.rep.Diverged && len(v.sim) <= len(v.rec) {
 				// Completions followed by releases are what a release
 				// path records first (synchronize_and_free_events):
 				// resolve them together with the releases.
