@@ -1006,7 +1006,9 @@ func checkNoOverlap(t *testing.T, h *harness) {
 
 // TestPeakFootprint: preallocated, the footprint is the highest point
 // placement ever carved out of the region, not the region; growing, it is
-// what was reserved.
+// the sum of each region's highest use, not what the doubling regions
+// reserved (allocator-spec §2.4); a region that garbage collection frees
+// leaves the sum, while the peak keeps it.
 func TestPeakFootprint(t *testing.T) {
 	h := newHarness(t, Options{Limit: 1 * mib}, "")
 	h.run("alloc a 1K; alloc b 1K; alloc c 1K; free b; free c; alloc d 512")
@@ -1016,10 +1018,36 @@ func TestPeakFootprint(t *testing.T) {
 	if h.mem.Peak() != 1*mib {
 		t.Errorf("preallocated region %d", h.mem.Peak())
 	}
+	// The first region is 2 MiB; b does not fit in its 1.5 MiB rest, so
+	// a second region of 4 MiB (the doubled size) holds b, split off
+	// its start. 1.5 MiB of the first and 2.25 MiB of the second were
+	// never used: the growing reservation's, not placement's.
 	g := newHarness(t, Options{Limit: 8 * mib, AllowGrowth: true}, "")
-	g.run("alloc a 1K; alloc b 3M")
-	if got, want := g.a.PeakFootprint(), g.a.stats.PeakPoolBytes; got != want || got == 0 {
-		t.Errorf("growing: PeakFootprint = %d, want the peak pool %d", got, want)
+	g.run("alloc a 512K; alloc b 1792K")
+	if got, want := g.a.PeakFootprint(), int64(512*1024+1792*1024); got != want || g.a.stats.PeakPoolBytes != 6*mib {
+		t.Errorf("growing: PeakFootprint = %d, want %d (a's end in the first region plus b's in the second); pool %d, want 6 MiB", got, want, g.a.stats.PeakPoolBytes)
+	}
+	// A chunk that is not split counts whole: b takes the second
+	// region's 4 MiB chunk for 3 MiB (the rest is under half of it and
+	// under the internal fragmentation cap), placement's own waste.
+	w := newHarness(t, Options{Limit: 8 * mib, AllowGrowth: true}, "")
+	w.run("alloc a 1K; alloc b 3M")
+	if got, want := w.a.PeakFootprint(), int64(1024+4*mib); got != want {
+		t.Errorf("growing, unsplit chunk: PeakFootprint = %d, want %d", got, want)
+	}
+	// Garbage collection frees the first region, whole and free, to
+	// make room for c, which fits neither the second region's rest nor
+	// the 1 MiB left under the limit: the footprint drops by the first
+	// region's mark and rises by c's, in a third region of the 3 MiB
+	// then left, which c takes whole (unsplit), and the peak is the most
+	// the sum ever was.
+	c := newHarness(t, Options{Limit: 7 * mib, AllowGrowth: true, GarbageCollection: true}, "")
+	c.run("alloc a 512K; alloc b 1792K; free a; alloc c 2560K")
+	if got, want := c.a.PeakFootprint(), int64(1792*1024+3*mib); got != want {
+		t.Errorf("growing with garbage collection: PeakFootprint = %d, want %d (b's and c's regions; a's went)", got, want)
+	}
+	if c.a.footprint != c.a.peakFootprint {
+		t.Errorf("footprint %d, peak %d: the freed region's mark must leave the sum", c.a.footprint, c.a.peakFootprint)
 	}
 }
 

@@ -109,7 +109,7 @@ func build(rep *Report) (*page, error) {
 	}
 	if ok {
 		p.Peaks = []section{
-			{Heading: "Peak footprint, with peak live as the floor", Caption: "What the allocator's own placement needed: for a preallocated region (JAX's default 75 %, TensorFlow without allow_growth, the TPU heap) the highest point ever carved out of it, not the region; for growth modes and PyTorch, what was reserved.", Chart: pk},
+			{Heading: "Peak footprint, with peak live as the floor", Caption: "What the allocator's own placement needed: for a preallocated region (JAX's default 75 %, TensorFlow without allow_growth, the TPU heap) the highest point ever carved out of it, not the region; for a growing BFC the sum of each region's highest point, not its doubling regions; for PyTorch, what was reserved.", Chart: pk},
 			{Heading: "Placement cost: placement-frag-% = 100 × (1 − peak live / peak footprint)", Caption: "The share of the peak footprint that was not live at the peak: the waste of the allocator's placement alone.", Chart: fr},
 			{Heading: "frag-% = 100 × (1 − peak live / peak reserved), including the reservation policy", Caption: "GMLake's definition, kept for comparison. It counts a framework's preallocation as waste (JAX's 75 % of the card reads as about 99 %): it measures the reservation policy, not fragmentation. Compare strategies by placement-frag-% above.", Chart: po},
 		}
@@ -279,7 +279,7 @@ p.verdict { margin: 2px 0 4px; }
 {{else}}<p class="empty">No peak figures to draw.</p>
 {{end}}
 <h2 id="state">4. Allocator state at peak</h2>
-<p class="lead">What each strategy held, segment by segment (PyTorch) or region by region (BFC, TPU heap) in address order, right after the event of peak live bytes (the same moment for every strategy) and at its peak footprint (for PyTorch and growth modes, peak reserved). A preallocated region is cut where placement stopped: above its peak footprint no allocation ever reached, and that rest is one thin white item, “preallocated, never used” (its size is in the row's label and tooltip), not cached free memory. Blue: allocated (lighter where the allocator rounded the request up); green: cached free; yellow: freed, awaiting its stream; grey: reserved address space without pages. Each row is 100&nbsp;% of what was held then; blocks too small to see are drawn together. Zoom to look closer; hover for sizes.</p>
+<p class="lead">What each strategy held, segment by segment (PyTorch) or region by region (BFC, TPU heap) in address order, right after the event of peak live bytes (the same moment for every strategy) and at its peak footprint (for PyTorch, peak reserved; a growing BFC's regions are drawn whole). A preallocated region is cut where placement stopped: above its peak footprint no allocation ever reached, and that rest is one thin white item, “preallocated, never used” (its size is in the row's label and tooltip), not cached free memory. Blue: allocated (lighter where the allocator rounded the request up); green: cached free; yellow: freed, awaiting its stream; grey: reserved address space without pages. Each row is 100&nbsp;% of what was held then; blocks too small to see are drawn together. Zoom to look closer; hover for sizes.</p>
 {{range .States}}<h3>{{.Heading}}</h3>
 {{template "chart" .Chart}}
 {{else}}<p class="empty">No allocator layouts were recorded.</p>

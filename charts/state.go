@@ -184,6 +184,22 @@ func stateItems(row int, l []strategies.Segment, unused int64, unusedBelow bool,
 	return shortened
 }
 
+// onePerPool reports whether no two segments of l share a pool: one
+// preallocated BFC region, or the TPU heap beside its programs, which
+// cutAtFootprint cuts at one point. A growing BFC's footprint is the sum
+// of each region's highest use, no one point of the layout, so its regions
+// are drawn whole.
+func onePerPool(l []strategies.Segment) bool {
+	for i := range l {
+		for j := range i {
+			if l[j].Pool == l[i].Pool {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // cutAtFootprint cuts a preallocated region's layout at its peak
 // footprint (harness.Result.PeakFootprint: the most of the region
 // placement ever needed): what placement never reached is returned as
@@ -329,7 +345,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		add := func(moment string, l []strategies.Segment) {
 			var unused int64
 			var below bool
-			if policy(res) {
+			if policy(res) && onePerPool(l) {
 				l, unused, below = cutAtFootprint(l, res.PeakFootprint)
 			}
 			rows = append(rows, stateRow{rowLabel(ci, res.Strategy, failed, moment, l, unused), l, unused, below})

@@ -169,7 +169,12 @@ func (g *group) verdict(rep *Report, many bool) verdict {
 		// HBM less the runtime reserve, allocator-spec §6.4): no knob shrinks it.
 		v.Summary = append(v.Summary, fmt.Sprintf("Held as the TPU runtime's heap beyond what placement needed: %s. The runtime takes the whole HBM less its reserve, whatever the framework's settings; membench capacity finds the smallest card.", list(policies)))
 	case len(policies) > 0:
-		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or growth is turned on; membench capacity finds the smallest card.", list(policies)))
+		// A preallocated region's rest, or what a growing BFC's regions
+		// hold beyond their highest use (each is the larger of the
+		// request and a size that doubles at every extension,
+		// allocator-spec §2.4): the framework's reservation, not its
+		// placement's waste.
+		v.Summary = append(v.Summary, fmt.Sprintf("Reserved by policy (preallocation, or a growing BFC's doubling regions) beyond what placement needed: %s. The card must hold that unless the memory fraction is lowered or the framework grows on demand, whose regions are cut to the memory left; membench capacity finds the smallest card.", list(policies)))
 	}
 	for _, r := range v.Rows {
 		if r.Bound && r.footprint > 0 {
