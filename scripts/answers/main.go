@@ -114,8 +114,11 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "unused at the peak, against %s for PyTorch's caching allocator (which\n", placement["torch"].pct())
 	fmt.Fprintf(w, "reserves what it places, so its two figures are the same) and %s with\n", placement["torch:expandable_segments=true"].pct())
 	fmt.Fprintf(w, "expandable segments. Growing on demand (`jax:preallocate=false`,\n")
-	fmt.Fprintf(w, "`tf:allow_growth=true`) the BFC's regions double, and frag-%% becomes %s and %s.\n\n",
+	fmt.Fprintf(w, "`tf:allow_growth=true`) the BFC's regions double, and frag-%% becomes %s and %s,\n",
 		frag["jax:preallocate=false"].pct(), frag["tf:allow_growth=true"].pct())
+	fmt.Fprintf(w, "while their placement leaves %s and %s of its footprint unused at the\n",
+		placement["jax:preallocate=false"].pct(), placement["tf:allow_growth=true"].pct())
+	fmt.Fprintf(w, "peak: the rest is the doubling, regions reserved ahead of need.\n\n")
 
 	// OOM risk: the smallest card each default needs, its placement alone,
 	// and the knob that helps most, on every corpus trace.
