@@ -23,7 +23,14 @@ var (
 	outFlag    = &cli.StringFlag{Name: "out", Usage: "write results to `FILE` instead of stdout"}
 	formatFlag = &cli.StringFlag{Name: "format", Usage: "benchfmt, table, csv or json (default: table on a terminal, benchfmt otherwise)"}
 	shardFlag  = &cli.StringFlag{Name: "shard", Usage: "run only part `K/N` of the jobs (1 <= K <= N), or auto: the part a Kubernetes Indexed Job or a CI matrix assigns (see README); the parts' benchfmt outputs concatenate"}
-	jobsFlag   = &cli.IntFlag{Name: "jobs", Usage: "replays to run at once (default: one per core)"}
+	jobsFlag   = &cli.IntFlag{Name: "jobs", Usage: "replays to run at once (default: one per core)", Action: func(_ *cli.Context, n int) error {
+		// 0 is the default's value; a negative count is no count of
+		// workers, and taking it for the default would hide a typo.
+		if n < 0 {
+			return fmt.Errorf("--jobs %d: the replays to run at once must be 1 or more (or 0, one per core)", n)
+		}
+		return nil
+	}}
 )
 
 // strategyFlag is --strategy, repeatable, with the registry's defaults;

@@ -162,3 +162,24 @@ func TestStdinSnapshotReport(t *testing.T) {
 		t.Fatalf("report --trace - < %s: %v\n%s", snap, err, stderr)
 	}
 }
+
+// TestNegativeJobsRefused: --jobs counts replays run at once; 0 is the
+// default (one per core), and a negative count is an error for every
+// command that takes it, not the default in silence.
+func TestNegativeJobsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--trace", "gpt-train", "--jobs", "-1"},
+		{"sweep", "--trace", "gpt-train", "--strategy", "tf", "--param", "memory_limit_mb=1000,2000", "--jobs", "-2"},
+		{"capacity", "--trace", "gpt-train", "--strategy", "tf", "--jobs", "-1"},
+		{"tune", "--trace", "gpt-train", "--jobs", "-1"},
+		{"report", "--trace", "gpt-train", "--jobs", "-1", "--out", filepath.Join(t.TempDir(), "r.html")},
+	} {
+		out, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "--jobs -") || out != "" {
+			t.Errorf("%v: error %v, output %q; want --jobs refused", args, err, out)
+		}
+	}
+	if _, _, err := runCLI(t, "run", "--trace", "gpt-train", "--strategy", "tf", "--jobs", "0"); err != nil {
+		t.Errorf("--jobs 0 (one per core): %v", err)
+	}
+}
