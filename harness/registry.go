@@ -12,6 +12,7 @@ import (
 	"membench/strategies"
 	"membench/tflike"
 	"membench/torchlike"
+	"membench/traces"
 	// PyTorch snapshots are detected by traces and decoded by the torch
 	// house, which registers its reader when linked in; exports write
 	// them (ExportMemoryViz).
@@ -60,6 +61,33 @@ var registry = map[string]Constructor{
 		}
 		return heapsim.NewPlanner(cfg, mem), nil
 	},
+}
+
+// recordedNotes compare, for the strategy whose framework recorded a
+// trace, the replay's settings with the recorded ones: a PyTorch snapshot
+// says which allocator_settings it was taken under, and a replay of it
+// under others says so (snapshot.ReplayNote).
+var recordedNotes = map[string]func(strategies.Spec, traces.Meta) string{
+	"torch": func(sp strategies.Spec, m traces.Meta) string {
+		cfg, err := torchlike.ParseConfig(sp)
+		if err != nil {
+			return ""
+		}
+		return snapshot.ReplayNote(m, cfg)
+	},
+}
+
+// RecordedNote is recordedNotes' note for the strategy spec label on a
+// trace with meta m, or "".
+func RecordedNote(label string, m traces.Meta) string {
+	sp, err := strategies.ParseSpec(label)
+	if err != nil {
+		return ""
+	}
+	if f, ok := recordedNotes[sp.Name]; ok {
+		return f(sp, m)
+	}
+	return ""
 }
 
 // executions are the strategies that can run a trace's executable

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"membench/jaxlike/jit"
@@ -241,6 +242,9 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	res.TraceNotes = TraceNotes(res.Meta)
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
+	}
+	if s := RecordedNote(label, res.Meta); s != "" {
+		res.Notes = append(slices.Clip(res.Notes), s)
 	}
 	rp := replayers.Get().(*replayer)
 	defer rp.release()

@@ -415,3 +415,66 @@ func tuneGrid(dev strategies.Device) []strategies.Knob {
 	}
 	return out
 }
+
+// RecordedSpec is the torch strategy spec that replays the settings a
+// snapshot's allocator_settings record (allocator-spec §1.12): the knobs of
+// this configuration that differ from PyTorch's defaults among those
+// settings, in PyTorch's own form (key:value, as PYTORCH_CUDA_ALLOC_CONF
+// writes them), or "torch" when all are the defaults. ok is false when a
+// setting has no spec that gives it exactly (a max_split_size that is no
+// whole number of MB of at least 20): a note then names the settings
+// without offering a spec that would replay something else.
+func (c Config) RecordedSpec() (spec string, ok bool) {
+	d := DefaultConfig()
+	var parts []string
+	mbKnob := func(key string, v, def int64, least int64) bool {
+		if v == def {
+			return true
+		}
+		if v%mb != 0 || v/mb < least {
+			return false
+		}
+		parts = append(parts, key+":"+strconv.FormatInt(v/mb, 10))
+		return true
+	}
+	ok = mbKnob("max_split_size_mb", c.MaxSplitSize, d.MaxSplitSize, 20) &&
+		mbKnob("max_non_split_rounding_mb", c.MaxNonSplitRounding, d.MaxNonSplitRounding, 20) &&
+		mbKnob("large_segment_size_mb", c.LargeSegmentSize, d.LargeSegmentSize, 11)
+	if c.GCThreshold != d.GCThreshold {
+		parts = append(parts, "garbage_collection_threshold:"+strconv.FormatFloat(c.GCThreshold, 'g', -1, 64))
+	}
+	if c.Divisions != d.Divisions {
+		// Every interval written out, so that no entry fills the ones
+		// below it (ParseDivisions' first boundary does).
+		var b strings.Builder
+		b.WriteString("roundup_power2_divisions:[")
+		for i, n := range c.Divisions {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%d:%d", int64(1)<<i, n)
+		}
+		b.WriteByte(']')
+		parts = append(parts, b.String())
+	}
+	if c.ExpandableSegments {
+		parts = append(parts, "expandable_segments:True")
+	}
+	if c.FractionSet {
+		parts = append(parts, "per_process_memory_fraction:"+strconv.FormatFloat(c.MemoryFraction, 'g', -1, 64))
+	}
+	if len(parts) == 0 {
+		return "torch", ok
+	}
+	return "torch:" + strings.Join(parts, ","), ok
+}
+
+// SameRecordedSettings reports whether c and o agree on every setting a
+// snapshot's allocator_settings record (RecordedSpec's), the ones whose
+// difference changes a replay of that snapshot.
+func (c Config) SameRecordedSettings(o Config) bool {
+	return c.MaxSplitSize == o.MaxSplitSize && c.MaxNonSplitRounding == o.MaxNonSplitRounding &&
+		c.LargeSegmentSize == o.LargeSegmentSize && c.GCThreshold == o.GCThreshold &&
+		c.Divisions == o.Divisions && c.ExpandableSegments == o.ExpandableSegments &&
+		c.FractionSet == o.FractionSet && (!c.FractionSet || c.MemoryFraction == o.MemoryFraction)
+}

@@ -312,6 +312,9 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 			for _, n := range harness.TraceNotes(m) {
 				say(fmt.Sprintf("note: %s: %s\n", j.Source.Name, n))
 			}
+			if n := harness.RecordedNote(j.Spec, m); n != "" {
+				say(fmt.Sprintf("note: %s: %s: %s\n", j.Source.Name, j.Spec, n))
+			}
 		}
 	}
 	groups := noteGroups(jobs)

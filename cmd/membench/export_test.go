@@ -98,3 +98,44 @@ func TestExportOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedSettingsNoted: a snapshot taken under allocator settings
+// other than PyTorch's defaults names the spec that replays it as recorded
+// (meta recorded-strategy), and a torch replay under other settings says
+// so on stderr and in the report's notes, naming that spec; a replay under
+// the recorded settings, or of a snapshot taken under the defaults, says
+// nothing.
+func TestRecordedSettingsNoted(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "es.pickle")
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "torch:expandable_segments=true", "--out", snap); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "traces", "show", snap)
+	if err != nil || !strings.Contains(out, "recorded-strategy") || !strings.Contains(out, "torch:expandable_segments:True") {
+		t.Fatalf("traces show (err %v):\n%s", err, out)
+	}
+	const want = "recorded with other allocator settings than this replay's: --strategy 'torch:expandable_segments:True' replays it as recorded"
+	_, stderr, err := runCLI(t, "run", "--trace", snap, "--strategy", "torch", "--strategy", "torch:expandable_segments=true", "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "es: torch: "+want) || strings.Contains(stderr, "torch:expandable_segments=true: recorded") {
+		t.Errorf("run's notes:\n%s", stderr)
+	}
+	page := filepath.Join(dir, "r.html")
+	if _, _, err := runCLI(t, "report", "--trace", snap, "--strategy", "torch", "--out", page); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "replays it as recorded") {
+		t.Errorf("report without the note (%v)", err)
+	}
+	shared := sharedtraces.Path(t, "pytorch-snapshots/liger-cross-entropy.pickle")
+	out, stderr, err = runCLI(t, "run", "--trace", shared, "--strategy", "torch:expandable_segments=true", "--format", "csv")
+	if err != nil || strings.Contains(stderr, "recorded with") {
+		t.Errorf("a snapshot taken under the defaults (err %v):\n%s", err, stderr)
+	}
+	if out, _, _ = runCLI(t, "traces", "show", shared); strings.Contains(out, "recorded-strategy") {
+		t.Errorf("traces show of a snapshot taken under the defaults:\n%s", out)
+	}
+}

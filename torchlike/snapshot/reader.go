@@ -398,6 +398,9 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		m = append(m, traces.KV{Key: "reconstruction_assumptions", Value: fmt.Sprintf("%d entries, first %d: %s", len(as), l.Assumptions[0].Entry, l.Assumptions[0].Note)})
 	}
 	if st := snap.Settings; st != nil {
+		if kv, ok := recordedMeta(st); ok {
+			m = append(m, kv)
+		}
 		var arr [16]string // PyTorch writes ten
 		keys := arr[:0]
 		for k := range st.Raw {

@@ -11,7 +11,7 @@ import (
 // knobs that change the recorded segment sequence but that
 // a snapshot only carries inside allocator_settings["PYTORCH_CUDA_ALLOC_CONF"]
 // (upstream writes last_allocator_settings there) are dropped by
-// torchlike/validate/validate.go:configFromSettings, and torchlike.Config cannot
+// torchlike/snapshot/settings.go:Settings.Config, and torchlike.Config cannot
 // express one of them at all.
 //
 //   - max_non_split_rounding_mb (AcceleratorAllocatorConfig /

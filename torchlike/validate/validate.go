@@ -158,38 +158,6 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 	return out, nil
 }
 
-func configFromSettings(s *snapshot.Settings) (torchlike.Config, string) {
-	cfg := torchlike.DefaultConfig()
-	if s == nil {
-		return cfg, "no allocator_settings recorded: PyTorch defaults"
-	}
-	if s.MaxSplitSize > 0 {
-		cfg.MaxSplitSize = s.MaxSplitSize
-	}
-	cfg.GCThreshold = s.GarbageCollectionThreshold
-	cfg.ExpandableSegments = s.ExpandableSegments
-	cfg.Divisions = s.RoundupPower2Divisions
-	desc := fmt.Sprintf("max_split_size=%d garbage_collection_threshold=%g expandable_segments=%t roundup_power2_divisions=%v",
-		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
-	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
-		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", s.PYTORCH_CUDA_ALLOC_CONF)
-		// Knobs the structured fields do not carry are only in the
-		// recorded string: take them from there.
-		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err == nil {
-			if conf, err := torchlike.ParseConfig(sp); err == nil {
-				cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
-				cfg.LargeSegmentSize = conf.LargeSegmentSize
-				if conf.FractionSet {
-					cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
-				}
-			} else {
-				desc += fmt.Sprintf(" [conf string not fully understood: %v]", err)
-			}
-		}
-	}
-	return cfg, desc
-}
-
 func segDelta(e snapshot.TraceEntry) int64 {
 	switch e.Action {
 	case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentMap:
@@ -215,7 +183,7 @@ func hasDivisionOne(s *snapshot.Settings) bool {
 func validateDevice(snap *snapshot.Snapshot, d int, opts Options, legacyRoundup bool) (*DeviceReport, error) {
 	tr := snap.Trace(d)
 	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, UnknownActions: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
-	cfg, desc := configFromSettings(snap.Settings)
+	cfg, desc := snap.Settings.Config()
 	if legacyRoundup {
 		cfg.LegacyRoundup = true
 		desc += "; rounding as PyTorch before 2.4 (a division count of 1 leaves sizes unrounded), the only reading that agrees"
