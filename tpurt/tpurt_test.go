@@ -477,3 +477,18 @@ func ExampleHumanBytes() {
 	fmt.Println(HumanBytes(33550237696), HumanBytes(16*1<<30-258<<20))
 	// Output: 31.25G 15.75G
 }
+
+// TestProgramNoteSaysFootprint: the program program_bytes loads is in the
+// footprint and in no trace's peak live bytes, so the note says that
+// placement-frag-% counts it (a reader would otherwise take the program
+// for placement waste).
+func TestProgramNoteSaysFootprint(t *testing.T) {
+	r := newRig(t, Options{ProgramBytes: 64 << 10}, "1MiB")
+	if n := r.a.Notes(); len(n) < 2 || !strings.Contains(n[1], "placement-frag-% counts it as unused") {
+		t.Errorf("notes %q", n)
+	}
+	r.run("alloc a 1K")
+	if got := r.a.PeakFootprint(); got != 64<<10+1024 {
+		t.Errorf("footprint %d, want the program and a", got)
+	}
+}
