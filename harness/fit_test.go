@@ -138,6 +138,14 @@ func TestVerdicts(t *testing.T) {
 	if !strings.Contains(out, "jax:mem_fraction=0.0001: does not fit") || strings.Index(out, "torch: fits") > strings.Index(out, "jax: fits") {
 		t.Errorf("verdict text:\n%s", out)
 	}
+	// One run that fits is not "all 1" and is not ranked against none.
+	b.Reset()
+	if err := WriteVerdicts(&b, Verdicts(rs[1:2])); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "gpt-train on a100-80g: it fits:\n  jax: fits") {
+		t.Errorf("verdict of one run:\n%s", out)
+	}
 }
 
 // TestPeakFootprintEvent: the replay names the event right after which

@@ -79,6 +79,8 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 			b.WriteString("no allocator was replayed.")
 		case len(v.Fit) == 0:
 			b.WriteString("no strategy fits.")
+		case n == 1 && len(v.Failed) == 0:
+			b.WriteString("it fits:")
 		case len(v.Failed) == 0:
 			fmt.Fprintf(&b, "all %d fit; ranked by the memory their placement needed:", n)
 		default:
