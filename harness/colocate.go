@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"membench/internal/units"
@@ -115,7 +116,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		if ev.Time != traces.NoTime {
 			t.at = ev.Time
 		} else {
-			t.at = int64(float64(t.i) * 1e9 / rate)
+			t.at = clockless(t.i, rate)
 		}
 		return nil
 	}
@@ -235,6 +236,19 @@ func cause[T comparable](ts []T, failed T, info func(T) (name string, reserved, 
 		return fmt.Sprintf("%s held %s of the device for %s of live data: its reservation or caching policy took the memory", best.name, units.Bytes(float64(best.reserved), 2), units.Bytes(float64(best.live), 2))
 	}
 	return fmt.Sprintf("%s held %s, all of it live data: the device is too small for both", best.name, units.Bytes(float64(best.reserved), 2))
+}
+
+// clockless is the time in nanoseconds of event i of a trace without a
+// clock that advances at rate events a second. A time past int64's range
+// (a very slow rate, or a very long trace) is the end of time: converting
+// it as it stands wrapped to the most negative time on amd64, which
+// placed the event before every other tenant's.
+func clockless(i int64, rate float64) int64 {
+	ns := float64(i) * 1e9 / rate
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(ns)
 }
 
 // ColocateCapacity is the smallest capacity, in steps of the device's
