@@ -415,6 +415,9 @@ func TestCompareErrors(t *testing.T) {
 		{[]string{good}, func(o *Options) { o.Row = ".unit" }, "parsing -row"},
 		{[]string{good}, func(o *Options) { o.Alpha = 2 }, "-alpha"},
 		{[]string{good}, func(o *Options) { o.Confidence = -1 }, "-confidence"},
+		// NaN passed the range checks, and no p-value is below it.
+		{[]string{good}, func(o *Options) { o.Alpha = math.NaN() }, "-alpha NaN"},
+		{[]string{good}, func(o *Options) { o.Confidence = math.NaN() }, "-confidence NaN"},
 		{nil, nil, "no input files"},
 		{[]string{"-"}, nil, "no standard input"},
 	} {
