@@ -470,6 +470,12 @@ func TestReadResults(t *testing.T) {
 	if _, err := ReadResults(strings.NewReader(cut+"\n"), "cut.txt"); err != nil {
 		t.Errorf("with its newline: %v", err)
 	}
+	// A line too long for benchfmt's reader is named, once, with the
+	// limit: the reader named the line before it, and "token too long".
+	long := cut + "\n# " + strings.Repeat("x", 70000) + "\n"
+	if _, err := ReadResults(strings.NewReader(long), "long.txt"); err == nil || !strings.HasPrefix(err.Error(), "long.txt:3: a line longer than 65535 bytes") {
+		t.Errorf("a long line: error %v", err)
+	}
 }
 
 // FuzzReadResults reads any input as `membench report --results` does,

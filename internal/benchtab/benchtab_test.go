@@ -388,6 +388,16 @@ func TestCompareErrors(t *testing.T) {
 	// returns); infinities printed as +InfT.
 	nan := write("nan.txt", "BenchmarkX 1 10 ns/op\nBenchmarkX 1 NaN ns/op\nBenchmarkX 1 3 ns/op 1 B/op\n")
 	inf := write("inf.txt", "BenchmarkX 1 10 ns/op -Inf x-B\n")
+	// benchfmt's scanner stops at a line longer than 64 KiB and named
+	// the line before it, without the limit.
+	long := write("long.txt", "BenchmarkX 1 10 ns/op\n# "+strings.Repeat("x", 70000)+"\nBenchmarkX 1 11 ns/op\n")
+	// At the limit a line reads; one byte more, also the last line
+	// without its newline, does not.
+	atLimit := "# " + strings.Repeat("x", 65533) + "\n"
+	if _, err := ReadFiles([]string{good, write("limit.txt", "BenchmarkX 1 10 ns/op\n"+atLimit+"BenchmarkX 1 11 ns/op\n")}, nil, DefaultOptions); err != nil {
+		t.Errorf("a line of 65535 bytes: %v", err)
+	}
+	edge := write("edge.txt", "BenchmarkX 1 10 ns/op\n"+atLimit+"#"+atLimit[:len(atLimit)-1])
 
 	// Syntax errors name the file and line, every one of them.
 	_, err := ReadFiles([]string{good, bad}, nil, DefaultOptions)
@@ -418,6 +428,8 @@ func TestCompareErrors(t *testing.T) {
 		// NaN passed the range checks, and no p-value is below it.
 		{[]string{good}, func(o *Options) { o.Alpha = math.NaN() }, "-alpha NaN"},
 		{[]string{good}, func(o *Options) { o.Confidence = math.NaN() }, "-confidence NaN"},
+		{[]string{good, long}, nil, long + ":2: a line longer than 65535 bytes"},
+		{[]string{good, edge}, nil, edge + ":3: a line longer than 65535 bytes"},
 		{nil, nil, "no input files"},
 		{[]string{"-"}, nil, "no standard input"},
 	} {

@@ -99,6 +99,9 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 			}
 		}
 		if err := rd.Err(); err != nil {
+			if long := end.TooLong(in.Name, err); long != nil {
+				return nil, long
+			}
 			return nil, err
 		}
 		if err := end.Err(in.Name); err != nil {
