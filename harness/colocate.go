@@ -91,6 +91,16 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		done    bool
 		stopped bool
 		tl      *timeline
+		src     *Source
+	}
+	// fail places err at the tenant's current event, on its file and
+	// line (Locate finds them for a trace replayed from memory).
+	fail := func(t *tenant, err error) error {
+		p := t.r.Pos()
+		if p.File == "" {
+			p.File = t.res.Trace
+		}
+		return t.src.Locate(&traces.PosError{File: p.File, Line: p.Line, Event: int(t.i), Err: err})
 	}
 	ts := make([]*tenant, len(tenants))
 	defer func() {
@@ -135,7 +145,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		if err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
 		}
-		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1}, tl: newTimeline(DefaultOptions.Samples)}
+		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1}, tl: newTimeline(DefaultOptions.Samples), src: tn.Source}
 		ts[k] = t
 		if err := advance(t); err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
@@ -165,14 +175,14 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 				break
 			}
 			if err := t.ids.Alloc(ev.ID, ev.Size, entry(h, ev.Size)); err != nil {
-				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+				return nil, fail(t, err)
 			}
 			t.live += ev.Size
 			t.res.PeakLive = max(t.res.PeakLive, t.live)
 		case traces.OpFree:
 			e, err := t.ids.Free(ev.ID)
 			if err != nil {
-				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+				return nil, fail(t, err)
 			}
 			t.a.Free(e.h)
 			t.live -= e.size()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,5 +29,31 @@ func TestColocateRateRefused(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "run", "--colocate", "gpt-train@jax", "--colocate", "gpt-train@torch", "--rate", "1e-300"); err != nil {
 		t.Errorf("--rate 1e-300: %v", err)
+	}
+}
+
+// TestCachedReplayErrorPlaced: a trace read into memory for many replays
+// (capacity's search, tune, colocation) reports a bad event at its file
+// and line as a streamed replay does; it named only the trace and the
+// event.
+func TestCachedReplayErrorPlaced(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "dup.txt")
+	if err := os.WriteFile(p, []byte("membench-trace 1\n# a comment\na 1 4096\na 1 8192\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := p + ":4 (event 1): alloc of an id that is still live"
+	for _, args := range [][]string{
+		{"run", "--trace", p},
+		{"capacity", "--trace", p},
+		{"capacity", "--trace", p, "--strategy", "torch", "--no-advice"},
+		{"tune", "--trace", p, "--framework", "torch"},
+		{"run", "--colocate", p + "@torch", "--colocate", "gpt-train@jax"},
+		{"report", "--trace", p, "--out", filepath.Join(dir, "r.html")},
+	} {
+		_, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want %q", args, err, want)
+		}
 	}
 }
