@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +56,45 @@ func TestCachedReplayErrorPlaced(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want %q", args, err, want)
 		}
+	}
+}
+
+// TestGridRefusesAmbiguity: a sweep whose runs would be labelled with a
+// knob value they did not run under, or run twice under one label, is
+// refused: a key given in two --param (the later value won, under a
+// label naming both), a key both fixed in --strategy and swept (the swept
+// value won, under a label naming the fixed one first), a value repeated
+// in one list (two identical runs that compare as two samples), and an
+// empty value. So is a grid too large to hold: 3000 × 3000 values took
+// 1.2 GB before the first replay.
+func TestGridRefusesAmbiguity(t *testing.T) {
+	many := strings.Repeat("20,", 300) + "20"
+	var big []string
+	for i := range 2 {
+		var vs []string
+		for j := range 300 {
+			vs = append(vs, fmt.Sprint(20+j+i))
+		}
+		big = append(big, fmt.Sprintf("k%d=%s", i, strings.Join(vs, ",")))
+	}
+	for _, c := range []struct {
+		base   string
+		params []string
+		want   string
+	}{
+		{"torch", []string{"max_split_size_mb=20,128", "max_split_size_mb=30"}, `"max_split_size_mb" given twice`},
+		{"torch:max_split_size_mb=40", []string{"max_split_size_mb=30,50"}, `"max_split_size_mb" given twice`},
+		{"torch", []string{"max_split_size_mb=20,128,20"}, `value "20" given twice`},
+		{"torch", []string{"max_split_size_mb=20,,128"}, "empty value"},
+		{"torch", []string{"max_split_size_mb=" + many}, `value "20" given twice`},
+		{"torch", append(big, "k2=1,2"), "more than the limit of 65536"},
+	} {
+		_, err := grid(c.base, c.params)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("grid(%q, %q): error %v, want %q", c.base, c.params, err, c.want)
+		}
+	}
+	if _, err := grid("torch:expandable_segments=true", []string{"max_split_size_mb=20,128", "roundup_power2_divisions=[256:1,>:4],[256:1,>:8]"}); err != nil {
+		t.Errorf("a good grid: %v", err)
 	}
 }
