@@ -98,3 +98,30 @@ func TestGridRefusesAmbiguity(t *testing.T) {
 		t.Errorf("a good grid: %v", err)
 	}
 }
+
+// TestRepeatedKnobRefused: a knob given twice in one strategy or device
+// spec is refused by every command: the later value won, under a label
+// that names both (a100-40g:capacity=1GiB,capacity=2GiB ran on 2 GiB).
+func TestRepeatedKnobRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"run", "--trace", "gpt-train", "--strategy", "torch:expandable_segments=true,expandable_segments=false"},
+		{"run", "--trace", "gpt-train", "--strategy", "jax:mem_fraction=0.5,preallocate=true,mem_fraction=0.9"},
+		{"run", "--trace", "gpt-train", "--device", "a100-40g:capacity=1GiB,capacity=2GiB"},
+		{"capacity", "--trace", "gpt-train", "--strategy", "tf:allow_growth=true,allow_growth=false"},
+		{"report", "--trace", "gpt-train", "--strategy", "torch:max_split_size_mb=20,max_split_size_mb=40", "--out", filepath.Join(dir, "r.html")},
+		{"export", "--trace", "gpt-train", "--strategy", "torch:max_split_size_mb=20,max_split_size_mb=40", "--out", filepath.Join(dir, "e.pickle")},
+		{"run", "--colocate", "gpt-train@torch:max_split_size_mb=20,max_split_size_mb=40", "--colocate", "gpt-train@jax"},
+	} {
+		out, _, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("%v: error %v, want the repeated knob refused", args, err)
+		}
+		if out != "" {
+			t.Errorf("%v: printed\n%s", args, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+		t.Error("report written")
+	}
+}
