@@ -359,3 +359,22 @@ func TestJSONSkippedTextCounted(t *testing.T) {
 		t.Errorf("a short string: %v", err)
 	}
 }
+
+// TestLongStringAllocation: a string far past the decoder's window is
+// read into a buffer that doubles as the data arrives, allocating at most
+// about twice its length. The buffer grew by append, a quarter at a time
+// and through a chunk of zeros per megabyte: a 60 MB string allocated
+// 336 MB and the process peaked at 423 MB.
+func TestLongStringAllocation(t *testing.T) {
+	const n = 24 << 20
+	var b bytes.Buffer
+	b.WriteString("\x80\x04}\x94(\x8c\x08segments]\x94\x8c\rdevice_traces]\x94]\x94a\x8c\x03padX")
+	b.Write(binary.LittleEndian.AppendUint32(nil, n))
+	b.Write(bytes.Repeat([]byte("x"), n))
+	b.WriteString("u.")
+	fuzzbound.Within(5*time.Second, 3*n).Check(t, func() {
+		if _, err := DecodePickle(bytes.NewReader(b.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
