@@ -257,7 +257,7 @@ func (s *Source) Cache(max int) {
 // Any other error is returned as it is.
 func (s *Source) Locate(err error) error {
 	var pe *traces.PosError
-	if s.events == nil || s.open == nil || !errors.As(err, &pe) || pe.Line > 0 || pe.Event < 0 || pe.Event >= len(s.events) {
+	if s.events == nil || s.open == nil || !errors.As(err, &pe) || pe.Line > 0 || pe.Event < 0 || pe.Event > len(s.events) {
 		return err
 	}
 	r, oerr := s.open()
@@ -265,7 +265,9 @@ func (s *Source) Locate(err error) error {
 		return err
 	}
 	defer r.Close()
-	for i := 0; i <= pe.Event; i++ {
+	// An error found at the end of the trace (a launch that never ends)
+	// is at its last event, as a streamed replay reports it.
+	for i := 0; i <= min(pe.Event, len(s.events)-1); i++ {
 		if _, nerr := r.Next(); nerr != nil {
 			return err
 		}

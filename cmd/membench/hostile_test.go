@@ -57,6 +57,18 @@ func TestCachedReplayErrorPlaced(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", args, err, want)
 		}
 	}
+	// An error found at the end (a launch never ended) is at the last
+	// event's line, as in a streamed replay.
+	v2 := filepath.Join(dir, "open.txt")
+	if err := os.WriteFile(v2, []byte("membench-trace 2\nb x\na 1 4096 temp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"run", "capacity"} {
+		_, _, err := runCLI(t, cmd, "--trace", v2, "--strategy", "jax")
+		if err == nil || !strings.Contains(err.Error(), v2+":3 (event 2): bad launch") {
+			t.Errorf("%s: error %v, want it at %s:3 (event 2)", cmd, err, v2)
+		}
+	}
 }
 
 // TestGridRefusesAmbiguity: a sweep whose runs would be labelled with a
