@@ -34,6 +34,10 @@ type Report struct {
 	// Colocation, when set, is a replay of several processes on one
 	// device, drawn on a shared timeline.
 	Colocation *Colocation
+
+	// colours is each strategy's colour, set on build's own copy of the
+	// report (colourOf).
+	colours map[string]string
 }
 
 // Run is one replay.
@@ -105,20 +109,25 @@ type group struct {
 	trace, device string // as in benchmark names
 	runs          []*Run // in Report order
 	meas          []*Measurement
+	measIndex     map[[2]string]float64 // metric's, made on first use
 }
 
 // groups collects runs and measurements by trace and device in order of
 // first appearance, runs first.
 func (rep *Report) groups() []*group {
 	var gs []*group
+	// By a map: a results file may name thousands of traces, and a
+	// search of the groups for each result made the page quadratic
+	// in them (and cubic with colourOf, which called groups per group).
+	index := map[[2]string]*group{}
 	find := func(trace, device string) *group {
-		for _, g := range gs {
-			if g.trace == trace && g.device == device {
-				return g
-			}
+		k := [2]string{trace, device}
+		if g := index[k]; g != nil {
+			return g
 		}
 		g := &group{trace: trace, device: device}
 		gs = append(gs, g)
+		index[k] = g
 		return g
 	}
 	for i := range rep.Runs {
@@ -197,7 +206,16 @@ func (rep *Report) strategyOrder() []string {
 }
 
 // colourOf returns a strategy's colour (strategies as in benchmark names).
+// A page being built looks it up in colours, made once (build): the
+// order is the whole report's, and finding it for each of thousands of
+// groups made a page of thousands of traces take minutes.
 func (rep *Report) colourOf(strategy string) string {
+	if rep.colours != nil {
+		if c, ok := rep.colours[strategy]; ok {
+			return c
+		}
+		return "#999999"
+	}
 	for i, s := range rep.strategyOrder() {
 		if s == strategy {
 			return colour(i)
@@ -222,14 +240,23 @@ func (g *group) metric(strategy, unit string) (float64, bool) {
 			}
 		}
 	}
-	for _, m := range g.meas {
-		if m.Strategy == strategy {
-			if v, ok := m.Get(unit); ok {
-				return v, true
+	if g.measIndex == nil {
+		// The first measurement of the strategy with the unit, by a
+		// map made once: a results file may carry thousands of units,
+		// and searching the measurements for each strategy and unit
+		// made the comparison table quadratic in them.
+		g.measIndex = map[[2]string]float64{}
+		for _, m := range g.meas {
+			for _, v := range m.Values {
+				k := [2]string{m.Strategy, v.Unit}
+				if _, ok := g.measIndex[k]; !ok {
+					g.measIndex[k] = v.Value
+				}
 			}
 		}
 	}
-	return 0, false
+	v, ok := g.measIndex[[2]string{strategy, unit}]
+	return v, ok
 }
 
 // outcome is whether a strategy's run fit: from the replay, or from a

@@ -53,6 +53,14 @@ type page struct {
 
 // build lays the report out: every chart with its fixed id.
 func build(rep *Report) (*page, error) {
+	// A copy carries the colours, made once; the caller's report is
+	// left as it is.
+	own := *rep
+	own.colours = map[string]string{}
+	for i, s := range rep.strategyOrder() {
+		own.colours[s] = colour(i)
+	}
+	rep = &own
 	p := &page{Title: rep.Title, Command: rep.Command, Sources: rep.Sources, ECharts: ECharts}
 	if p.Title == "" {
 		p.Title = "membench report"

@@ -67,6 +67,9 @@ func ReadResults(r io.Reader, name string) ([]Measurement, error) {
 		}
 	}
 	if err := br.Err(); err != nil {
+		if long := end.TooLong(name, err); long != nil {
+			return out, long
+		}
 		return out, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := end.Err(name); err != nil {

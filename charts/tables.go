@@ -70,16 +70,14 @@ func (g *group) units() []string {
 		}
 	}
 	var extra []string
+	known := make(map[string]bool, len(us))
+	for _, u := range us {
+		known[u] = true
+	}
 	for _, m := range g.meas {
 		for _, v := range m.Values {
-			known := false
-			for _, u := range us {
-				known = known || u == v.Unit
-			}
-			for _, u := range extra {
-				known = known || u == v.Unit
-			}
-			if !known {
+			if !known[v.Unit] {
+				known[v.Unit] = true
 				extra = append(extra, v.Unit)
 			}
 		}

@@ -88,7 +88,7 @@ func MinCapacity(src *Source, spec string, dev strategies.Device) (*CapacityResu
 		defer r.Close()
 		out, err := Replay(src.Name, r, spec, d, Options{Samples: 1})
 		if err != nil {
-			return false, err
+			return false, src.Locate(err)
 		}
 		res.Replays++
 		res.PeakLive = max(res.PeakLive, out.PeakLive)

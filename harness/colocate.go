@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"membench/internal/units"
@@ -90,6 +91,16 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		done    bool
 		stopped bool
 		tl      *timeline
+		src     *Source
+	}
+	// fail places err at the tenant's current event, on its file and
+	// line (Locate finds them for a trace replayed from memory).
+	fail := func(t *tenant, err error) error {
+		p := t.r.Pos()
+		if p.File == "" {
+			p.File = t.res.Trace
+		}
+		return t.src.Locate(&traces.PosError{File: p.File, Line: p.Line, Event: int(t.i), Err: err})
 	}
 	ts := make([]*tenant, len(tenants))
 	defer func() {
@@ -115,7 +126,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		if ev.Time != traces.NoTime {
 			t.at = ev.Time
 		} else {
-			t.at = int64(float64(t.i) * 1e9 / rate)
+			t.at = clockless(t.i, rate)
 		}
 		return nil
 	}
@@ -134,7 +145,7 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 		if err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
 		}
-		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1}, tl: newTimeline(DefaultOptions.Samples)}
+		t := &tenant{r: r, a: a, mem: mem, res: &TenantResult{Trace: tn.Source.Name, Strategy: sp.String(), FirstOOM: -1}, tl: newTimeline(DefaultOptions.Samples), src: tn.Source}
 		ts[k] = t
 		if err := advance(t); err != nil {
 			return nil, fmt.Errorf("tenant %d: %w", k+1, err)
@@ -164,14 +175,14 @@ func colocate(tenants []Tenant, dev strategies.Device, rate float64, explain boo
 				break
 			}
 			if err := t.ids.Alloc(ev.ID, ev.Size, entry(h, ev.Size)); err != nil {
-				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+				return nil, fail(t, err)
 			}
 			t.live += ev.Size
 			t.res.PeakLive = max(t.res.PeakLive, t.live)
 		case traces.OpFree:
 			e, err := t.ids.Free(ev.ID)
 			if err != nil {
-				return nil, fmt.Errorf("%s (event %d): %w", t.res.Trace, t.i, err)
+				return nil, fail(t, err)
 			}
 			t.a.Free(e.h)
 			t.live -= e.size()
@@ -235,6 +246,19 @@ func cause[T comparable](ts []T, failed T, info func(T) (name string, reserved, 
 		return fmt.Sprintf("%s held %s of the device for %s of live data: its reservation or caching policy took the memory", best.name, units.Bytes(float64(best.reserved), 2), units.Bytes(float64(best.live), 2))
 	}
 	return fmt.Sprintf("%s held %s, all of it live data: the device is too small for both", best.name, units.Bytes(float64(best.reserved), 2))
+}
+
+// clockless is the time in nanoseconds of event i of a trace without a
+// clock that advances at rate events a second. A time past int64's range
+// (a very slow rate, or a very long trace) is the end of time: converting
+// it as it stands wrapped to the most negative time on amd64, which
+// placed the event before every other tenant's.
+func clockless(i int64, rate float64) int64 {
+	ns := float64(i) * 1e9 / rate
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(ns)
 }
 
 // ColocateCapacity is the smallest capacity, in steps of the device's

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +132,41 @@ func TestColocateCapacityKeepsTheReserve(t *testing.T) {
 	}
 	if got[0] != got[1] {
 		t.Errorf("group capacity %d on a100-80g, %d on a100-80g:capacity=2GiB", got[0], got[1])
+	}
+}
+
+// TestColocateRateSaturates: a clockless tenant's event k is at k/rate
+// seconds; at a rate so slow that this is beyond int64 nanoseconds, the
+// time saturates at the end of time instead of wrapping to the most
+// negative one, which put the clockless tenant's second allocation before
+// the clocked tenant's first and turned which tenant failed around.
+func TestColocateRateSaturates(t *testing.T) {
+	dir := t.TempDir()
+	src := func(name, text string) *Source {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ResolveTrace(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	clocked := src("clocked.txt", "membench-trace 1\na 1 1073741824 @5000\n")
+	clockless := src("clockless.txt", "membench-trace 1\na 1 1\na 2 1073741824\n")
+	dev, err := strategies.ParseDevice("a100-80g:total=2GiB,capacity=1.5GiB,free=1.5GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rate := range []float64{1e-300, 1e-10} {
+		rs, err := Colocate([]Tenant{{Source: clocked, Spec: "torch"}, {Source: clockless, Spec: "torch"}}, dev, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rs[0].Fit() || rs[1].Fit() {
+			t.Errorf("rate %g: clocked fits %v, clockless fits %v; want the clocked tenant's allocation (at 5 µs) first", rate, rs[0].Fit(), rs[1].Fit())
+		}
 	}
 }

@@ -249,6 +249,35 @@ func (s *Source) Cache(max int) {
 	}
 }
 
+// Locate places err, a replay's error at an event of s's trace, at that
+// event's file and line when the replay read the events from memory
+// (Cache), where they have no lines: the trace is read again up to that
+// event, which costs a failed command one pass over the file and lets
+// capacity, tune and colocation name the line as a streamed replay does.
+// Any other error is returned as it is.
+func (s *Source) Locate(err error) error {
+	var pe *traces.PosError
+	if s.events == nil || s.open == nil || !errors.As(err, &pe) || pe.Line > 0 || pe.Event < 0 || pe.Event > len(s.events) {
+		return err
+	}
+	r, oerr := s.open()
+	if oerr != nil {
+		return err
+	}
+	defer r.Close()
+	// An error found at the end of the trace (a launch that never ends)
+	// is at its last event, as a streamed replay reports it.
+	for i := 0; i <= min(pe.Event, len(s.events)-1); i++ {
+		if _, nerr := r.Next(); nerr != nil {
+			return err
+		}
+	}
+	if p := r.Pos(); p.File != "" && p.Line > 0 {
+		pe.File, pe.Line = p.File, p.Line
+	}
+	return err
+}
+
 // Cached reports whether the trace's events are in memory (Cache kept
 // them), so that many replays of it cost no decoding.
 func (s *Source) Cached() bool { return s.events != nil }
@@ -557,5 +586,6 @@ func ReplayJob(j Job, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return Replay(j.Source.Name, r, j.Spec, j.Device, opts)
+	res, err := Replay(j.Source.Name, r, j.Spec, j.Device, opts)
+	return res, j.Source.Locate(err)
 }

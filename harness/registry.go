@@ -186,6 +186,10 @@ func NewAllocator(spec string, mem *strategies.Memory) (strategies.Allocator, st
 	if err != nil {
 		return nil, sp, err
 	}
+	if k, dup := sp.Repeated(); dup {
+		// The later value would win, under a label naming both.
+		return nil, sp, fmt.Errorf("strategy %q: knob %q given twice", spec, k)
+	}
 	c, ok := registry[sp.Name]
 	if !ok {
 		return nil, sp, fmt.Errorf("unknown strategy %q (known: %s)", sp.Name, strings.Join(Strategies(), ", "))

@@ -270,6 +270,7 @@ func ParseDevice(spec string) (Device, error) {
 		}
 		return 0
 	})
+	given := map[string]bool{}
 	for _, kv := range kvs {
 		k, v, found := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
@@ -277,6 +278,11 @@ func ParseDevice(spec string) (Device, error) {
 		if !found || !known {
 			return Device{}, fmt.Errorf("device %q: unknown key %q (valid keys: %s)", spec, k, strings.Join(DeviceKeys(), ", "))
 		}
+		if given[k] {
+			// The later value won, under a label naming both.
+			return Device{}, fmt.Errorf("device %q: key %q given twice", spec, k)
+		}
+		given[k] = true
 		if err := set(&d, strings.TrimSpace(v)); err != nil {
 			return Device{}, fmt.Errorf("device %q: %s: %w", spec, k, err)
 		}

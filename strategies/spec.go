@@ -44,6 +44,20 @@ func ParseSpec(s string) (Spec, error) {
 	return sp, nil
 }
 
+// Repeated reports the first knob the spec gives more than once. A
+// replay refuses one: the later value would win while the result's label,
+// the spec as written, names both.
+func (s Spec) Repeated() (string, bool) {
+	for i, p := range s.Params {
+		for _, q := range s.Params[:i] {
+			if q.Key == p.Key {
+				return p.Key, true
+			}
+		}
+	}
+	return "", false
+}
+
 // SplitList splits at commas outside brackets, so that a list value
 // such as roundup_power2_divisions=[256:1,>:4] stays whole.
 func SplitList(s string) []string {

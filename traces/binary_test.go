@@ -496,3 +496,20 @@ func BenchmarkBinaryEncode(b *testing.B) {
 	}
 	reportEventsPerSec(b, events)
 }
+
+// TestWriteBinaryNamesInput: a valid text trace the binary format cannot
+// hold (a mark label over its bound, which a text line may exceed) is
+// refused at the input's file, line and event, not only at "event 0"
+// of the output, which did not say where in the input to look.
+func TestWriteBinaryNamesInput(t *testing.T) {
+	text := "membench-trace 1\na 1 4096\n# a comment\nm " + strings.Repeat("x", maxBinaryString+1) + "\nf 1\n"
+	r, err := NewNativeReader("in.txt", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = WriteBinary(io.Discard, r, WriterOptions{})
+	var pe *PosError
+	if !errors.As(err, &pe) || pe.File != "in.txt" || pe.Line != 4 || pe.Event != 1 || !strings.Contains(err.Error(), "label of") {
+		t.Errorf("error %v, want it at in.txt:4 (event 1)", err)
+	}
+}

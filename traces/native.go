@@ -738,7 +738,7 @@ type eventWriter interface {
 }
 
 // copyEvents writes r's events to w and closes w, returning how many it
-// wrote.
+// wrote. An event w refuses is an error at its place in r.
 func copyEvents(w eventWriter, r Reader) (int, error) {
 	n := 0
 	for {
@@ -750,7 +750,10 @@ func copyEvents(w eventWriter, r Reader) (int, error) {
 			return n, err
 		}
 		if err := w.Write(ev); err != nil {
-			return n, err
+			// The writer counts its own events; the user needs to
+			// know where in the input the event it refused is.
+			p := r.Pos()
+			return n, &PosError{File: p.File, Line: p.Line, Event: p.Event, Err: err}
 		}
 		n++
 	}

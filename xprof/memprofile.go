@@ -13,7 +13,8 @@ import (
 	"strings"
 )
 
-// MaxMemoryProfileBytes bounds a memory_profile.json: it is decoded whole.
+// MaxMemoryProfileBytes bounds a memory_profile.json, which is read in
+// time linear in it.
 const MaxMemoryProfileBytes = 512 << 20
 
 // ErrSampled is wrapped by the error of a memory_profile.json that no
@@ -30,28 +31,31 @@ var ErrSampled = errors.New("this memory_profile.json holds only the allocations
 // as strings.
 type memoryProfileJSON struct {
 	PerAllocator map[string]struct {
-		Snapshots []struct {
-			TimeOffsetPs jsonInt `json:"timeOffsetPs"`
-			Stats        struct {
-				StackReservedBytes jsonInt `json:"stackReservedBytes"`
-				HeapAllocatedBytes jsonInt `json:"heapAllocatedBytes"`
-				FreeMemoryBytes    jsonInt `json:"freeMemoryBytes"`
-				PeakBytesInUse     jsonInt `json:"peakBytesInUse"`
-			} `json:"aggregationStats"`
-			Activity struct {
-				MemoryActivity  string  `json:"memoryActivity"`
-				RequestedBytes  jsonInt `json:"requestedBytes"`
-				AllocationBytes jsonInt `json:"allocationBytes"`
-				Address         jsonInt `json:"address"`
-				TfOpName        string  `json:"tfOpName"`
-				StepID          jsonInt `json:"stepId"`
-				RegionType      string  `json:"regionType"`
-				TensorShape     string  `json:"tensorShape"`
-			} `json:"activityMetadata"`
-		} `json:"memoryProfileSnapshots"`
-		Sampled json.RawMessage `json:"sampledTimelineSnapshots"`
+		Snapshots []memorySnapshotJSON `json:"memoryProfileSnapshots"`
+		Sampled   json.RawMessage      `json:"sampledTimelineSnapshots"`
 	} `json:"memoryProfilePerAllocator"`
 	Version json.RawMessage `json:"version"`
+}
+
+// memorySnapshotJSON is one MemoryProfileSnapshot.
+type memorySnapshotJSON struct {
+	TimeOffsetPs jsonInt `json:"timeOffsetPs"`
+	Stats        struct {
+		StackReservedBytes jsonInt `json:"stackReservedBytes"`
+		HeapAllocatedBytes jsonInt `json:"heapAllocatedBytes"`
+		FreeMemoryBytes    jsonInt `json:"freeMemoryBytes"`
+		PeakBytesInUse     jsonInt `json:"peakBytesInUse"`
+	} `json:"aggregationStats"`
+	Activity struct {
+		MemoryActivity  string  `json:"memoryActivity"`
+		RequestedBytes  jsonInt `json:"requestedBytes"`
+		AllocationBytes jsonInt `json:"allocationBytes"`
+		Address         jsonInt `json:"address"`
+		TfOpName        string  `json:"tfOpName"`
+		StepID          jsonInt `json:"stepId"`
+		RegionType      string  `json:"regionType"`
+		TensorShape     string  `json:"tensorShape"`
+	} `json:"activityMetadata"`
 }
 
 // jsonInt reads an integer written as a JSON number or, as proto3's JSON
@@ -91,83 +95,297 @@ func (j jsonInt) bytes(what string) (int64, error) {
 
 // ReadMemoryProfile decodes the memory_profile.json TensorBoard writes
 // beside a profile (gzip already removed) into the same records as Read.
+//
+// It streams: each snapshot is decoded and made a record as it is read,
+// and values it does not use are skipped token by token, so that memory
+// is the records' (bounded by Limits.MaxRecords) and not the file's
+// decoded whole, which cost about eight times the file (a 73 MB profile
+// took 600 MB, one at the 512 MiB bound would have taken 4 GB). What it
+// accepts, and the records and their order, are as json.Unmarshal of the
+// whole file gave them: keys match as encoding/json matches them, a
+// repeated allocator or snapshot list replaces the earlier one, and the
+// allocators are taken in the order of their names.
 func ReadMemoryProfile(r io.Reader, lim Limits) (*Profile, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxMemoryProfileBytes+1))
+	lr := &io.LimitedReader{R: r, N: MaxMemoryProfileBytes + 1}
+	m := &memoryProfileReader{dec: json.NewDecoder(lr), lim: lim}
+	err := m.top()
+	if err == nil {
+		if _, terr := m.dec.Token(); terr != io.EOF {
+			err = fmt.Errorf("invalid data after the top-level value (offset %d)", m.dec.InputOffset())
+			if terr != nil {
+				err = terr
+			}
+		}
+	}
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("memory profile larger than %d bytes (the limit of a memory_profile.json)", MaxMemoryProfileBytes)
+	}
 	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxMemoryProfileBytes {
-		return nil, fmt.Errorf("memory profile larger than %d bytes (the limit of a memory_profile.json, which is decoded whole)", MaxMemoryProfileBytes)
-	}
-	var mp memoryProfileJSON
-	if err := json.Unmarshal(data, &mp); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return nil, &OffsetError{se.Offset, err}
 		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
-	if mp.PerAllocator == nil {
+	if m.per == nil {
 		return nil, errors.New("no memoryProfilePerAllocator: not a TensorBoard memory profile")
 	}
 	d := decoder{lim: lim, byName: map[string]*Allocator{}}
-	for _, name := range slices.Sorted(maps.Keys(mp.PerAllocator)) {
-		pa := mp.PerAllocator[name]
-		if len(pa.Sampled) > 0 && string(pa.Sampled) != "null" && string(pa.Sampled) != "[]" || len(mp.Version) > 0 {
+	for _, name := range slices.Sorted(maps.Keys(m.per)) {
+		a := m.per[name]
+		if len(a.sampled) > 0 && string(a.sampled) != "null" && string(a.sampled) != "[]" || m.version {
 			return nil, fmt.Errorf("allocator %s: %w; read the .xplane.pb it was made from", name, ErrSampled)
 		}
+		if a.err != nil {
+			return nil, fmt.Errorf("allocator %s, snapshot %d: %w", name, len(a.recs), a.err)
+		}
 		device := gpuIndex(name)
-		for i, s := range pa.Snapshots {
-			fail := func(err error) (*Profile, error) {
-				return nil, fmt.Errorf("allocator %s, snapshot %d: %w", name, i, err)
-			}
-			var rec Record
-			switch s.Activity.MemoryActivity {
-			case "ALLOCATION", "1":
-				rec.Alloc = true
-			case "DEALLOCATION", "2":
-			default:
-				return fail(fmt.Errorf("memory activity %q: only ALLOCATION and DEALLOCATION are allocator events", s.Activity.MemoryActivity))
-			}
-			if s.TimeOffsetPs.neg || s.TimeOffsetPs.v > 1<<62 {
-				return fail(errors.New("time offset out of range"))
-			}
-			rec.Time = int64(s.TimeOffsetPs.v)
-			fields := []struct {
-				v    jsonInt
-				dst  *int64
-				flag Has
-				name string
-			}{
-				{s.Activity.RequestedBytes, &rec.Requested, HasRequested, "requestedBytes"},
-				{s.Activity.AllocationBytes, &rec.Chunk, HasChunk, "allocationBytes"},
-				{s.Stats.HeapAllocatedBytes, &rec.InUse, HasInUse, "heapAllocatedBytes"},
-				{s.Stats.StackReservedBytes, &rec.Reserved, HasReserved, "stackReservedBytes"},
-				{s.Stats.FreeMemoryBytes, &rec.Available, HasAvailable, "freeMemoryBytes"},
-				{s.Stats.PeakBytesInUse, &rec.Peak, HasPeak, "peakBytesInUse"},
-			}
-			for _, f := range fields {
-				if !f.v.set {
-					continue
-				}
-				v, err := f.v.bytes(f.name)
-				if err != nil {
-					return fail(err)
-				}
-				*f.dst = v
-				rec.Has |= f.flag
-			}
-			if s.Activity.Address.set && !s.Activity.Address.neg {
-				rec.Addr, rec.Has = s.Activity.Address.v, rec.Has|HasAddr
-			}
-			rec.Step = int64(s.Activity.StepID.v)
-			rec.Op, rec.Region, rec.Shape = s.Activity.TfOpName, s.Activity.RegionType, s.Activity.TensorShape
+		for i, rec := range a.recs {
 			if err := d.add(name, device, "memory_profile.json", rec); err != nil {
-				return fail(err)
+				return nil, fmt.Errorf("allocator %s, snapshot %d: %w", name, i, err)
 			}
 		}
 	}
 	return d.finish(), nil
+}
+
+// memoryProfileReader is ReadMemoryProfile's state: the allocators read
+// so far by name, whether a version was given, and how many records are
+// held.
+type memoryProfileReader struct {
+	dec     *json.Decoder
+	lim     Limits
+	per     map[string]*memoryAllocator
+	version bool
+	records int
+}
+
+// memoryAllocator is one allocator's snapshots as records, up to the first
+// that is not an allocator event (err, at index len(recs)).
+type memoryAllocator struct {
+	recs    []Record
+	err     error
+	sampled json.RawMessage
+}
+
+// delim reads the next token and reports whether it is null, and else
+// whether it is the delimiter want; anything else is an error of the kind
+// json.Unmarshal gives.
+func (m *memoryProfileReader) delim(want json.Delim, what string) (null bool, err error) {
+	tok, err := m.dec.Token()
+	if err != nil {
+		return false, err
+	}
+	switch tok {
+	case nil:
+		return true, nil
+	case want:
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: want %v, got %v (offset %d)", what, want, tok, m.dec.InputOffset())
+}
+
+// key reads an object's next key.
+func (m *memoryProfileReader) key() (string, error) {
+	tok, err := m.dec.Token()
+	if err != nil {
+		return "", err
+	}
+	k, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("object key is not a string (offset %d)", m.dec.InputOffset())
+	}
+	return k, nil
+}
+
+// skip consumes the next value token by token, without building it.
+func (m *memoryProfileReader) skip() error {
+	depth := 0
+	for {
+		tok, err := m.dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// end reads the closing delimiter of an object or array.
+func (m *memoryProfileReader) end() error {
+	_, err := m.dec.Token()
+	return err
+}
+
+func (m *memoryProfileReader) top() error {
+	if _, err := m.delim('{', "memory profile"); err != nil {
+		return err
+	}
+	for m.dec.More() {
+		k, err := m.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.EqualFold(k, "memoryProfilePerAllocator"):
+			err = m.perAllocator()
+		case strings.EqualFold(k, "version"):
+			// Any value, null too, is the mark of a rewritten file
+			// (a json.RawMessage holds "null").
+			m.version = true
+			err = m.skip()
+		default:
+			err = m.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return m.end()
+}
+
+func (m *memoryProfileReader) perAllocator() error {
+	null, err := m.delim('{', "memoryProfilePerAllocator")
+	if err != nil {
+		return err
+	}
+	if null {
+		m.per, m.records = nil, 0 // as Unmarshal sets the map to nil
+		return nil
+	}
+	if m.per == nil {
+		m.per = map[string]*memoryAllocator{}
+	}
+	for m.dec.More() {
+		name, err := m.key()
+		if err != nil {
+			return err
+		}
+		// A repeated name replaces the allocator (a map element is
+		// decoded afresh).
+		if old := m.per[name]; old != nil {
+			m.records -= len(old.recs)
+		}
+		a := &memoryAllocator{}
+		m.per[name] = a
+		if err := m.allocator(a); err != nil {
+			return err
+		}
+	}
+	return m.end()
+}
+
+func (m *memoryProfileReader) allocator(a *memoryAllocator) error {
+	null, err := m.delim('{', "allocator")
+	if err != nil || null {
+		return err
+	}
+	for m.dec.More() {
+		k, err := m.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.EqualFold(k, "memoryProfileSnapshots"):
+			err = m.snapshots(a)
+		case strings.EqualFold(k, "sampledTimelineSnapshots"):
+			a.sampled = nil
+			err = m.dec.Decode(&a.sampled)
+		default:
+			err = m.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return m.end()
+}
+
+func (m *memoryProfileReader) snapshots(a *memoryAllocator) error {
+	// A repeated list replaces the earlier one.
+	m.records -= len(a.recs)
+	a.recs, a.err = nil, nil
+	null, err := m.delim('[', "memoryProfileSnapshots")
+	if err != nil || null {
+		return err
+	}
+	for m.dec.More() {
+		var s memorySnapshotJSON
+		if err := m.dec.Decode(&s); err != nil {
+			return err
+		}
+		if a.err != nil {
+			continue // the allocator is refused at its first bad snapshot
+		}
+		rec, err := s.record()
+		if err != nil {
+			a.err = err
+			continue
+		}
+		if m.records >= m.lim.MaxRecords {
+			return fmt.Errorf("snapshot %d: more than %d allocator events (the limit of a profile)", len(a.recs), m.lim.MaxRecords)
+		}
+		m.records++
+		a.recs = append(a.recs, rec)
+	}
+	return m.end()
+}
+
+// record is the snapshot as an allocator event.
+func (s *memorySnapshotJSON) record() (Record, error) {
+	var rec Record
+	switch s.Activity.MemoryActivity {
+	case "ALLOCATION", "1":
+		rec.Alloc = true
+	case "DEALLOCATION", "2":
+	default:
+		return rec, fmt.Errorf("memory activity %q: only ALLOCATION and DEALLOCATION are allocator events", s.Activity.MemoryActivity)
+	}
+	if s.TimeOffsetPs.neg || s.TimeOffsetPs.v > 1<<62 {
+		return rec, errors.New("time offset out of range")
+	}
+	rec.Time = int64(s.TimeOffsetPs.v)
+	fields := []struct {
+		v    jsonInt
+		dst  *int64
+		flag Has
+		name string
+	}{
+		{s.Activity.RequestedBytes, &rec.Requested, HasRequested, "requestedBytes"},
+		{s.Activity.AllocationBytes, &rec.Chunk, HasChunk, "allocationBytes"},
+		{s.Stats.HeapAllocatedBytes, &rec.InUse, HasInUse, "heapAllocatedBytes"},
+		{s.Stats.StackReservedBytes, &rec.Reserved, HasReserved, "stackReservedBytes"},
+		{s.Stats.FreeMemoryBytes, &rec.Available, HasAvailable, "freeMemoryBytes"},
+		{s.Stats.PeakBytesInUse, &rec.Peak, HasPeak, "peakBytesInUse"},
+	}
+	for _, f := range fields {
+		if !f.v.set {
+			continue
+		}
+		v, err := f.v.bytes(f.name)
+		if err != nil {
+			return rec, err
+		}
+		*f.dst = v
+		rec.Has |= f.flag
+	}
+	if s.Activity.Address.set && !s.Activity.Address.neg {
+		rec.Addr, rec.Has = s.Activity.Address.v, rec.Has|HasAddr
+	}
+	rec.Step = int64(s.Activity.StepID.v)
+	rec.Op, rec.Region, rec.Shape = s.Activity.TfOpName, s.Activity.RegionType, s.Activity.TensorShape
+	return rec, nil
 }
 
 // ReadAny reads either kind of profile: a memory_profile.json (its content

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -36,6 +37,11 @@ func colocated(c *cli.Context) (ts []harness.Tenant, inputs []string, dev strate
 // tenants reads --colocate's TRACE@STRATEGY values, and returns their
 // trace arguments beside them.
 func tenants(c *cli.Context) ([]harness.Tenant, []string, func(), error) {
+	if r := c.Float64("rate"); !(r > 0) || math.IsInf(r, 1) {
+		// The harness would take the default for it, while the output
+		// stated the value given as the assumption made.
+		return nil, nil, nil, fmt.Errorf("--rate %g: want the events a second of a trace without a clock, a finite number above 0", r)
+	}
 	var ts []harness.Tenant
 	var inputs []string
 	closeAll := func() {

@@ -388,6 +388,28 @@ func TestCompareErrors(t *testing.T) {
 	// returns); infinities printed as +InfT.
 	nan := write("nan.txt", "BenchmarkX 1 10 ns/op\nBenchmarkX 1 NaN ns/op\nBenchmarkX 1 3 ns/op 1 B/op\n")
 	inf := write("inf.txt", "BenchmarkX 1 10 ns/op -Inf x-B\n")
+	// Every result carries the configuration in effect, and benchproc
+	// keeps a key per distinct one: keys added one by one between
+	// results cost time and memory quadratic in the file (5,000 of them,
+	// a 90 KB file, took 1.3 GB and more than 5 s).
+	var cfg strings.Builder
+	for i := range maxConfigKeys + 1 {
+		fmt.Fprintf(&cfg, "k%d: v\nBenchmarkX 1 %d ns/op\n", i, i)
+	}
+	manyKeys := write("keys.txt", cfg.String())
+	if _, err := ReadFiles([]string{manyKeys}, nil, DefaultOptions); err == nil || strings.Contains(err.Error(), "cut short") {
+		t.Errorf("many keys: error %v, want the limit alone", err)
+	}
+	// benchfmt's scanner stops at a line longer than 64 KiB and named
+	// the line before it, without the limit.
+	long := write("long.txt", "BenchmarkX 1 10 ns/op\n# "+strings.Repeat("x", 70000)+"\nBenchmarkX 1 11 ns/op\n")
+	// At the limit a line reads; one byte more, also the last line
+	// without its newline, does not.
+	atLimit := "# " + strings.Repeat("x", 65533) + "\n"
+	if _, err := ReadFiles([]string{good, write("limit.txt", "BenchmarkX 1 10 ns/op\n"+atLimit+"BenchmarkX 1 11 ns/op\n")}, nil, DefaultOptions); err != nil {
+		t.Errorf("a line of 65535 bytes: %v", err)
+	}
+	edge := write("edge.txt", "BenchmarkX 1 10 ns/op\n"+atLimit+"#"+atLimit[:len(atLimit)-1])
 
 	// Syntax errors name the file and line, every one of them.
 	_, err := ReadFiles([]string{good, bad}, nil, DefaultOptions)
@@ -415,6 +437,12 @@ func TestCompareErrors(t *testing.T) {
 		{[]string{good}, func(o *Options) { o.Row = ".unit" }, "parsing -row"},
 		{[]string{good}, func(o *Options) { o.Alpha = 2 }, "-alpha"},
 		{[]string{good}, func(o *Options) { o.Confidence = -1 }, "-confidence"},
+		// NaN passed the range checks, and no p-value is below it.
+		{[]string{good}, func(o *Options) { o.Alpha = math.NaN() }, "-alpha NaN"},
+		{[]string{good}, func(o *Options) { o.Confidence = math.NaN() }, "-confidence NaN"},
+		{[]string{good, long}, nil, long + ":2: a line longer than 65535 bytes"},
+		{[]string{good, manyKeys}, nil, fmt.Sprintf("%s:%d: %d configuration keys in effect, more than the limit of %d", manyKeys, 2*maxConfigKeys+2, maxConfigKeys+1, maxConfigKeys)},
+		{[]string{good, edge}, nil, edge + ":3: a line longer than 65535 bytes"},
 		{nil, nil, "no input files"},
 		{[]string{"-"}, nil, "no standard input"},
 	} {

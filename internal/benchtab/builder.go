@@ -115,10 +115,11 @@ type cellAcc struct {
 // NewBuilder parses the options' projections and filter. Its errors name
 // the option as benchstat's flags do ("parsing -col: ...").
 func NewBuilder(opts Options) (*Builder, error) {
-	if opts.Confidence < 0 || opts.Confidence > 1 {
+	// Written so that NaN, which every comparison fails, is refused too.
+	if !(opts.Confidence >= 0 && opts.Confidence <= 1) {
 		return nil, fmt.Errorf("-confidence %v: must be in [0, 1]", opts.Confidence)
 	}
-	if opts.Alpha < 0 || opts.Alpha > 1 {
+	if !(opts.Alpha >= 0 && opts.Alpha <= 1) {
 		return nil, fmt.Errorf("-alpha %v: must be in [0, 1]", opts.Alpha)
 	}
 	b := &Builder{opts: opts, tables: make(map[benchproc.Key]*tableAcc), units: make(benchfmt.UnitMetadataMap)}

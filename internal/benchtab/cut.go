@@ -1,6 +1,7 @@
 package benchtab
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -19,12 +20,22 @@ var ErrCutShort = errors.New("the last line has no newline: the file looks cut s
 // EndCheck passes a results file through and remembers how it ended, so
 // that its reader can refuse a file cut short (ErrCutShort) once benchfmt
 // has read it all.
+//
+// It also finds the first line too long for benchfmt's reader, whose
+// scanner stops there with bufio.ErrTooLong at the line before it and
+// without the limit (TooLong).
 type EndCheck struct {
 	r     io.Reader
 	lines int  // newlines seen
 	any   bool // whether anything was read
 	last  byte // the last byte read
+	cur   int  // bytes of the current line so far
+	long  int  // the first line longer than maxLine, 1-based; 0 if none
 }
+
+// maxLine is the longest line benchfmt's reader takes: its bufio.Scanner
+// has the default buffer, which must hold a line and its newline.
+const maxLine = bufio.MaxScanTokenSize - 1
 
 // NewEndCheck wraps r.
 func NewEndCheck(r io.Reader) *EndCheck { return &EndCheck{r: r} }
@@ -32,10 +43,41 @@ func NewEndCheck(r io.Reader) *EndCheck { return &EndCheck{r: r} }
 func (e *EndCheck) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if n > 0 {
-		e.lines += bytes.Count(p[:n], []byte{'\n'})
+		for b := p[:n]; ; {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				e.cur += len(b)
+				break
+			}
+			e.cur += i
+			e.endLine()
+			e.lines++
+			e.cur = 0
+			b = b[i+1:]
+		}
+		if e.cur > maxLine {
+			e.endLine()
+		}
 		e.any, e.last = true, p[n-1]
 	}
 	return n, err
+}
+
+// endLine notes the current line if it is the first too long.
+func (e *EndCheck) endLine() {
+	if e.cur > maxLine && e.long == 0 {
+		e.long = e.lines + 1
+	}
+}
+
+// TooLong is benchfmt's error err for the file name with the right line
+// and the limit, when its reader stopped at a line too long (it names the
+// line before that one, and says only "token too long"); else nil.
+func (e *EndCheck) TooLong(name string, err error) error {
+	if !errors.Is(err, bufio.ErrTooLong) || e.long == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: a line longer than %d bytes, the most a benchfmt line may hold (is this a results file?): %w", name, e.long, maxLine, err)
 }
 
 // Err is nil if what was read is empty or ends with a newline, and else

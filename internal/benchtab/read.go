@@ -91,6 +91,12 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 					bad = append(bad, err)
 				}
 			case *benchfmt.Result:
+				if err := configBound(rec); err != nil {
+					// The rest costs as much again: stop here (and
+					// not at the end check, which would find the
+					// input cut where reading stopped).
+					return nil, errors.Join(append(bad, err)...)
+				}
 				if err := finite(rec); err != nil {
 					bad = append(bad, err)
 					continue
@@ -99,6 +105,9 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 			}
 		}
 		if err := rd.Err(); err != nil {
+			if long := end.TooLong(in.Name, err); long != nil {
+				return nil, long
+			}
 			return nil, err
 		}
 		if err := end.Err(in.Name); err != nil {
@@ -109,6 +118,31 @@ func Read(inputs []Input, opts Options) (*Tables, error) {
 		return nil, errors.Join(bad...)
 	}
 	return b.Build()
+}
+
+// maxConfigKeys bounds the configuration keys in effect at a result (go
+// test writes four: goos, goarch, pkg, cpu; membench none). Each result
+// carries the whole configuration, and benchproc keeps a key for each
+// distinct one, so a file that adds keys one by one between results cost
+// time and memory quadratic in its size: 5,000 keys, a 90 KB file, took
+// 1.3 GB and more than 5 s.
+const maxConfigKeys = 64
+
+// configBound refuses a result under more than maxConfigKeys
+// configuration keys (the .file label benchtab adds is not counted), as a
+// syntax error at its line.
+func configBound(r *benchfmt.Result) error {
+	n := 0
+	for _, c := range r.Config {
+		if !strings.HasPrefix(c.Key, ".") {
+			n++
+		}
+	}
+	if n <= maxConfigKeys {
+		return nil
+	}
+	file, line := r.Pos()
+	return &benchfmt.SyntaxError{FileName: file, Line: line, Msg: fmt.Sprintf("%d configuration keys in effect, more than the limit of %d (go test writes 4: goos, goarch, pkg, cpu)", n, maxConfigKeys)}
 }
 
 // finite refuses a result with a value that is not a finite number, as a

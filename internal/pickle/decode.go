@@ -334,14 +334,22 @@ func (d *Machine) readData(n uint64) ([]byte, error) {
 		}
 		return buf, nil
 	}
+	// The buffer doubles, up to n, as data arrives: append's growth of
+	// a quarter at a time, with a chunk of zeros made for each append,
+	// allocated some six times the text (336 MB for a 60 MB string).
 	buf := make([]byte, 0, chunk)
 	for uint64(len(buf)) < n {
-		m := min(n-uint64(len(buf)), chunk)
-		if err := d.addText(int(m)); err != nil {
+		m := int(min(n-uint64(len(buf)), chunk))
+		if err := d.addText(m); err != nil {
 			return nil, err
 		}
-		buf = append(buf, make([]byte, m)...)
-		if err := d.readFull(buf[len(buf)-int(m):]); err != nil {
+		if cap(buf)-len(buf) < m {
+			nb := make([]byte, len(buf), int(min(uint64(max(2*cap(buf), len(buf)+m)), n)))
+			copy(nb, buf)
+			buf = nb
+		}
+		buf = buf[:len(buf)+m]
+		if err := d.readFull(buf[len(buf)-m:]); err != nil {
 			return nil, err
 		}
 	}

@@ -332,3 +332,49 @@ func TestStopInsideSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONSkippedTextCounted: strings under keys a JSON snapshot skips
+// (frames, compile_context, user_metadata, unknown keys) count against
+// the decoded-text limit as the pickle decoder counts them: a JSON file
+// of 20 strings of 5 MiB each was read where its pickle was refused, and
+// one of 70 MiB took 617 MB. The limit is lowered for the test.
+func TestJSONSkippedTextCounted(t *testing.T) {
+	defer func(l int64) { DefaultLimits.Pickle.MaxText = l }(DefaultLimits.Pickle.MaxText)
+	DefaultLimits.Pickle.MaxText = 1000
+	entry := func(key, s string) string {
+		return `{"segments": [], "device_traces": [[{"action": "alloc", "addr": 1048576, "size": 512, "stream": 0, "` + key + `": ` + s + `}]]}`
+	}
+	long := `"` + strings.Repeat("x", 1200) + `"`
+	for _, in := range []string{
+		entry("compile_context", long),
+		entry("frames", `[{"filename": `+long+`, "line": 1, "name": "f"}]`),
+		entry("extra", `{"k": [`+long+`]}`),
+		entry(strings.Repeat("k", 1200), "1"),
+	} {
+		if _, err := DecodeJSON(strings.NewReader(in)); !errors.Is(err, ErrLimit) {
+			t.Errorf("%.60s...: error %v, want the text limit", in, err)
+		}
+	}
+	if _, err := DecodeJSON(strings.NewReader(entry("compile_context", `"short"`))); err != nil {
+		t.Errorf("a short string: %v", err)
+	}
+}
+
+// TestLongStringAllocation: a string far past the decoder's window is
+// read into a buffer that doubles as the data arrives, allocating at most
+// about twice its length. The buffer grew by append, a quarter at a time
+// and through a chunk of zeros per megabyte: a 60 MB string allocated
+// 336 MB and the process peaked at 423 MB.
+func TestLongStringAllocation(t *testing.T) {
+	const n = 24 << 20
+	var b bytes.Buffer
+	b.WriteString("\x80\x04}\x94(\x8c\x08segments]\x94\x8c\rdevice_traces]\x94]\x94a\x8c\x03padX")
+	b.Write(binary.LittleEndian.AppendUint32(nil, n))
+	b.Write(bytes.Repeat([]byte("x"), n))
+	b.WriteString("u.")
+	fuzzbound.Within(5*time.Second, 3*n).Check(t, func() {
+		if _, err := DecodePickle(bytes.NewReader(b.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

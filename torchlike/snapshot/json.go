@@ -43,6 +43,18 @@ type jsonState struct {
 	depth int
 }
 
+// spend counts n bytes of a string read, kept or skipped, against the
+// decoded-text limit, as the pickle decoder counts every string it
+// decodes: skipped strings were free, and a JSON snapshot of 100 MiB of
+// frames or metadata was read where its pickle was refused.
+func (st *jsonState) spend(n int) error {
+	st.text -= int64(n)
+	if st.text < 0 {
+		return fmt.Errorf("offset %d: more than %d bytes of strings: %w", st.dec.InputOffset(), DefaultLimits.Pickle.MaxText, ErrLimit)
+	}
+	return nil
+}
+
 func (st *jsonState) count() error {
 	st.items--
 	if st.items < 0 {
@@ -127,6 +139,9 @@ func (st *jsonState) skip(depth int, ft *frameTags) error {
 				open--
 			}
 		case string:
+			if err := st.spend(len(t)); err != nil {
+				return err
+			}
 			if open == 1 {
 				ft.items++
 			}
@@ -172,6 +187,9 @@ func (st *jsonState) value(depth int, role jsonRole) (any, error) {
 				if !ok {
 					return nil, fmt.Errorf("offset %d: object key is not a string", dec.InputOffset())
 				}
+				if err := st.spend(len(k)); err != nil {
+					return nil, err
+				}
 				sub, keep := role.keep(k)
 				if !keep {
 					var ft frameTags
@@ -185,7 +203,6 @@ func (st *jsonState) value(depth int, role jsonRole) (any, error) {
 					}
 					continue
 				}
-				st.text -= int64(len(k))
 				v, err := st.value(depth+1, sub)
 				if err != nil {
 					return nil, err
@@ -234,9 +251,8 @@ func (st *jsonState) value(depth int, role jsonRole) (any, error) {
 		}
 		return f, nil
 	case string:
-		st.text -= int64(len(t))
-		if st.text < 0 {
-			return nil, fmt.Errorf("offset %d: more than %d bytes of strings: %w", dec.InputOffset(), DefaultLimits.Pickle.MaxText, ErrLimit)
+		if err := st.spend(len(t)); err != nil {
+			return nil, err
 		}
 		return t, nil
 	case bool, nil:

@@ -248,3 +248,40 @@ func refWriteSeq(b *strings.Builder, open string, items []any, close string, dep
 	}
 	b.WriteString(close)
 }
+
+// TestSettingsOutOfRange: allocator_settings that PyTorch cannot have
+// recorded (allocator-spec §1.1: garbage_collection_threshold 0, for off,
+// or in (0, 1); max_split_size unlimited or at least 20 MiB) are refused
+// at their key: validate took them as the configuration it replays under,
+// where a threshold of NaN, of 1e300 or below 0 and a split limit of one
+// byte mean nothing PyTorch does, and reported agreement.
+func TestSettingsOutOfRange(t *testing.T) {
+	snap := func(key string, v any) *pickle.Dict {
+		st := pickle.NewDict()
+		st.Set(key, v)
+		d := pickle.NewDict()
+		d.Set("segments", &pickle.List{})
+		d.Set("device_traces", &pickle.List{Items: []any{&pickle.List{}}})
+		d.Set("allocator_settings", st)
+		return d
+	}
+	const gc, ms = "garbage_collection_threshold", "max_split_size"
+	for _, c := range []struct {
+		key string
+		v   any
+		ok  bool
+	}{
+		{gc, 0.0, true}, {gc, 0.5, true}, {gc, 0.999, true},
+		{gc, math.NaN(), false}, {gc, 1.0, false}, {gc, -0.5, false}, {gc, 1e300, false}, {gc, math.Inf(1), false},
+		{ms, int64(-1), true}, {ms, int64(20 << 20), true}, {ms, int64(1 << 40), true},
+		{ms, int64(1), false}, {ms, int64(20<<20 - 1), false},
+	} {
+		_, err := FromValue(snap(c.key, c.v))
+		if c.ok && err != nil {
+			t.Errorf("%s=%v: %v", c.key, c.v, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "allocator_settings."+c.key)) {
+			t.Errorf("%s=%v: error %v, want it refused at its key", c.key, c.v, err)
+		}
+	}
+}

@@ -513,8 +513,18 @@ func decodeSettings(v any) (*Settings, error) {
 	if st.MaxSplitSize < 0 {
 		st.MaxSplitSize = -1 // SIZE_MAX written as int64
 	}
+	// PyTorch refuses a split limit under 20 MB and a threshold outside
+	// (0, 1), 0 meaning off (allocator-spec §1.1): a snapshot with one
+	// was not recorded by it, and validate would replay under a
+	// configuration that means nothing PyTorch does.
+	if st.MaxSplitSize > 0 && st.MaxSplitSize < minMaxSplitSize {
+		return nil, &fieldError{"max_split_size", fmt.Sprintf("%d B is below %d B (max_split_size_mb must be at least 20): not a setting PyTorch records", st.MaxSplitSize, minMaxSplitSize)}
+	}
 	if st.GarbageCollectionThreshold, err = getFloat(d, "garbage_collection_threshold"); err != nil {
 		return nil, err
+	}
+	if g := st.GarbageCollectionThreshold; g != 0 && !(g > 0 && g < 1) {
+		return nil, &fieldError{"garbage_collection_threshold", fmt.Sprintf("%v is neither 0 (off) nor in (0, 1): not a setting PyTorch records", g)}
 	}
 	if st.ExpandableSegments, err = getBool(d, "expandable_segments"); err != nil {
 		return nil, err
@@ -571,6 +581,10 @@ func decodeSettings(v any) (*Settings, error) {
 	}
 	return st, nil
 }
+
+// minMaxSplitSize is the smallest max_split_size PyTorch records: 20 MB,
+// the least max_split_size_mb it accepts (kLargeBuffer).
+const minMaxSplitSize = 20 << 20
 
 // maxSettingText bounds the text of one settings value and maxSettings
 // the number of keys: a settings dict can share containers through the
