@@ -49,16 +49,18 @@ func (s *Settings) config() (cfg torchlike.Config, confErr error) {
 	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
 		// Knobs the structured fields do not carry are only in the
 		// recorded string: take them from there.
-		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err == nil {
-			if conf, err := torchlike.ParseConfig(sp); err == nil {
-				cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
-				cfg.LargeSegmentSize = conf.LargeSegmentSize
-				if conf.FractionSet {
-					cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
-				}
-			} else {
-				confErr = err
+		// A string that does not even split into knobs is as little
+		// understood as one with a knob ParseConfig refuses.
+		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err != nil {
+			confErr = err
+		} else if conf, err := torchlike.ParseConfig(sp); err == nil {
+			cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
+			cfg.LargeSegmentSize = conf.LargeSegmentSize
+			if conf.FractionSet {
+				cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
 			}
+		} else {
+			confErr = err
 		}
 	}
 	return cfg, confErr
@@ -75,12 +77,15 @@ const (
 )
 
 // recordedMeta is the meta entry naming the recorded settings, and false
-// for PyTorch's defaults.
+// for PyTorch's defaults. A recorded PYTORCH_CUDA_ALLOC_CONF that was not
+// read whole may hold a knob the structured fields do not carry
+// (max_non_split_rounding_mb beside a key ParseConfig refuses is lost
+// with it), so no spec is offered as replaying it as recorded.
 func recordedMeta(s *Settings) (traces.KV, bool) {
-	cfg, _ := s.config()
+	cfg, confErr := s.config()
 	spec, ok := cfg.RecordedSpec()
 	switch {
-	case !ok:
+	case !ok || confErr != nil:
 		_, desc := s.Config()
 		return traces.KV{Key: RecordedSettingsKey, Value: desc}, true
 	case spec != "torch":
