@@ -449,3 +449,19 @@ func TestPresetLinesByKind(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityUnknownKindAllPresets: a capacity searched on a device the
+// results name but no preset or override parses (a results file from
+// elsewhere) has no known kind, so the chart draws every preset's line
+// rather than none.
+func TestCapacityUnknownKindAllPresets(t *testing.T) {
+	p := pageOf(t, "BenchmarkCapacity/trace=t/device=mystery-card/strategy=jax 1 754974720 min-capacity-B\n")
+	var opt map[string]any
+	if err := json.Unmarshal(p.Capacity.Chart.Option, &opt); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := json.Marshal(opt["series"].([]any)[0].(map[string]any)["markLine"])
+	if !strings.Contains(string(lines), "tpu") || !strings.Contains(string(lines), "a100-40g") {
+		t.Errorf("preset lines for a device of unknown kind: %s", lines)
+	}
+}
