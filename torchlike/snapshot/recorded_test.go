@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"membench/strategies"
 	"membench/torchlike"
@@ -75,6 +76,25 @@ func TestRecordedMetaOdd(t *testing.T) {
 		}
 		if n := ReplayNote(m, torchlike.DefaultConfig()); !strings.Contains(n, "recorded with") {
 			t.Errorf("%s: a default replay says nothing of the recorded settings (meta %s=%q)", c.name, kv.Key, kv.Value)
+		}
+	}
+}
+
+// TestRecordedMetaBounded: a recorded PYTORCH_CUDA_ALLOC_CONF of megabytes
+// (a hostile file; a real one is a few knobs) is named in the recorded
+// settings, and so in every replay's note, cut as other settings text is
+// (maxSettingText), not whole: a 5 MB value made 10 MB note lines.
+func TestRecordedMetaBounded(t *testing.T) {
+	for _, conf := range []string{
+		"max_non_split_rounding_mb:" + strings.Repeat("9", 5<<20),
+		"bogus_" + strings.Repeat("é", 1<<20) + ":1",
+	} {
+		kv, ok := recordedMeta(&Settings{MaxSplitSize: -1, PYTORCH_CUDA_ALLOC_CONF: conf})
+		if !ok || kv.Key != RecordedSettingsKey || len(kv.Value) > 4*maxSettingText || !utf8.ValidString(kv.Value) {
+			t.Errorf("conf of %d B: meta %s of %d B (valid UTF-8 %v)", len(conf), kv.Key, len(kv.Value), utf8.ValidString(kv.Value))
+		}
+		if n := ReplayNote(traces.Meta{kv}, torchlike.DefaultConfig()); len(n) > 5*maxSettingText {
+			t.Errorf("conf of %d B: a note of %d B", len(conf), len(n))
 		}
 	}
 }

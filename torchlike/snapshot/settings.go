@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"membench/strategies"
 	"membench/torchlike"
@@ -23,12 +24,29 @@ func (s *Settings) Config() (torchlike.Config, string) {
 	desc := fmt.Sprintf("max_split_size=%d garbage_collection_threshold=%g expandable_segments=%t roundup_power2_divisions=%v",
 		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
 	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
-		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", s.PYTORCH_CUDA_ALLOC_CONF)
+		// Each cut as other settings text is (maxSettingText): the
+		// description is the recorded-settings meta, which every
+		// replay's note repeats, and a hostile string of megabytes
+		// (whose parse error quotes it) made note lines of megabytes.
+		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", cutText(s.PYTORCH_CUDA_ALLOC_CONF))
 		if confErr != nil {
-			desc += fmt.Sprintf(" [conf string not fully understood: %v]", confErr)
+			desc += fmt.Sprintf(" [conf string not fully understood: %s]", cutText(confErr.Error()))
 		}
 	}
 	return cfg, desc
+}
+
+// cutText is t cut to maxSettingText bytes, at a rune boundary, with
+// "..." where it was cut.
+func cutText(t string) string {
+	if len(t) <= maxSettingText {
+		return t
+	}
+	n := maxSettingText
+	for n > 0 && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n] + "..."
 }
 
 // config is Config without its description, for the import, which reads
