@@ -1,12 +1,13 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestColocateNotes: a colocated replay and a colocated capacity search
-// say, on stderr as run does, what each tenant's allocator says of its
+// TestColocateNotes: a colocated replay, capacity search and report say,
+// on stderr as run does, what each tenant's allocator says of its
 // knobs (here one without effect) and the device's assumptions, once
 // each; the results on stdout stay as they were.
 func TestColocateNotes(t *testing.T) {
@@ -14,6 +15,7 @@ func TestColocateNotes(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--colocate", "gpt-train@torch:max_non_split_rounding_mb=64", "--colocate", "gpt-train@jax", "--device", "a100-40g:capacity=2GiB"},
 		{"capacity", "--colocate", "gpt-train@torch:max_non_split_rounding_mb=64", "--colocate", "gpt-train@jax"},
+		{"report", "--colocate", "gpt-train@torch:max_non_split_rounding_mb=64", "--colocate", "gpt-train@jax", "--out", filepath.Join(t.TempDir(), "c.html")},
 	} {
 		out, stderr, err := runCLI(t, args...)
 		if err != nil {
