@@ -253,7 +253,19 @@ func TestStateMapGrowingRegionsWhole(t *testing.T) {
 				{Addr: r1 + mib, Size: mib, State: strategies.BlockFree}}},
 			{Addr: r2, Size: 4 * mib, Pool: "bfc", Blocks: []strategies.Block{{Addr: r2, Size: 4 * mib, State: strategies.BlockFree}}},
 		}}
-	for _, run := range []Run{run, made} {
+	// After garbage collection freed the regions that made the peak
+	// footprint (4 MiB), one 8 MiB region is left, 1 MiB of it used: cut
+	// at the peak footprint, it read "4 MiB of an 8 MiB region ever
+	// used", more than it ever held in use.
+	r3 := int64(256 * mib)
+	afterGC := Run{Device: run.Device, Result: &harness.Result{Trace: "after-gc", Device: res.Device, Strategy: "tf:allow_growth=true",
+		PeakLive: mib, PeakReserved: 14 * mib, PeakFootprint: 4 * mib, PeakLiveEvent: 1, PeakFootprintEvent: 1},
+		LiveLayout: []strategies.Segment{
+			{Addr: r3, Size: 8 * mib, Pool: "bfc", Blocks: []strategies.Block{
+				{Addr: r3, Size: mib, Requested: mib, State: strategies.BlockAllocated},
+				{Addr: r3 + mib, Size: 7 * mib, State: strategies.BlockFree}}},
+		}}
+	for _, run := range []Run{run, made, afterGC} {
 		rep := &Report{Command: "membench report --trace " + run.Result.Trace, Runs: []Run{run}}
 		cs, err := Charts(rep)
 		if err != nil {
