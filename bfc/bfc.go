@@ -712,7 +712,7 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 // consistent links, no two free chunks are adjacent, the free set holds
 // exactly the free chunks, and bytes_in_use and pool_bytes balance.
 func (a *Allocator) Check() error {
-	var inUse, pool int64
+	var inUse, pool, footprint int64
 	nFree := 0
 	var lastEnd int64
 	for i := range a.regions {
@@ -725,6 +725,10 @@ func (a *Allocator) Check() error {
 		}
 		lastEnd = g.ptr + g.size
 		pool += g.size
+		if g.high < 0 || g.high > g.size {
+			return fmt.Errorf("region at %#x: mark %d B outside its %d B", g.ptr, g.high, g.size)
+		}
+		footprint += g.high
 		at := g.ptr
 		prevFree := false
 		var prev int32 = none
@@ -753,6 +757,11 @@ func (a *Allocator) Check() error {
 				// 256 B aligned (allocator-spec §2).
 				return fmt.Errorf("chunk at %#x (size %d B) is off the %d B alignment of its region at %#x", c.ptr, c.size, MinAllocationSize, g.ptr)
 			}
+			if a.inUse(h) && c.ptr+c.size-g.ptr > g.high {
+				// The mark is the highest end ever in use
+				// (PeakFootprint): no chunk in use lies above it.
+				return fmt.Errorf("region at %#x: chunk in use at %#x ends above the region's mark of %d B", g.ptr, c.ptr, g.high)
+			}
 			prevFree = !a.inUse(h)
 			at += c.size
 			prev = h
@@ -777,6 +786,9 @@ func (a *Allocator) Check() error {
 	}
 	if nFree != a.free.Len() {
 		return fmt.Errorf("free set holds %d chunks, regions have %d free chunks", a.free.Len(), nFree)
+	}
+	if footprint != a.footprint || a.footprint > a.peakFootprint {
+		return fmt.Errorf("footprint %d B, peak %d B; the alive regions' marks add up to %d B", a.footprint, a.peakFootprint, footprint)
 	}
 	if inUse != a.stats.BytesInUse || pool != a.stats.PoolBytes {
 		return fmt.Errorf("bytes_in_use %d / pool_bytes %d, chunks add up to %d / %d", a.stats.BytesInUse, a.stats.PoolBytes, inUse, pool)

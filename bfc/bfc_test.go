@@ -26,6 +26,7 @@ package bfc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -950,6 +951,21 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			want:    "disagrees with the device",
 		},
 		{
+			name:    "footprint drift",
+			corrupt: func(h *harness) { h.a.footprint -= 256 },
+			want:    "marks add up to",
+		},
+		{
+			name:    "chunk in use above its region's mark",
+			corrupt: func(h *harness) { h.a.regions[0].high = h.a.chunks[h.live["c"]].ptr - h.a.regions[0].ptr },
+			want:    "above the region's mark",
+		},
+		{
+			name:    "mark beyond the region",
+			corrupt: func(h *harness) { h.a.regions[0].high = h.a.regions[0].size + 256 },
+			want:    "outside its",
+		},
+		{
 			name:    "overlapping regions",
 			opts:    Options{Limit: 8 * mib, AllowGrowth: true},
 			setup:   "alloc a 1M; alloc b 3M",
@@ -1065,5 +1081,62 @@ func TestRegionGrowthSaturates(t *testing.T) {
 	}
 	if doubled(0) <= 0 {
 		t.Error("doubled(0) must grow")
+	}
+}
+
+// TestFootprintProperty: on random allocations and frees under every
+// combination of growth, garbage collection and relocation, on limits
+// small enough that regions are freed, cut by the device (backpedal) and
+// compacted, the footprint is at every step the sum of the alive regions'
+// marks, each mark covers every chunk in use in its region and lies within
+// it (Check), and the peak footprint lies between the peak bytes in use
+// and the peak pool.
+func TestFootprintProperty(t *testing.T) {
+	var gcFrees, defrags, backoffs int64
+	for _, o := range []Options{
+		{Limit: 24 * mib, AllowGrowth: true},
+		{Limit: 24 * mib, AllowGrowth: true, GarbageCollection: true},
+		{Limit: 24 * mib, AllowGrowth: true, GarbageCollection: true, Defrag: true},
+		{Limit: 24 * mib, AllowGrowth: true, GarbageCollection: true, FragmentationFraction: 0.01},
+		{Limit: 24 * mib, Defrag: true},
+		{Limit: 24 * mib, GarbageCollection: true},
+	} {
+		for seed := range uint64(20) {
+			// A card smaller than the limit makes extensions back off.
+			dev := "gpu:capacity=64MiB"
+			if seed%3 == 0 {
+				dev = "gpu:capacity=20MiB"
+			}
+			h := newHarness(t, o, dev)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			var ids []string
+			for i := range 400 {
+				if len(ids) > 0 && rng.IntN(5) < 2 {
+					k := rng.IntN(len(ids))
+					h.free(ids[k])
+					ids = append(ids[:k], ids[k+1:]...)
+					continue
+				}
+				id := fmt.Sprint("x", i)
+				if h.alloc(id, rng.Int64N(3*mib)+1) {
+					ids = append(ids, id)
+				}
+			}
+			a := h.a
+			if a.PeakFootprint() < a.stats.PeakBytesInUse || a.PeakFootprint() > a.stats.PeakPoolBytes {
+				t.Errorf("%+v seed %d: peak footprint %d outside [%d, %d]", o, seed, a.PeakFootprint(), a.stats.PeakBytesInUse, a.stats.PeakPoolBytes)
+			}
+			gcFrees += h.mem.Frees()
+			defrags += a.stats.DefragEvents
+			for _, g := range a.regions {
+				if g.size&(g.size-1) != 0 {
+					backoffs++ // a region no doubling made
+				}
+			}
+		}
+	}
+	// The paths the property is about were taken.
+	if gcFrees == 0 || defrags == 0 || backoffs == 0 {
+		t.Errorf("regions freed %d, relocations %d, regions cut %d: want each above 0", gcFrees, defrags, backoffs)
 	}
 }

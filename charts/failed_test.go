@@ -430,3 +430,38 @@ BenchmarkReplay/trace=t/device=a100-80g/strategy=torch 1 1 fit -1 first-oom-even
 		t.Errorf("summary: %s", sum)
 	}
 }
+
+// TestPresetLinesByKind: a GPU preset and a TPU preset of the same
+// capacity are two lines, each of its kind: merged, a GPU search's answer
+// would be said to fit the TPU preset named beside the GPU one (and the
+// reverse), which TestCapacityFitsOnItsKind's presets, of capacities all
+// different, cannot show.
+func TestPresetLinesByKind(t *testing.T) {
+	gpu := strategies.Device{Name: "g", Kind: strategies.GPU, Capacity: 16 << 30}
+	tpu := strategies.Device{Name: "p", Kind: strategies.TPU, Capacity: 16 << 30}
+	ls := presetLines([]strategies.Device{gpu, tpu})
+	if len(ls) != 2 {
+		t.Fatalf("lines %+v, want one per kind", ls)
+	}
+	for _, l := range ls {
+		if len(l.names) != 1 || (l.names[0] == "g") != (l.kind == strategies.GPU) {
+			t.Errorf("line %+v mixes kinds", l)
+		}
+	}
+}
+
+// TestCapacityUnknownKindAllPresets: a capacity searched on a device the
+// results name but no preset or override parses (a results file from
+// elsewhere) has no known kind, so the chart draws every preset's line
+// rather than none.
+func TestCapacityUnknownKindAllPresets(t *testing.T) {
+	p := pageOf(t, "BenchmarkCapacity/trace=t/device=mystery-card/strategy=jax 1 754974720 min-capacity-B\n")
+	var opt map[string]any
+	if err := json.Unmarshal(p.Capacity.Chart.Option, &opt); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := json.Marshal(opt["series"].([]any)[0].(map[string]any)["markLine"])
+	if !strings.Contains(string(lines), "tpu") || !strings.Contains(string(lines), "a100-40g") {
+		t.Errorf("preset lines for a device of unknown kind: %s", lines)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"membench/harness"
 	"membench/strategies"
+	"membench/traces"
 )
 
 // TestCutAtFootprint: a region is cut at the footprint from its start,
@@ -222,6 +224,61 @@ func TestLegendsAndColours(t *testing.T) {
 				t.Errorf("%s and %s share %s", s, o, c)
 			}
 			seen[c] = s
+		}
+	}
+}
+
+// TestStateMapGrowingRegionsWhole: a growing BFC (jax with preallocate
+// off) holds several regions, and its footprint is the sum of each one's
+// highest use, no one point of its layout: its rows are drawn whole, with
+// no "preallocated, never used" item, and their labels give what was
+// held, though its footprint is below what it reserved. Cut at the sum
+// from the first region's start, the layout below (the second region's 3
+// MiB mark, its buffers since freed, a region garbage collection freed
+// between them) read "2 MiB of a 6 MiB region ever used" where placement
+// needed 4 MiB.
+func TestStateMapGrowingRegionsWhole(t *testing.T) {
+	const mib = 1 << 20
+	run := replay(t, "small", func() traces.Reader { return smallTrace("small") }, "jax:preallocate=false", smallDevice)
+	res := run.Result
+	if !policy(res) || onePerPool(run.LiveLayout) {
+		t.Fatalf("fixture: footprint %d of %d reserved, %d regions at peak live", res.PeakFootprint, res.PeakReserved, len(run.LiveLayout))
+	}
+	r1, r2 := int64(64*mib), int64(128*mib)
+	made := Run{Device: run.Device, Result: &harness.Result{Trace: "made", Device: res.Device, Strategy: "jax:preallocate=false",
+		PeakLive: mib, PeakReserved: 6 * mib, PeakFootprint: 4 * mib, PeakLiveEvent: 1, PeakFootprintEvent: 1},
+		LiveLayout: []strategies.Segment{
+			{Addr: r1, Size: 2 * mib, Pool: "bfc", Blocks: []strategies.Block{
+				{Addr: r1, Size: mib, Requested: mib, State: strategies.BlockAllocated},
+				{Addr: r1 + mib, Size: mib, State: strategies.BlockFree}}},
+			{Addr: r2, Size: 4 * mib, Pool: "bfc", Blocks: []strategies.Block{{Addr: r2, Size: 4 * mib, State: strategies.BlockFree}}},
+		}}
+	// After garbage collection freed the regions that made the peak
+	// footprint (4 MiB), one 8 MiB region is left, 1 MiB of it used: cut
+	// at the peak footprint, it read "4 MiB of an 8 MiB region ever
+	// used", more than it ever held in use.
+	r3 := int64(256 * mib)
+	afterGC := Run{Device: run.Device, Result: &harness.Result{Trace: "after-gc", Device: res.Device, Strategy: "tf:allow_growth=true",
+		PeakLive: mib, PeakReserved: 14 * mib, PeakFootprint: 4 * mib, PeakLiveEvent: 1, PeakFootprintEvent: 1},
+		LiveLayout: []strategies.Segment{
+			{Addr: r3, Size: 8 * mib, Pool: "bfc", Blocks: []strategies.Block{
+				{Addr: r3, Size: mib, Requested: mib, State: strategies.BlockAllocated},
+				{Addr: r3 + mib, Size: 7 * mib, State: strategies.BlockFree}}},
+		}}
+	for _, run := range []Run{run, made, afterGC} {
+		rep := &Report{Command: "membench report --trace " + run.Result.Trace, Runs: []Run{run}}
+		cs, err := Charts(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := option(t, chartByID(t, cs, "chart-state-0"))
+		if u := seriesData(t, opt, "preallocated, never used"); len(u) != 0 {
+			t.Errorf("%s: a growing BFC's rows are cut: %v", run.Result.Trace, u)
+		}
+		for _, l := range opt["yAxis"].([]any)[0].(map[string]any)["data"].([]any) {
+			if l := l.(string); strings.Contains(l, "ever used") || !strings.Contains(l, " held") {
+				t.Errorf("%s: row label %q: want what was held", run.Result.Trace, l)
+			}
 		}
 	}
 }

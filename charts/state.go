@@ -8,6 +8,7 @@ import (
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 
+	"membench/harness"
 	"membench/internal/units"
 	"membench/strategies"
 )
@@ -184,11 +185,21 @@ func stateItems(row int, l []strategies.Segment, unused int64, unusedBelow bool,
 	return shortened
 }
 
-// onePerPool reports whether no two segments of l share a pool: one
-// preallocated BFC region, or the TPU heap beside its programs, which
-// cutAtFootprint cuts at one point. A growing BFC's footprint is the sum
-// of each region's highest use, no one point of the layout, so its regions
-// are drawn whole.
+// cuttable reports whether layout l of a run with a reservation policy
+// can be cut at its peak footprint, one point of the layout: it is one
+// segment per pool (onePerPool) and holds the run's whole peak
+// reservation, as one preallocated BFC region or the TPU heap beside its
+// programs do. A growing BFC's footprint is the sum of each region's
+// highest use, no one point of several regions; and one region left after
+// garbage collection freed the regions that made the peak footprint is
+// not where that footprint was (cut there, an 8 MiB region with 1 MiB in
+// use read "4 MiB of an 8 MiB region ever used"): both are drawn whole.
+func cuttable(l []strategies.Segment, res *harness.Result) bool {
+	m, u := layoutBytes(l)
+	return onePerPool(l) && m+u == res.PeakReserved
+}
+
+// onePerPool reports whether no two segments of l share a pool.
 func onePerPool(l []strategies.Segment) bool {
 	for i := range l {
 		for j := range i {
@@ -345,7 +356,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		add := func(moment string, l []strategies.Segment) {
 			var unused int64
 			var below bool
-			if policy(res) && onePerPool(l) {
+			if policy(res) && cuttable(l, res) {
 				l, unused, below = cutAtFootprint(l, res.PeakFootprint)
 			}
 			rows = append(rows, stateRow{rowLabel(ci, res.Strategy, failed, moment, l, unused), l, unused, below})

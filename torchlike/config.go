@@ -422,8 +422,10 @@ func tuneGrid(dev strategies.Device) []strategies.Knob {
 // settings, in PyTorch's own form (key:value, as PYTORCH_CUDA_ALLOC_CONF
 // writes them), or "torch" when all are the defaults. ok is false when a
 // setting has no spec that gives it exactly (a max_split_size that is no
-// whole number of MB of at least 20): a note then names the settings
-// without offering a spec that would replay something else.
+// whole number of MB of at least 20, a division count that is neither 0
+// nor a power of two, a garbage_collection_threshold outside (0, 1)): a
+// note then names the settings without offering a spec that would replay
+// something else, or not parse.
 func (c Config) RecordedSpec() (spec string, ok bool) {
 	d := DefaultConfig()
 	var parts []string
@@ -463,10 +465,23 @@ func (c Config) RecordedSpec() (spec string, ok bool) {
 	if c.FractionSet {
 		parts = append(parts, "per_process_memory_fraction:"+strconv.FormatFloat(c.MemoryFraction, 'g', -1, 64))
 	}
-	if len(parts) == 0 {
-		return "torch", ok
+	spec = "torch"
+	if len(parts) > 0 {
+		spec += ":" + strings.Join(parts, ",")
 	}
-	return "torch:" + strings.Join(parts, ","), ok
+	// A value a snapshot can carry but no spec accepts (a division
+	// count no power of two, a threshold outside (0, 1) or NaN) would
+	// name a spec that does not parse, or replays other settings: the
+	// spec is offered only if it reads back to these settings.
+	if ok {
+		sp, err := strategies.ParseSpec(spec)
+		if err != nil {
+			return spec, false
+		}
+		back, err := ParseConfig(sp)
+		ok = err == nil && back.SameRecordedSettings(c)
+	}
+	return spec, ok
 }
 
 // SameRecordedSettings reports whether c and o agree on every setting a

@@ -83,7 +83,32 @@ func runColocate(c *cli.Context) error {
 		return err
 	}
 	writeColocate(c.App.Writer, dev, c.Float64("rate"), rs)
+	writeNotes(c.App.ErrWriter, tenantJobs(ts, dev))
 	return nil
+}
+
+// tenantJobs are the tenants as jobs on dev, with their allocators' notes
+// (strategies.Noter), so that writeNotes says for a colocated replay what
+// run says for each replay alone: a knob without effect, the device's
+// assumptions, the settings a snapshot was recorded with. Without them a
+// tenant's knob that changed nothing went unsaid. A spec the device
+// refuses has already failed the replay.
+func tenantJobs(ts []harness.Tenant, dev strategies.Device) []harness.Job {
+	jobs := make([]harness.Job, 0, len(ts))
+	for i, t := range ts {
+		d := dev
+		j := harness.Job{Index: i, Source: t.Source, Device: d, Spec: t.Spec}
+		if a, _, err := harness.NewAllocator(t.Spec, strategies.NewMemory(&d)); err == nil {
+			if n, ok := a.(strategies.Noter); ok {
+				j.Notes = n.Notes()
+			}
+			if rel, ok := a.(strategies.Releaser); ok {
+				rel.Release()
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
 }
 
 func writeColocate(w io.Writer, dev strategies.Device, rate float64, rs []harness.TenantResult) {
@@ -119,6 +144,7 @@ func capacityColocate(c *cli.Context) error {
 	if len(devs) == 0 {
 		devs = []string{strategies.DefaultDevice}
 	}
+	var jobs []harness.Job
 	for _, name := range devs {
 		dev, err := strategies.ParseDevice(name)
 		if err != nil {
@@ -135,7 +161,9 @@ func capacityColocate(c *cli.Context) error {
 		overhead := dev.Overhead()
 		fmt.Fprintf(c.App.Writer, "capacity: %s together on %s: every tenant fits from a capacity of %s, a %s card\n",
 			strings.Join(names, " + "), dev.Label(), units.Bytes(float64(capB), 2), units.Bytes(float64(capB+overhead), 2))
+		jobs = append(jobs, tenantJobs(ts, dev)...)
 	}
+	writeNotes(c.App.ErrWriter, jobs)
 	return nil
 }
 

@@ -291,8 +291,10 @@ func newPlan(c *cli.Context, specs []string, cache bool, defaultDevices ...strin
 // then for each strategy on it the notes its allocator gave (Job.Notes,
 // as Result.Notes). Before them, what each trace says every run on it
 // must repeat (harness.TraceNotes: a compiled trace is an
-// approximation), from the meta its replays read. Each line is written
-// once, in job order.
+// approximation), and the settings a snapshot was recorded with when a
+// spec replays others (harness.RecordedNote, grouped by recordedGroups),
+// from the meta its replays read. Each line is written once, in job
+// order.
 //
 // A note that several specs of one strategy give on a device is written
 // once for all of them (noteGroups): a sweep of 16 combinations in which
@@ -307,13 +309,14 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 			io.WriteString(w, line)
 		}
 	}
+	recorded := recordedGroups(jobs)
 	for _, j := range jobs {
 		if m, ok := j.Source.Meta(); ok {
 			for _, n := range harness.TraceNotes(m) {
 				say(fmt.Sprintf("note: %s: %s\n", j.Source.Name, n))
 			}
 			if n := harness.RecordedNote(j.Spec, m); n != "" {
-				say(fmt.Sprintf("note: %s: %s: %s\n", j.Source.Name, j.Spec, n))
+				say(recorded[noteKey{j.Source.Name, specName(j.Spec), n}].recordedLine(j.Source.Name, j.Spec, n))
 			}
 		}
 	}
@@ -380,6 +383,64 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 		}
 	}
 	return groups
+}
+
+// recordedGroups groups the notes on the settings a trace was recorded
+// with (harness.RecordedNote) as noteGroups groups the allocators' notes,
+// by trace instead of device: the note is the trace's, the same for every
+// spec of the strategy whose settings differ, so a sweep of 16 torch
+// combinations on a snapshot says it once, not 16 times.
+func recordedGroups(jobs []harness.Job) map[noteKey]*noteGroup {
+	type nameTrace struct{ trace, name string }
+	specs := map[nameTrace][]string{}
+	groups := map[noteKey]*noteGroup{}
+	for _, j := range jobs {
+		m, ok := j.Source.Meta()
+		if !ok {
+			continue
+		}
+		nt := nameTrace{j.Source.Name, specName(j.Spec)}
+		if !slices.Contains(specs[nt], j.Spec) {
+			specs[nt] = append(specs[nt], j.Spec)
+		}
+		n := harness.RecordedNote(j.Spec, m)
+		if n == "" {
+			continue
+		}
+		k := noteKey{nt.trace, nt.name, n}
+		g := groups[k]
+		if g == nil {
+			g = &noteGroup{}
+			groups[k] = g
+		}
+		if !slices.Contains(g.specs, j.Spec) {
+			g.specs = append(g.specs, j.Spec)
+		}
+	}
+	for k, g := range groups {
+		if len(g.specs) < 2 {
+			continue
+		}
+		of := len(specs[nameTrace{k.dev, k.name}])
+		g.who = fmt.Sprintf("%d of %d specs", len(g.specs), of)
+		if len(g.specs) == of {
+			g.who = fmt.Sprintf("all %d specs", of)
+		}
+		if shared := sharedKnobs(g.specs); shared != "" {
+			g.who += ", each with " + shared
+		}
+	}
+	return groups
+}
+
+// recordedLine is a recorded-settings note's line: "note: TRACE: SPEC:
+// note" for one spec, else once for the group, as "note: TRACE: torch,
+// all 4 specs: note".
+func (g *noteGroup) recordedLine(trace, spec, note string) string {
+	if g.who == "" {
+		return fmt.Sprintf("note: %s: %s: %s\n", trace, spec, note)
+	}
+	return fmt.Sprintf("note: %s: %s, %s: %s\n", trace, specName(spec), g.who, note)
 }
 
 // line is the note's line: with the spec when one spec gives it, else

@@ -139,3 +139,34 @@ func TestRecordedSettingsNoted(t *testing.T) {
 		t.Errorf("traces show of a snapshot taken under the defaults:\n%s", out)
 	}
 }
+
+// TestRecordedNoteOnce: the note on a snapshot's recorded settings is the
+// trace's, the same for every spec that replays other settings: a sweep
+// says it once for the specs that give it (as an allocator's note shared
+// by several specs is said once), and a spec that replays the recorded
+// settings is not among them.
+func TestRecordedNoteOnce(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "es.pickle")
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "torch:expandable_segments=true", "--out", snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--param", "max_split_size_mb=20,200", "--param", "garbage_collection_threshold=0.5,0.6"}, "note: es: torch, all 4 specs: recorded with"},
+		{[]string{"--param", "expandable_segments=true,false", "--param", "max_split_size_mb=20,200"}, "note: es: torch, all 4 specs: recorded with"},
+		{[]string{"--param", "expandable_segments=true,false"}, "note: es: torch:expandable_segments=false: recorded with"},
+		{[]string{"--param", "expandable_segments=true,false", "--param", "max_split_size_mb=20"}, "note: es: torch, all 2 specs, each with max_split_size_mb=20: recorded with"},
+	} {
+		args := append([]string{"sweep", "--trace", snap, "--strategy", "torch", "--format", "csv"}, c.args...)
+		_, stderr, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(stderr, "recorded with"); n != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: %d notes on the recorded settings, want one saying %q:\n%s", c.args, n, c.want, stderr)
+		}
+	}
+}

@@ -215,6 +215,8 @@ func reportColocate(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintf(c.App.ErrWriter, "report: wrote %s (%d bytes): %d tenants on %s\n", out, n, len(rs), dev.Label())
+	// As report without --colocate, and run --colocate, say them.
+	writeNotes(c.App.ErrWriter, tenantJobs(ts, dev))
 	return nil
 }
 

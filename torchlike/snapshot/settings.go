@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"membench/strategies"
 	"membench/torchlike"
@@ -23,12 +24,29 @@ func (s *Settings) Config() (torchlike.Config, string) {
 	desc := fmt.Sprintf("max_split_size=%d garbage_collection_threshold=%g expandable_segments=%t roundup_power2_divisions=%v",
 		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
 	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
-		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", s.PYTORCH_CUDA_ALLOC_CONF)
+		// Each cut as other settings text is (maxSettingText): the
+		// description is the recorded-settings meta, which every
+		// replay's note repeats, and a hostile string of megabytes
+		// (whose parse error quotes it) made note lines of megabytes.
+		desc += fmt.Sprintf(" (PYTORCH_CUDA_ALLOC_CONF=%q)", cutText(s.PYTORCH_CUDA_ALLOC_CONF))
 		if confErr != nil {
-			desc += fmt.Sprintf(" [conf string not fully understood: %v]", confErr)
+			desc += fmt.Sprintf(" [conf string not fully understood: %s]", cutText(confErr.Error()))
 		}
 	}
 	return cfg, desc
+}
+
+// cutText is t cut to maxSettingText bytes, at a rune boundary, with
+// "..." where it was cut.
+func cutText(t string) string {
+	if len(t) <= maxSettingText {
+		return t
+	}
+	n := maxSettingText
+	for n > 0 && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n] + "..."
 }
 
 // config is Config without its description, for the import, which reads
@@ -49,16 +67,18 @@ func (s *Settings) config() (cfg torchlike.Config, confErr error) {
 	if s.PYTORCH_CUDA_ALLOC_CONF != "" {
 		// Knobs the structured fields do not carry are only in the
 		// recorded string: take them from there.
-		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err == nil {
-			if conf, err := torchlike.ParseConfig(sp); err == nil {
-				cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
-				cfg.LargeSegmentSize = conf.LargeSegmentSize
-				if conf.FractionSet {
-					cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
-				}
-			} else {
-				confErr = err
+		// A string that does not even split into knobs is as little
+		// understood as one with a knob ParseConfig refuses.
+		if sp, err := strategies.ParseSpec("torch:" + s.PYTORCH_CUDA_ALLOC_CONF); err != nil {
+			confErr = err
+		} else if conf, err := torchlike.ParseConfig(sp); err == nil {
+			cfg.MaxNonSplitRounding = conf.MaxNonSplitRounding
+			cfg.LargeSegmentSize = conf.LargeSegmentSize
+			if conf.FractionSet {
+				cfg.MemoryFraction, cfg.FractionSet = conf.MemoryFraction, true
 			}
+		} else {
+			confErr = err
 		}
 	}
 	return cfg, confErr
@@ -75,12 +95,15 @@ const (
 )
 
 // recordedMeta is the meta entry naming the recorded settings, and false
-// for PyTorch's defaults.
+// for PyTorch's defaults. A recorded PYTORCH_CUDA_ALLOC_CONF that was not
+// read whole may hold a knob the structured fields do not carry
+// (max_non_split_rounding_mb beside a key ParseConfig refuses is lost
+// with it), so no spec is offered as replaying it as recorded.
 func recordedMeta(s *Settings) (traces.KV, bool) {
-	cfg, _ := s.config()
+	cfg, confErr := s.config()
 	spec, ok := cfg.RecordedSpec()
 	switch {
-	case !ok:
+	case !ok || confErr != nil:
 		_, desc := s.Config()
 		return traces.KV{Key: RecordedSettingsKey, Value: desc}, true
 	case spec != "torch":
