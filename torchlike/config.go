@@ -472,8 +472,10 @@ func (c Config) RecordedSpec() (spec string, ok bool) {
 	// A value a snapshot can carry but no spec accepts (a division
 	// count no power of two, a threshold outside (0, 1) or NaN) would
 	// name a spec that does not parse, or replays other settings: the
-	// spec is offered only if it reads back to these settings.
-	if ok {
+	// spec is offered only if it reads back to these settings. The
+	// defaults' "torch" does, and is not parsed: every snapshot import
+	// asks (6 allocations an import).
+	if ok && len(parts) > 0 {
 		sp, err := strategies.ParseSpec(spec)
 		if err != nil {
 			return spec, false
