@@ -170,3 +170,20 @@ func TestRecordedNoteOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneSaysRecordedSettings: tune on a snapshot taken under other
+// settings than torch's defaults says that its torch "(defaults)" row is
+// not the recording, naming the spec that is, once.
+func TestTuneSaysRecordedSettings(t *testing.T) {
+	snap := filepath.Join(t.TempDir(), "es.pickle")
+	if _, _, err := runCLI(t, "export", "--trace", "gpt-train", "--strategy", "torch:expandable_segments=true", "--out", snap); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runCLI(t, "tune", "--trace", snap, "--framework", "torch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(stderr, "es: torch (defaults): recorded with other allocator settings than this replay's: --strategy 'torch:expandable_segments:True'"); n != 1 {
+		t.Errorf("tune's notes (%d recorded-settings lines):\n%s", n, stderr)
+	}
+}

@@ -64,6 +64,19 @@ func tuneCommand() *cli.Command {
 			for i, o := range out {
 				rows[i].Capacity, rows[i].Fits, rows[i].Reserved, rows[i].ModeledSec = o.Capacity, o.Fits, o.Reserved, o.ModeledSec
 			}
+			// A snapshot taken under other settings than a framework's
+			// defaults: its "(defaults)" row is not the recording,
+			// and the note names the spec that is (rows and jobs in
+			// step until RankTune orders the rows).
+			if m, ok := src.Meta(); ok {
+				for i, r := range rows {
+					if r.Order == 0 {
+						if n := harness.RecordedNote(jobs[i].Spec, m); n != "" {
+							fmt.Fprintf(c.App.ErrWriter, "note: %s: %s (defaults): %s\n", src.Name, r.Framework, n)
+						}
+					}
+				}
+			}
 			harness.RankTune(rows)
 			writeTune(c.App.Writer, src.Name, dev, rows)
 			return nil
