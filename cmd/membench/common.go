@@ -334,9 +334,9 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 	}
 }
 
-// noteKey is a note as a strategy gives it on a device, whatever its
-// knobs.
-type noteKey struct{ dev, name, note string }
+// noteKey is a note as a strategy gives it where it is said (on a device,
+// or of a trace), whatever its knobs.
+type noteKey struct{ where, name, note string }
 
 // noteGroup is the specs that give one note and, when they are several,
 // who says it: "8 of 16 specs, each with defrag_via_host=true", "all 4
@@ -348,41 +348,8 @@ type noteGroup struct {
 
 // noteGroups groups the jobs' notes by noteKey.
 func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
-	type nameDev struct{ dev, name string }
-	specs := map[nameDev]map[string]bool{}
-	groups := map[noteKey]*noteGroup{}
-	for _, j := range jobs {
-		nd := nameDev{j.Device.Label(), specName(j.Spec)}
-		if specs[nd] == nil {
-			specs[nd] = map[string]bool{}
-		}
-		specs[nd][j.Spec] = true
-		for _, n := range j.Notes {
-			k := noteKey{nd.dev, nd.name, n}
-			g := groups[k]
-			if g == nil {
-				g = &noteGroup{}
-				groups[k] = g
-			}
-			if !slices.Contains(g.specs, j.Spec) {
-				g.specs = append(g.specs, j.Spec)
-			}
-		}
-	}
-	for k, g := range groups {
-		if len(g.specs) < 2 {
-			continue
-		}
-		of := len(specs[nameDev{k.dev, k.name}])
-		g.who = fmt.Sprintf("%d of %d specs", len(g.specs), of)
-		if len(g.specs) == of {
-			g.who = fmt.Sprintf("all %d specs", of)
-		}
-		if shared := sharedKnobs(g.specs); shared != "" {
-			g.who += ", each with " + shared
-		}
-	}
-	return groups
+	return groupNotes(jobs, func(j harness.Job) string { return j.Device.Label() },
+		func(j harness.Job) []string { return j.Notes })
 }
 
 // recordedGroups groups the notes on the settings a trace was recorded
@@ -391,37 +358,50 @@ func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 // spec of the strategy whose settings differ, so a sweep of 16 torch
 // combinations on a snapshot says it once, not 16 times.
 func recordedGroups(jobs []harness.Job) map[noteKey]*noteGroup {
-	type nameTrace struct{ trace, name string }
-	specs := map[nameTrace][]string{}
+	return groupNotes(jobs, func(j harness.Job) string { return j.Source.Name },
+		func(j harness.Job) []string {
+			if m, ok := j.Source.Meta(); ok {
+				if n := harness.RecordedNote(j.Spec, m); n != "" {
+					return []string{n}
+				}
+			}
+			return nil
+		})
+}
+
+// groupNotes groups the notes each job gives (notes) by where they are
+// said (a device, or a trace: noteKey's dev) and strategy name, and says
+// who gives each note when several specs do. Membership is kept in sets:
+// a sweep's grid may hold 65,536 specs.
+func groupNotes(jobs []harness.Job, where func(harness.Job) string, notes func(harness.Job) []string) map[noteKey]*noteGroup {
+	type whereName struct{ where, name string }
+	specs := map[whereName]map[string]bool{}
 	groups := map[noteKey]*noteGroup{}
+	in := map[noteKey]map[string]bool{}
 	for _, j := range jobs {
-		m, ok := j.Source.Meta()
-		if !ok {
-			continue
+		wn := whereName{where(j), specName(j.Spec)}
+		if specs[wn] == nil {
+			specs[wn] = map[string]bool{}
 		}
-		nt := nameTrace{j.Source.Name, specName(j.Spec)}
-		if !slices.Contains(specs[nt], j.Spec) {
-			specs[nt] = append(specs[nt], j.Spec)
-		}
-		n := harness.RecordedNote(j.Spec, m)
-		if n == "" {
-			continue
-		}
-		k := noteKey{nt.trace, nt.name, n}
-		g := groups[k]
-		if g == nil {
-			g = &noteGroup{}
-			groups[k] = g
-		}
-		if !slices.Contains(g.specs, j.Spec) {
-			g.specs = append(g.specs, j.Spec)
+		specs[wn][j.Spec] = true
+		for _, n := range notes(j) {
+			k := noteKey{wn.where, wn.name, n}
+			g := groups[k]
+			if g == nil {
+				g = &noteGroup{}
+				groups[k], in[k] = g, map[string]bool{}
+			}
+			if !in[k][j.Spec] {
+				in[k][j.Spec] = true
+				g.specs = append(g.specs, j.Spec)
+			}
 		}
 	}
 	for k, g := range groups {
 		if len(g.specs) < 2 {
 			continue
 		}
-		of := len(specs[nameTrace{k.dev, k.name}])
+		of := len(specs[whereName{k.where, k.name}])
 		g.who = fmt.Sprintf("%d of %d specs", len(g.specs), of)
 		if len(g.specs) == of {
 			g.who = fmt.Sprintf("all %d specs", of)
