@@ -43,47 +43,13 @@ func readMemoryProfileWhole(r io.Reader, lim Limits) (*Profile, error) {
 			fail := func(err error) (*Profile, error) {
 				return nil, fmt.Errorf("allocator %s, snapshot %d: %w", name, i, err)
 			}
-			var rec Record
-			switch s.Activity.MemoryActivity {
-			case "ALLOCATION", "1":
-				rec.Alloc = true
-			case "DEALLOCATION", "2":
-			default:
-				return fail(fmt.Errorf("memory activity %q: only ALLOCATION and DEALLOCATION are allocator events", s.Activity.MemoryActivity))
+			// The snapshot's conversion is the reader's own
+			// (record): what the reference checks is the stream
+			// against the whole file, key by key and cut by cut.
+			rec, err := s.record()
+			if err != nil {
+				return fail(err)
 			}
-			if s.TimeOffsetPs.neg || s.TimeOffsetPs.v > 1<<62 {
-				return fail(errors.New("time offset out of range"))
-			}
-			rec.Time = int64(s.TimeOffsetPs.v)
-			fields := []struct {
-				v    jsonInt
-				dst  *int64
-				flag Has
-				name string
-			}{
-				{s.Activity.RequestedBytes, &rec.Requested, HasRequested, "requestedBytes"},
-				{s.Activity.AllocationBytes, &rec.Chunk, HasChunk, "allocationBytes"},
-				{s.Stats.HeapAllocatedBytes, &rec.InUse, HasInUse, "heapAllocatedBytes"},
-				{s.Stats.StackReservedBytes, &rec.Reserved, HasReserved, "stackReservedBytes"},
-				{s.Stats.FreeMemoryBytes, &rec.Available, HasAvailable, "freeMemoryBytes"},
-				{s.Stats.PeakBytesInUse, &rec.Peak, HasPeak, "peakBytesInUse"},
-			}
-			for _, f := range fields {
-				if !f.v.set {
-					continue
-				}
-				v, err := f.v.bytes(f.name)
-				if err != nil {
-					return fail(err)
-				}
-				*f.dst = v
-				rec.Has |= f.flag
-			}
-			if s.Activity.Address.set && !s.Activity.Address.neg {
-				rec.Addr, rec.Has = s.Activity.Address.v, rec.Has|HasAddr
-			}
-			rec.Step = int64(s.Activity.StepID.v)
-			rec.Op, rec.Region, rec.Shape = s.Activity.TfOpName, s.Activity.RegionType, s.Activity.TensorShape
 			if err := d.add(name, device, "memory_profile.json", rec); err != nil {
 				return fail(err)
 			}
