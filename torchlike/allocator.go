@@ -1475,12 +1475,16 @@ func (a *Allocator) releaseBlocks(pl *pool) {
 	}
 	pl.trusted, pl.wholes = true, pl.wholes[:0]
 	var toUnmap []int32
-	for _, k := range pl.blocks.Items() {
-		b := &a.arena[k.B]
-		if b.es != none {
-			toUnmap = append(toUnmap, k.B)
-		} else if !b.isSplit() {
-			a.releaseBlock(k.B)
+	if a.cfg.ExpandableSegments && !scanEveryRelease {
+		toUnmap = a.pagedBlocks(pl)
+	} else {
+		for _, k := range pl.blocks.Items() {
+			b := &a.arena[k.B]
+			if b.es != none {
+				toUnmap = append(toUnmap, k.B)
+			} else if !b.isSplit() {
+				a.releaseBlock(k.B)
+			}
 		}
 	}
 	for _, i := range toUnmap {
@@ -1490,6 +1494,37 @@ func (a *Allocator) releaseBlocks(pl *pool) {
 			a.releaseExpandableSegment(i)
 		}
 	}
+}
+
+// pagedBlocks is, with expandable segments on, the free blocks of pl that
+// span at least one of the pool's pages, in the free set's order: the
+// only ones releaseBlocks' unmapping changes. Every block of the pool is
+// then in an expandable segment (no cudaMalloc segment is made, and
+// SeedSegment refuses), and one smaller than a page spans no whole page,
+// so unmapBlock leaves it as it is and it stays mapped, not released. The
+// set is ordered by (stream, size, address): each stream's blocks of a
+// page or more are found by a search rather than by a pass over every
+// cached block, which at each of a run of failed allocations made the
+// replay quadratic (0.55 MB of allocations, 20,000 small blocks cached:
+// 3.4 s).
+func (a *Allocator) pagedBlocks(pl *pool) []int32 {
+	page := a.cfg.LargeSegmentSize
+	if pl.small {
+		page = SmallBuffer
+	}
+	var out []int32
+	k, ok := pl.blocks.Min()
+	for ok {
+		if k.Size < page {
+			if k, ok = pl.blocks.LowerBound(freeset.Key{Stream: k.Stream, Size: page}); !ok {
+				break
+			}
+			continue
+		}
+		out = append(out, k.B)
+		k, ok = pl.blocks.After(k)
+	}
+	return out
 }
 
 // scanEveryRelease makes releaseBlocks scan every cached block, as it
