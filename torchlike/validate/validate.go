@@ -133,6 +133,12 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("the snapshot holds no segments and no trace entries: nothing to validate")
 	}
+	if who, ok := snap.Settings.Foreign(); ok {
+		// Replayed through the torch model, another allocator's
+		// decisions only diverge from its own: that says the two
+		// allocators differ, which no one asked.
+		return nil, fmt.Errorf("not a PyTorch recording: %s; validate holds a PyTorch recording against the torch model (a torch export validates)", who)
+	}
 	var out []*DeviceReport
 	for _, d := range devs {
 		if !present[d] {
