@@ -141,7 +141,7 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 	fmt.Fprintf(tw, "bytes allocated in total\t%d\n", s.TotalBytes)
 	peakAt := fmt.Sprintf("event %d", s.PeakEvent)
 	if s.PeakTime >= 0 {
-		peakAt += fmt.Sprintf(", time %d", s.PeakTime)
+		peakAt += fmt.Sprintf(", time %d ns", s.PeakTime)
 	}
 	fmt.Fprintf(tw, "peak live bytes\t%d (%s)\n", s.PeakLiveBytes, peakAt)
 	fmt.Fprintf(tw, "live at end\t%d allocations\n", s.LiveAtEnd)

@@ -248,3 +248,16 @@ func TestTracesCompile(t *testing.T) {
 		t.Errorf("the input changed")
 	}
 }
+
+// TestTracesShowPeakTimeUnit: the human summary gives the peak's time with
+// its unit, the trace clock's nanoseconds; "time 61227902476" left the
+// reader to guess between ns, µs (a snapshot's time_us) and events.
+func TestTracesShowPeakTimeUnit(t *testing.T) {
+	out, stderr, err := runCLI(t, "traces", "show", "gpt-train")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "(event 4241, time 61227902476 ns)") {
+		t.Errorf("peak line without the time's unit:\n%s", out)
+	}
+}
