@@ -891,7 +891,7 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	}
 	fmt.Fprintf(w, "  segment events and OOMs compared: %d of %d recorded (%d simulated)\n", r.Compared, len(r.Recorded), len(r.Simulated))
 	if r.Diverged {
-		fmt.Fprintf(w, "  FIRST DIVERGENCE at segment event %d (trace entry %d)", r.DivergeAt, r.DivergeEntry)
+		fmt.Fprintf(w, "  FIRST DIVERGENCE at segment event %d (found replaying trace entry %d)", r.DivergeAt, r.DivergeEntry)
 		if r.Note != "" {
 			fmt.Fprintf(w, ": %s", r.Note)
 		}

@@ -368,6 +368,14 @@ func TestValidateDetectsDisagreement(t *testing.T) {
 		if !strings.Contains(b.String(), "FIRST DIVERGENCE at segment event "+fmt.Sprint(which)) {
 			t.Errorf("report does not name the divergence:\n%s", b.String())
 		}
+		// The entry in the heading is the one whose replay showed the
+		// divergence, the recorded event's own entry is in its row: the
+		// heading says which it is ("(trace entry 1)" above a row
+		// "[entry 0]" read as a contradiction).
+		want := fmt.Sprintf("(found replaying trace entry %d)", r.DivergeEntry)
+		if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), fmt.Sprintf("[entry %d]", segIdx[which])) {
+			t.Errorf("report lacks %q or the recorded entry %d:\n%s", want, segIdx[which], b.String())
+		}
 	}
 	// Settings matter: the same trace replayed with a different
 	// max_split_size must not be waved through.
