@@ -274,4 +274,20 @@ func TestPlannerNotAFloorSaid(t *testing.T) {
 	if strings.Contains(out+stderr, "not a floor") {
 		t.Errorf("gpt-train's plan is below jax's placement, yet:\n%s", out+stderr)
 	}
+	// On a compiled trace jax replays the launches compiled (donated
+	// outputs in their donors' memory) and the plan packs them op by op:
+	// jax's smaller placement is of other buffers, and peak live is then
+	// no floor under it either.
+	compiled := filepath.Join(t.TempDir(), "r.txt")
+	if _, stderr, err := runCLI(t, "traces", "compile", "resnet50-train", compiled); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	out, stderr, err = runCLI(t, "run", "--trace", compiled, "--strategy", "planner", "--strategy", "jax", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	all = out + stderr
+	if strings.Contains(all, "not a floor") || !strings.Contains(all, "not comparable with jax's 913.08 MiB: the plan packs the trace's launches op by op (peak live 917.63 MiB), jax replayed other buffers (peak live 913.04 MiB)") {
+		t.Errorf("compiled resnet50-train:\n%s", all)
+	}
 }
