@@ -465,3 +465,43 @@ func TestCapacityUnknownKindAllPresets(t *testing.T) {
 		t.Errorf("preset lines for a device of unknown kind: %s", lines)
 	}
 }
+
+// TestFloorUnderEveryFittingBar: the "peak live (floor)" line lies under
+// every bar of a run that fit. Runs that fit differ in peak live when they
+// replay a trace otherwise (a compiled trace: jax's launches compiled,
+// donated outputs in their donors' memory; jit=false allocates them
+// anew), and the floor was the largest peak live of the group, which put
+// compiled jax's bar (913.08 MiB) below the floor (917.63 MiB). A run that
+// did not fit, cut short, still does not lower the floor.
+func TestFloorUnderEveryFittingBar(t *testing.T) {
+	const results = `BenchmarkReplay/trace=t/device=a100-80g/strategy=jax 1 1 fit -1 first-oom-event 957432064 peak-footprint-B 0.004 placement-frag-% 957394944 peak-live-B 64424509440 peak-reserved-B 98.5 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=jax:jit=false 1 1 fit -1 first-oom-event 962248704 peak-footprint-B 0.004 placement-frag-% 962207116 peak-live-B 64424509440 peak-reserved-B 98.5 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=jax:mem_fraction=0.001 1 0 fit 40 first-oom-event 67108864 peak-footprint-B 10 placement-frag-% 60000000 peak-live-B 80530636 peak-reserved-B 25 frag-%
+`
+	ms, err := ReadResults(strings.NewReader(results), "r.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Charts(&Report{Measurements: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := seriesData(t, option(t, chartByID(t, cs, "chart-peaks")), "peak live (floor)")
+	if len(floor) != 1 || floor[0].([]any)[1].(float64) != 957394944 {
+		t.Errorf("floor %v, want [[0 957394944]]: the least peak live of the runs that fit", floor)
+	}
+	// With no run that fits, the floor is the largest peak live, as before.
+	const failed = `BenchmarkReplay/trace=t/device=a100-80g/strategy=jax:mem_fraction=0.001 1 0 fit 40 first-oom-event 67108864 peak-footprint-B 10 placement-frag-% 60000000 peak-live-B 80530636 peak-reserved-B 25 frag-%
+BenchmarkReplay/trace=t/device=a100-80g/strategy=tf:per_process_gpu_memory_fraction=0.001 1 0 fit 30 first-oom-event 67108864 peak-footprint-B 10 placement-frag-% 50000000 peak-live-B 80530636 peak-reserved-B 25 frag-%
+`
+	if ms, err = ReadResults(strings.NewReader(failed), "r.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err = Charts(&Report{Measurements: ms}); err != nil {
+		t.Fatal(err)
+	}
+	floor = seriesData(t, option(t, chartByID(t, cs, "chart-peaks")), "peak live (floor)")
+	if len(floor) != 1 || floor[0].([]any)[1].(float64) != 60000000 {
+		t.Errorf("floor %v, want [[0 60000000]] when no run fits", floor)
+	}
+}
