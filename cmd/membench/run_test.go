@@ -15,6 +15,7 @@ import (
 
 	"membench/harness"
 	"membench/internal/gotool"
+	"membench/internal/sharedtraces"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -289,5 +290,29 @@ func TestPlannerNotAFloorSaid(t *testing.T) {
 	all = out + stderr
 	if strings.Contains(all, "not a floor") || !strings.Contains(all, "not comparable with jax's 913.08 MiB: the plan packs the trace's launches op by op (peak live 917.63 MiB), jax replayed other buffers (peak live 913.04 MiB)") {
 		t.Errorf("compiled resnet50-train:\n%s", all)
+	}
+}
+
+// TestRecordedProgramsNoted: a TPU chip's profile records the bytes its
+// loaded programs reserve (bytes_reserved: up to 21,491,712,000 B on the
+// v6e inference chips), but program loads are no events, so a replay
+// places the buffers alone. A run on it says so, with the recorded figure
+// and the knob that loads a program, instead of answering (peak footprint,
+// a smallest card of 15.75 GiB) as if the chip had held buffers only.
+func TestRecordedProgramsNoted(t *testing.T) {
+	trace := sharedtraces.Path(t, "profiler/xprof-tpu-v6e-inference.xplane.pb") + "#device=0"
+	_, stderr, err := runCLI(t, "run", "--trace", trace, "--device", "tpu-v6e", "--strategy", "jax")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"recorded-programs: ", "bytes_reserved up to 21491712000 B", "this trace does not replay", "program_bytes=21491712000"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("run's notes lack %q:\n%s", want, stderr)
+		}
+	}
+	// A GPU allocator's profile has no programs to say anything of.
+	gpu := sharedtraces.Path(t, "profiler/tf-v100x8-bert-multiworker.xplane.pb") + "#allocator=GPU_4_bfc"
+	if _, stderr, err = runCLI(t, "run", "--trace", gpu, "--strategy", "tf"); err != nil || strings.Contains(stderr, "recorded-programs") {
+		t.Errorf("GPU profile: %v\n%s", err, stderr)
 	}
 }
