@@ -129,7 +129,13 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 	for _, kv := range s.Meta {
 		fmt.Fprintf(tw, "meta %s\t%s\n", kv.Key, kv.Value)
 	}
-	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks)\n", s.Events, s.Allocs, s.Frees, s.Marks)
+	// A compiled trace's launch records (b and e) are events too, named
+	// so that the parts add up to the total.
+	launchRecords := ""
+	if n := s.Events - s.Allocs - s.Frees - s.Marks; n > 0 {
+		launchRecords = fmt.Sprintf(", %d launch begins and ends", n)
+	}
+	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks%s)\n", s.Events, s.Allocs, s.Frees, s.Marks, launchRecords)
 	if s.Launches > 0 || len(s.Kinds) > 0 {
 		var kinds []string
 		for _, k := range slices.Sorted(maps.Keys(s.Kinds)) {

@@ -202,6 +202,12 @@ func TestTracesCompile(t *testing.T) {
 	if err != nil || !strings.Contains(show, "launches                  3") || !strings.Contains(show, "meta donate") {
 		t.Errorf("show: %v\n%s", err, show)
 	}
+	// The events line's parts add up to its total: a compiled trace's
+	// launch records (b and e) are events too; they went unnamed, and
+	// "11038 (…)" did not sum.
+	if !strings.Contains(show, "marks, 6 launch begins and ends)") {
+		t.Errorf("show's events line does not count the launch records:\n%s", show)
+	}
 	for _, args := range [][]string{
 		{"run", "--trace", p("c.txt"), "--strategy", "jax"},
 		{"run", "--trace", p("c.mbt.gz"), "--strategy", "jax", "--device", "tpu-v4"},
