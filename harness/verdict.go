@@ -117,6 +117,9 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 							f[0].Strategy, units.Bytes(float64(f[0].PeakFootprint), 2), units.Bytes(float64(r.PeakLive), 2), f[0].Strategy, units.Bytes(float64(f[0].PeakLive), 2))
 					}
 				}
+			} else if len(v.Fit) > 0 {
+				// "Even" would say no allocator fits: one did.
+				fmt.Fprintf(&b, "its planned layout (%s) does not fit, though %s does (the plan is a heuristic)", units.Bytes(float64(r.PeakFootprint), 2), v.Fit[0].Strategy)
 			} else {
 				fmt.Fprintf(&b, "even a planned layout (%s) does not fit", units.Bytes(float64(r.PeakFootprint), 2))
 			}

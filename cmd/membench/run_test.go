@@ -275,6 +275,16 @@ func TestPlannerNotAFloorSaid(t *testing.T) {
 	if strings.Contains(out+stderr, "not a floor") {
 		t.Errorf("gpt-train's plan is below jax's placement, yet:\n%s", out+stderr)
 	}
+	// A plan that does not fit where an allocator does is no "even": on
+	// a 151 MiB card jax:mem_fraction=1 fits gpt-generate, the plan
+	// (152.35 MiB) does not.
+	out, stderr, err = runCLI(t, "run", "--trace", "gpt-generate", "--device", "a100-80g:capacity=151MiB", "--strategy", "planner", "--strategy", "jax:mem_fraction=1", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if all = out + stderr; strings.Contains(all, "even a planned layout") || !strings.Contains(all, "its planned layout (152.35 MiB) does not fit, though jax:mem_fraction=1 does (the plan is a heuristic)") {
+		t.Errorf("151 MiB card:\n%s", all)
+	}
 	// On a compiled trace jax replays the launches compiled (donated
 	// outputs in their donors' memory) and the plan packs them op by op:
 	// jax's smaller placement is of other buffers, and peak live is then
