@@ -197,14 +197,30 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 	return Chart{ID: id, Height: height, Option: js, Legend: legend}, rows, true, err
 }
 
-// peakLive is the group's peak live bytes: the largest over its
-// strategies (they differ only when allocations failed).
+// peakLive is the group's peak live bytes, the floor under its bars: the
+// least over its strategies that fit, which differ when they replay the
+// trace otherwise (a compiled trace's launches compiled or op by op: the
+// largest put compiled jax's bar below the floor); with none that fit,
+// the largest (a run cut short by failed allocations has less live).
 func (g *group) peakLive() (float64, bool) {
 	best, ok := 0.0, false
+	least, fits := 0.0, false
 	for _, s := range g.strategies() {
-		if v, o := g.metric(s, "peak-live-B"); o && (!ok || v > best) {
+		v, o := g.metric(s, "peak-live-B")
+		if !o {
+			continue
+		}
+		if !ok || v > best {
 			best, ok = v, true
 		}
+		// A result without fit (a capacity search's) was verified at
+		// its answer, so it fit.
+		if f, known := g.metric(s, "fit"); (!known || f != 0) && (!fits || v < least) {
+			least, fits = v, true
+		}
+	}
+	if fits {
+		return least, true
 	}
 	return best, ok
 }

@@ -137,8 +137,7 @@ func peaksCharts(idPeaks, idFrag, idPolicy string, rep *Report) (peaks, frag, po
 			)
 		}
 	}
-	// The floor: peak live per group, the largest over its strategies
-	// (they differ only when allocations failed).
+	// The floor: peak live per group (group.peakLive).
 	var floor [][2]float64
 	for i, g := range used {
 		if pl, ok := rep.peakLive(g); ok && pl > 0 {

@@ -3,6 +3,7 @@ package harness
 import (
 	"membench/jaxlike/jit"
 	"membench/traces"
+	"membench/xprof"
 )
 
 // CompileOptions configure CompileTrace (package jit's options: donation
@@ -33,13 +34,17 @@ func CompileTrace(src *Source, opt CompileOptions) (*traces.SliceReader, error) 
 }
 
 // TraceNotes are what a trace's meta says every run that replays it must
-// repeat: today the approximation a compiled trace states
+// repeat: the approximation a compiled trace states
 // (jit.ApproximationKey), so that no figure measured on it is mistaken
-// for a recording's.
+// for a recording's, and the programs a TPU chip's profile shows loaded
+// but a replay does not load (xprof.ProgramsKey).
 func TraceNotes(m traces.Meta) []string {
 	var out []string
 	if a := m.Get(jit.ApproximationKey); a != "" {
 		out = append(out, jit.ApproximationKey+": "+a)
+	}
+	if p := m.Get(xprof.ProgramsKey); p != "" {
+		out = append(out, xprof.ProgramsKey+": "+p)
 	}
 	return out
 }

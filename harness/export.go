@@ -81,9 +81,9 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 		}
 	} else {
 		foreign = [][2]string{
-			{"membench_strategy", sp.String()},
-			{"membench_device", dev.Label()},
-			{"membench_model", modelName(a)},
+			{snapshot.ForeignStrategyKey, sp.String()},
+			{snapshot.ForeignDeviceKey, dev.Label()},
+			{snapshot.ForeignModelKey, modelName(a)},
 			{"note", "not a PyTorch recording: membench's replay of this strategy's allocator model, exported in PyTorch's snapshot format (segments are the model's device allocations, blocks its chunks)"},
 		}
 	}

@@ -41,7 +41,7 @@ func LayoutAt(name string, r traces.Reader, spec string, dev strategies.Device, 
 		replayed = unplanned{a}
 	}
 	pr := &prefixReader{Reader: r, left: event + 1}
-	if _, err := ReplayWith(name, pr, replayed, sp.String(), Options{Samples: 1}); err != nil {
+	if _, err := ReplayWith(name, pr, replayed, sp.String(), Options{Samples: 1, cut: true}); err != nil {
 		return nil, err
 	}
 	var l []strategies.Segment

@@ -12,6 +12,7 @@ import (
 	"membench/internal/prefetch"
 	"membench/internal/slab"
 	"membench/internal/spanset"
+	"membench/internal/units"
 	"membench/strategies"
 )
 
@@ -163,7 +164,7 @@ func New(opts Options, mem *strategies.Memory) *Allocator {
 		if p > a.limit {
 			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d is more than the heap of %d B: no program is loaded", p, a.limit))
 		} else {
-			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d: one program of %s loaded at the bottom of the heap before the first event, evicted only when a buffer needs its room (assumption: nothing in the trace launches it, so once evicted it is not reloaded); it is in peak-footprint-B but in no trace's peak-live-B, so placement-frag-%% counts it as unused: read placement against a run without program_bytes", p, HumanBytes(p)))
+			a.notes = append(a.notes, fmt.Sprintf("program_bytes=%d: one program of %s loaded at the bottom of the heap before the first event, evicted only when a buffer needs its room (assumption: nothing in the trace launches it, so once evicted it is not reloaded); it is in peak-footprint-B but in no trace's peak-live-B, so placement-frag-%% counts it as unused: read placement against a run without program_bytes", p, units.Bytes(float64(p), 2)))
 		}
 	}
 	a.notes = append(a.notes, opts.Notes...)

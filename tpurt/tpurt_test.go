@@ -448,7 +448,7 @@ func TestKnobs(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 	notes := a.Notes()
-	if len(notes) != 3 || !strings.Contains(notes[0], "assumption") || !strings.Contains(notes[1], "program_bytes=1073741824") || notes[2] != "a framework note" {
+	if len(notes) != 3 || !strings.Contains(notes[0], "assumption") || !strings.Contains(notes[1], "program_bytes=1073741824: one program of 1.00 GiB loaded") || notes[2] != "a framework note" {
 		t.Errorf("notes %q", notes)
 	}
 	if (Knobs{}).New(strategies.NewMemory(&d)).Options().Defrag != true {

@@ -3,6 +3,7 @@ package traces
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"sort"
@@ -181,7 +182,12 @@ func Summarize(name string, r Reader) (*Summary, error) {
 			if err != nil {
 				return s, fmt.Errorf("lifetime percentile: %w", err)
 			}
-			s.Lifetimes.Percentiles[fmt.Sprintf("p%g", p)] = v
+			// The rank's fraction is a number of hundredths and the
+			// lifetimes whole, so the percentile is a number of
+			// hundredths: keep the float nearest it. Percentile takes
+			// the rank in floating point (0.9 × 4 = 3.6000000000000001),
+			// and `traces show` printed p90 865.6000000000001.
+			s.Lifetimes.Percentiles[fmt.Sprintf("p%g", p)] = math.Round(v*100) / 100
 		}
 		s.Lifetimes.Max = reservoir[len(reservoir)-1]
 	}

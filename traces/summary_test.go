@@ -49,3 +49,45 @@ func TestSummaryLongLabels(t *testing.T) {
 		t.Errorf("phaseLabel(short) = %q", got)
 	}
 }
+
+// lifetimeTrace is a trace whose allocations live the given numbers of
+// events: each is allocated, then marks pass until its free.
+func lifetimeTrace(lifetimes []int64) *SliceReader {
+	var evs []Event
+	for id, lt := range lifetimes {
+		evs = append(evs, Event{Op: OpAlloc, ID: uint64(id), Size: 8, Time: NoTime})
+		for range lt - 1 {
+			evs = append(evs, Event{Op: OpMark, Label: "x", Time: NoTime})
+		}
+		evs = append(evs, Event{Op: OpFree, ID: uint64(id), Time: NoTime})
+	}
+	return &SliceReader{Events: evs}
+}
+
+// TestLifetimePercentilesExact: a lifetime percentile is the type-7
+// interpolation between two whole event counts, a number of hundredths,
+// and is the float nearest it: `traces show` printed the p90 of a
+// generated CNN trace as 865.6000000000001 (rank 0.9 × (n−1) in floating
+// point) and JSON carried the same digits.
+func TestLifetimePercentilesExact(t *testing.T) {
+	cases := []struct {
+		lifetimes     []int64
+		p50, p90, p99 float64
+	}{
+		{[]int64{1, 2, 3, 865, 866}, 3, 865.6, 865.96},
+		{[]int64{1, 2, 3, 4, 5}, 3, 4.6, 4.96},
+		{[]int64{7}, 7, 7, 7},
+		{[]int64{10, 20}, 15, 19, 19.9},
+		{[]int64{1, 1, 1, 1000}, 1, 700.3, 970.03},
+	}
+	for _, c := range cases {
+		s, err := Summarize("t", lifetimeTrace(c.lifetimes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := s.Lifetimes.Percentiles
+		if p["p50"] != c.p50 || p["p90"] != c.p90 || p["p99"] != c.p99 {
+			t.Errorf("lifetimes %v: p50 %v p90 %v p99 %v, want %v %v %v", c.lifetimes, p["p50"], p["p90"], p["p99"], c.p50, c.p90, c.p99)
+		}
+	}
+}

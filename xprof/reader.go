@@ -209,8 +209,26 @@ func Events(a *Allocator) ([]traces.Event, traces.Meta, error) {
 	if a.Device >= 0 {
 		meta = append(meta, traces.KV{Key: "device", Value: strconv.Itoa(a.Device)})
 	}
+	if a.TPU() {
+		var progs int64
+		for i := range recs {
+			if recs[i].Has&HasReserved != 0 {
+				progs = max(progs, recs[i].Reserved)
+			}
+		}
+		if progs > 0 {
+			meta = append(meta, traces.KV{Key: ProgramsKey, Value: fmt.Sprintf(
+				"the chip's loaded programs reserved bytes_reserved up to %d B, which this trace does not replay (program loads are no events in a profile): its figures are the buffers' alone; program_bytes=%d (jax or tf on a TPU) loads one of that size before the first event", progs, progs)})
+		}
+	}
 	return evs, meta, nil
 }
+
+// ProgramsKey is the meta key of a TPU chip's trace whose recording shows
+// loaded programs (bytes_reserved above 0): the replay places buffers
+// alone, and every run of it says so (harness.TraceNotes), since a
+// smallest card measured without the programs is not the recorded chip's.
+const ProgramsKey = "recorded-programs"
 
 // Matches reports whether content, the start of a file (after gzip
 // decompression), is a profile this package reads: an XSpace or a

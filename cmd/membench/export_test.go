@@ -187,3 +187,32 @@ func TestTuneSaysRecordedSettings(t *testing.T) {
 		t.Errorf("tune's notes (%d recorded-settings lines):\n%s", n, stderr)
 	}
 }
+
+// TestValidateRefusesForeignExport: an export of another model than
+// torch's (its allocator_settings name the membench strategy, device and
+// model) is no PyTorch recording, so validate refuses it, naming the
+// model, instead of replaying the BFC's decisions through the torch
+// model and reporting a divergence that only says the two allocators
+// differ (and printing PyTorch's default settings as the recording's).
+func TestValidateRefusesForeignExport(t *testing.T) {
+	dir := t.TempDir()
+	for _, st := range []string{"tf", "jax:preallocate=false"} {
+		out := filepath.Join(dir, strings.ReplaceAll(st, ":", "_")+".pickle")
+		if _, stderr, err := runCLI(t, "export", "--format", "memory-viz", "--trace", "gpt-train", "--strategy", st, "--out", out); err != nil {
+			t.Fatalf("export %s: %v\n%s", st, err, stderr)
+		}
+		report, stderr, err := runCLI(t, "validate", out)
+		if err == nil {
+			t.Fatalf("validate of the export of %s succeeded:\n%s", st, report)
+		}
+		msg := err.Error() + stderr
+		for _, want := range []string{out, "not a PyTorch recording", st, "bfc"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("validate of the export of %s: error %q lacks %q", st, msg, want)
+			}
+		}
+		if strings.Contains(report, "FIRST DIVERGENCE") {
+			t.Errorf("validate of the export of %s compared it with the torch model:\n%s", st, report)
+		}
+	}
+}

@@ -339,3 +339,25 @@ func TestReportBrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestReportCompiledTrace: the report of a compiled trace (traces compile)
+// draws its state maps. Their layouts replay the trace up to the peak, an
+// event inside a launch (a step's temp), and that cut replay was held to
+// the rule that every launch ends before the trace does: every report of
+// a compiled trace failed with "the launch of "step" begun at event N
+// never ends", while run, sweep and capacity replayed it.
+func TestReportCompiledTrace(t *testing.T) {
+	dir := t.TempDir()
+	perOp, compiled, out := filepath.Join(dir, "t.txt"), filepath.Join(dir, "c.txt"), filepath.Join(dir, "r.html")
+	if _, stderr, err := runCLI(t, "traces", "gen", "transformer-train", "--param", "steps=2", "--param", "layers=2", "--param", "batch=1", "--param", "seq=64", "--out", perOp); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if _, stderr, err := runCLI(t, "traces", "compile", perOp, compiled); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, dev := range []string{"a100-80g", "tpu-v5e"} {
+		if _, stderr, err := runCLI(t, "report", "--trace", compiled, "--strategy", "jax", "--strategy", "jax:jit=false", "--device", dev, "--out", out); err != nil {
+			t.Errorf("report of a compiled trace on %s: %v\n%s", dev, err, stderr)
+		}
+	}
+}

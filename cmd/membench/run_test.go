@@ -15,6 +15,7 @@ import (
 
 	"membench/harness"
 	"membench/internal/gotool"
+	"membench/internal/sharedtraces"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -248,4 +249,80 @@ func fieldAt(row, header, name string) string {
 		start--
 	}
 	return strings.TrimSpace(string(r[start:end]))
+}
+
+// TestPlannerNotAFloorSaid: the planner's plan is a heuristic packing, not
+// a lower bound; where an allocator placed the trace in less (gpt-generate:
+// the BFC in 148.74 MiB, the plan 152.35 MiB), the verdict says so and
+// names peak live as the floor, instead of reading as the least any
+// layout needs.
+func TestPlannerNotAFloorSaid(t *testing.T) {
+	out, stderr, err := runCLI(t, "run", "--trace", "gpt-generate", "--strategy", "planner", "--strategy", "jax", "--strategy", "torch", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	all := out + stderr
+	for _, want := range []string{"not a floor here: jax placed it in 148.74 MiB", "peak live 132.82 MiB is the floor"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("verdict lacks %q:\n%s", want, all)
+		}
+	}
+	// Where the plan is below every allocator's placement, nothing is added.
+	out, stderr, err = runCLI(t, "run", "--trace", "gpt-train", "--strategy", "planner", "--strategy", "jax", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.Contains(out+stderr, "not a floor") {
+		t.Errorf("gpt-train's plan is below jax's placement, yet:\n%s", out+stderr)
+	}
+	// A plan that does not fit where an allocator does is no "even": on
+	// a 151 MiB card jax:mem_fraction=1 fits gpt-generate, the plan
+	// (152.35 MiB) does not.
+	out, stderr, err = runCLI(t, "run", "--trace", "gpt-generate", "--device", "a100-80g:capacity=151MiB", "--strategy", "planner", "--strategy", "jax:mem_fraction=1", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if all = out + stderr; strings.Contains(all, "even a planned layout") || !strings.Contains(all, "its planned layout (152.35 MiB) does not fit, though jax:mem_fraction=1 does (the plan is a heuristic)") {
+		t.Errorf("151 MiB card:\n%s", all)
+	}
+	// On a compiled trace jax replays the launches compiled (donated
+	// outputs in their donors' memory) and the plan packs them op by op:
+	// jax's smaller placement is of other buffers, and peak live is then
+	// no floor under it either.
+	compiled := filepath.Join(t.TempDir(), "r.txt")
+	if _, stderr, err := runCLI(t, "traces", "compile", "resnet50-train", compiled); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	out, stderr, err = runCLI(t, "run", "--trace", compiled, "--strategy", "planner", "--strategy", "jax", "--format", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	all = out + stderr
+	if strings.Contains(all, "not a floor") || !strings.Contains(all, "not comparable with jax's 913.08 MiB: the plan packs the trace's launches op by op (peak live 917.63 MiB), jax replayed other buffers (peak live 913.04 MiB)") {
+		t.Errorf("compiled resnet50-train:\n%s", all)
+	}
+}
+
+// TestRecordedProgramsNoted: a TPU chip's profile records the bytes its
+// loaded programs reserve (bytes_reserved: up to 21,491,712,000 B on the
+// v6e inference chips), but program loads are no events, so a replay
+// places the buffers alone. A run on it says so, with the recorded figure
+// and the knob that loads a program, instead of answering (peak footprint,
+// a smallest card of 15.75 GiB) as if the chip had held buffers only.
+func TestRecordedProgramsNoted(t *testing.T) {
+	trace := sharedtraces.Path(t, "profiler/xprof-tpu-v6e-inference.xplane.pb") + "#device=0"
+	_, stderr, err := runCLI(t, "run", "--trace", trace, "--device", "tpu-v6e", "--strategy", "jax")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"recorded-programs: ", "bytes_reserved up to 21491712000 B", "this trace does not replay", "program_bytes=21491712000"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("run's notes lack %q:\n%s", want, stderr)
+		}
+	}
+	// A GPU allocator's profile has no programs to say anything of.
+	gpu := sharedtraces.Path(t, "profiler/tf-v100x8-bert-multiworker.xplane.pb") + "#allocator=GPU_4_bfc"
+	if _, stderr, err = runCLI(t, "run", "--trace", gpu, "--strategy", "tf"); err != nil || strings.Contains(stderr, "recorded-programs") {
+		t.Errorf("GPU profile: %v\n%s", err, stderr)
+	}
 }

@@ -129,7 +129,13 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 	for _, kv := range s.Meta {
 		fmt.Fprintf(tw, "meta %s\t%s\n", kv.Key, kv.Value)
 	}
-	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks)\n", s.Events, s.Allocs, s.Frees, s.Marks)
+	// A compiled trace's launch records (b and e) are events too, named
+	// so that the parts add up to the total.
+	launchRecords := ""
+	if n := s.Events - s.Allocs - s.Frees - s.Marks; n > 0 {
+		launchRecords = fmt.Sprintf(", %d launch begins and ends", n)
+	}
+	fmt.Fprintf(tw, "events\t%d (%d allocs, %d frees, %d marks%s)\n", s.Events, s.Allocs, s.Frees, s.Marks, launchRecords)
 	if s.Launches > 0 || len(s.Kinds) > 0 {
 		var kinds []string
 		for _, k := range slices.Sorted(maps.Keys(s.Kinds)) {
@@ -141,7 +147,7 @@ func writeSummary(w io.Writer, s *traces.Summary) error {
 	fmt.Fprintf(tw, "bytes allocated in total\t%d\n", s.TotalBytes)
 	peakAt := fmt.Sprintf("event %d", s.PeakEvent)
 	if s.PeakTime >= 0 {
-		peakAt += fmt.Sprintf(", time %d", s.PeakTime)
+		peakAt += fmt.Sprintf(", time %d ns", s.PeakTime)
 	}
 	fmt.Fprintf(tw, "peak live bytes\t%d (%s)\n", s.PeakLiveBytes, peakAt)
 	fmt.Fprintf(tw, "live at end\t%d allocations\n", s.LiveAtEnd)

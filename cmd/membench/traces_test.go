@@ -202,6 +202,12 @@ func TestTracesCompile(t *testing.T) {
 	if err != nil || !strings.Contains(show, "launches                  3") || !strings.Contains(show, "meta donate") {
 		t.Errorf("show: %v\n%s", err, show)
 	}
+	// The events line's parts add up to its total: a compiled trace's
+	// launch records (b and e) are events too; they went unnamed, and
+	// "11038 (…)" did not sum.
+	if !strings.Contains(show, "marks, 6 launch begins and ends)") {
+		t.Errorf("show's events line does not count the launch records:\n%s", show)
+	}
 	for _, args := range [][]string{
 		{"run", "--trace", p("c.txt"), "--strategy", "jax"},
 		{"run", "--trace", p("c.mbt.gz"), "--strategy", "jax", "--device", "tpu-v4"},
@@ -246,5 +252,18 @@ func TestTracesCompile(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(p("c.txt")); !bytes.Equal(before, after) {
 		t.Errorf("the input changed")
+	}
+}
+
+// TestTracesShowPeakTimeUnit: the human summary gives the peak's time with
+// its unit, the trace clock's nanoseconds; "time 61227902476" left the
+// reader to guess between ns, µs (a snapshot's time_us) and events.
+func TestTracesShowPeakTimeUnit(t *testing.T) {
+	out, stderr, err := runCLI(t, "traces", "show", "gpt-train")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "(event 4241, time 61227902476 ns)") {
+		t.Errorf("peak line without the time's unit:\n%s", out)
 	}
 }

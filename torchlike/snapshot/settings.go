@@ -137,3 +137,28 @@ func ReplayNote(m traces.Meta, cfg torchlike.Config) string {
 	}
 	return "recorded with other allocator settings than this replay's: --strategy '" + rec + "' replays it as recorded"
 }
+
+// The allocator_settings keys of a membench export of another model than
+// PyTorch's (harness.ExportMemoryViz writes them as ForeignSettings).
+const (
+	ForeignStrategyKey = "membench_strategy"
+	ForeignDeviceKey   = "membench_device"
+	ForeignModelKey    = "membench_model"
+)
+
+// Foreign says, when the settings are those of a membench export of
+// another model than PyTorch's (a BFC or the TPU runtime), which model,
+// strategy and device made it. Such a file holds that model's decisions,
+// not a PyTorch process's, so nothing recorded in it can be held against
+// the torch model, and its settings are no PyTorch configuration.
+func (s *Settings) Foreign() (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	model, ok := s.Raw[ForeignModelKey]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("membench's export of the %s model's replay (strategy %s on %s)",
+		cutText(model), cutText(s.Raw[ForeignStrategyKey]), cutText(s.Raw[ForeignDeviceKey])), true
+}

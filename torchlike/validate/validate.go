@@ -133,6 +133,12 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("the snapshot holds no segments and no trace entries: nothing to validate")
 	}
+	if who, ok := snap.Settings.Foreign(); ok {
+		// Replayed through the torch model, another allocator's
+		// decisions only diverge from its own: that says the two
+		// allocators differ, which no one asked.
+		return nil, fmt.Errorf("not a PyTorch recording: %s; validate holds a PyTorch recording against the torch model (a torch export validates)", who)
+	}
 	var out []*DeviceReport
 	for _, d := range devs {
 		if !present[d] {
@@ -885,7 +891,7 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 	}
 	fmt.Fprintf(w, "  segment events and OOMs compared: %d of %d recorded (%d simulated)\n", r.Compared, len(r.Recorded), len(r.Simulated))
 	if r.Diverged {
-		fmt.Fprintf(w, "  FIRST DIVERGENCE at segment event %d (trace entry %d)", r.DivergeAt, r.DivergeEntry)
+		fmt.Fprintf(w, "  FIRST DIVERGENCE at segment event %d (found replaying trace entry %d)", r.DivergeAt, r.DivergeEntry)
 		if r.Note != "" {
 			fmt.Fprintf(w, ": %s", r.Note)
 		}
@@ -906,6 +912,14 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 			}
 			fmt.Fprintf(w, "  %s %-5d  %-52s  %s\n", mark, i, rs, ss)
 		}
+	} else if len(r.Recorded) == 0 && len(r.Simulated) == 0 {
+		// An empty sequence agrees vacuously: say what the replay did
+		// show, that the cache served every allocation (and where).
+		where := ""
+		if r.AddrMismatches == 0 {
+			where = " at their recorded addresses"
+		}
+		fmt.Fprintf(w, "  agree: no segment event or OOM recorded and none simulated; all %d allocations served from the cache%s\n", r.Counts[torchlike.ActionAlloc], where)
 	} else {
 		fmt.Fprintf(w, "  agree: every segment event and OOM matches in action, size and order\n")
 	}

@@ -368,6 +368,14 @@ func TestValidateDetectsDisagreement(t *testing.T) {
 		if !strings.Contains(b.String(), "FIRST DIVERGENCE at segment event "+fmt.Sprint(which)) {
 			t.Errorf("report does not name the divergence:\n%s", b.String())
 		}
+		// The entry in the heading is the one whose replay showed the
+		// divergence, the recorded event's own entry is in its row: the
+		// heading says which it is ("(trace entry 1)" above a row
+		// "[entry 0]" read as a contradiction).
+		want := fmt.Sprintf("(found replaying trace entry %d)", r.DivergeEntry)
+		if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), fmt.Sprintf("[entry %d]", segIdx[which])) {
+			t.Errorf("report lacks %q or the recorded entry %d:\n%s", want, segIdx[which], b.String())
+		}
 	}
 	// Settings matter: the same trace replayed with a different
 	// max_split_size must not be waved through.
@@ -423,5 +431,29 @@ func TestValidatePrivatePoolNote(t *testing.T) {
 	reps[0].WriteReport(&b, "x")
 	if !strings.Contains(b.String(), "private pools") {
 		t.Errorf("no note:\n%s", b.String())
+	}
+}
+
+// TestValidateNoSegmentEventsSaid: a warm snapshot whose window holds no
+// segment event (cs336-gpt2medium-ctx128-infer-warm: 1,280 allocations
+// served from the cache) agrees on an empty sequence; the report says what
+// was compared (no segment event recorded or simulated, every allocation
+// at its recorded address) rather than "every segment event and OOM
+// matches", which read as a confirmation of events there were none of.
+func TestValidateNoSegmentEventsSaid(t *testing.T) {
+	snap := loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/cs336-gpt2medium-ctx128-infer-warm.pickle"))
+	r := mustAgree(t, snap, Options{})[0]
+	var b bytes.Buffer
+	r.WriteReport(&b, "warm")
+	want := "agree: no segment event or OOM recorded and none simulated; all 1280 allocations served from the cache at their recorded addresses"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "every segment event") {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+	// With segment events, the verdict is the comparison's.
+	snap = loadSnapshot(t, sharedtraces.Path(t, "pytorch-snapshots/opt125m-zo-finetune.pickle"))
+	b.Reset()
+	mustAgree(t, snap, Options{})[0].WriteReport(&b, "cold")
+	if !strings.Contains(b.String(), "agree: every segment event and OOM matches in action, size and order") {
+		t.Errorf("report:\n%s", b.String())
 	}
 }
