@@ -309,15 +309,16 @@ func writeNotes(w io.Writer, jobs []harness.Job) {
 			io.WriteString(w, line)
 		}
 	}
-	recorded := recordedGroups(jobs)
-	for _, j := range jobs {
+	rec := recordedNotes(jobs)
+	recorded := recordedGroups(jobs, rec)
+	for i, j := range jobs {
 		if m, ok := j.Source.Meta(); ok {
 			for _, n := range harness.TraceNotes(m) {
 				say(fmt.Sprintf("note: %s: %s\n", j.Source.Name, n))
 			}
-			if n := harness.RecordedNote(j.Spec, m); n != "" {
-				say(recorded[noteKey{j.Source.Name, specName(j.Spec), n}].recordedLine(j.Source.Name, j.Spec, n))
-			}
+		}
+		if n := rec[i]; n != "" {
+			say(recorded[noteKey{j.Source.Name, specName(j.Spec), n}].recordedLine(j.Source.Name, j.Spec, n))
 		}
 	}
 	groups := noteGroups(jobs)
@@ -349,42 +350,52 @@ type noteGroup struct {
 // noteGroups groups the jobs' notes by noteKey.
 func noteGroups(jobs []harness.Job) map[noteKey]*noteGroup {
 	return groupNotes(jobs, func(j harness.Job) string { return j.Device.Label() },
-		func(j harness.Job) []string { return j.Notes })
+		func(i int) []string { return jobs[i].Notes })
 }
 
-// recordedGroups groups the notes on the settings a trace was recorded
-// with (harness.RecordedNote) as noteGroups groups the allocators' notes,
+// recordedNotes is each job's note on the settings its trace was recorded
+// with (harness.RecordedNote, "" for none), from the meta its replay read.
+func recordedNotes(jobs []harness.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		if m, ok := j.Source.Meta(); ok {
+			out[i] = harness.RecordedNote(j.Spec, m)
+		}
+	}
+	return out
+}
+
+// recordedGroups groups the jobs' recorded-settings notes (rec, as
+// recordedNotes gives them) as noteGroups groups the allocators' notes,
 // by trace instead of device: the note is the trace's, the same for every
 // spec of the strategy whose settings differ, so a sweep of 16 torch
 // combinations on a snapshot says it once, not 16 times.
-func recordedGroups(jobs []harness.Job) map[noteKey]*noteGroup {
+func recordedGroups(jobs []harness.Job, rec []string) map[noteKey]*noteGroup {
 	return groupNotes(jobs, func(j harness.Job) string { return j.Source.Name },
-		func(j harness.Job) []string {
-			if m, ok := j.Source.Meta(); ok {
-				if n := harness.RecordedNote(j.Spec, m); n != "" {
-					return []string{n}
-				}
+		func(i int) []string {
+			if rec[i] == "" {
+				return nil
 			}
-			return nil
+			return rec[i : i+1]
 		})
 }
 
-// groupNotes groups the notes each job gives (notes) by where they are
+// groupNotes groups the notes each job gives (notes, by the job's index) by where they are
 // said (a device, or a trace: noteKey's dev) and strategy name, and says
 // who gives each note when several specs do. Membership is kept in sets:
 // a sweep's grid may hold 65,536 specs.
-func groupNotes(jobs []harness.Job, where func(harness.Job) string, notes func(harness.Job) []string) map[noteKey]*noteGroup {
+func groupNotes(jobs []harness.Job, where func(harness.Job) string, notes func(i int) []string) map[noteKey]*noteGroup {
 	type whereName struct{ where, name string }
 	specs := map[whereName]map[string]bool{}
 	groups := map[noteKey]*noteGroup{}
 	in := map[noteKey]map[string]bool{}
-	for _, j := range jobs {
+	for i, j := range jobs {
 		wn := whereName{where(j), specName(j.Spec)}
 		if specs[wn] == nil {
 			specs[wn] = map[string]bool{}
 		}
 		specs[wn][j.Spec] = true
-		for _, n := range notes(j) {
+		for _, n := range notes(i) {
 			k := noteKey{wn.where, wn.name, n}
 			g := groups[k]
 			if g == nil {

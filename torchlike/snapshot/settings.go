@@ -18,8 +18,13 @@ import (
 // says so (RecordedSpec).
 func (s *Settings) Config() (torchlike.Config, string) {
 	cfg, confErr := s.config()
+	return cfg, s.describe(confErr)
+}
+
+// describe is Config's description, given config's confErr.
+func (s *Settings) describe(confErr error) string {
 	if s == nil {
-		return cfg, "no allocator_settings recorded: PyTorch defaults"
+		return "no allocator_settings recorded: PyTorch defaults"
 	}
 	desc := fmt.Sprintf("max_split_size=%d garbage_collection_threshold=%g expandable_segments=%t roundup_power2_divisions=%v",
 		s.MaxSplitSize, s.GarbageCollectionThreshold, s.ExpandableSegments, s.RoundupPower2Divisions)
@@ -33,7 +38,7 @@ func (s *Settings) Config() (torchlike.Config, string) {
 			desc += fmt.Sprintf(" [conf string not fully understood: %s]", cutText(confErr.Error()))
 		}
 	}
-	return cfg, desc
+	return desc
 }
 
 // cutText is t cut to maxSettingText bytes, at a rune boundary, with
@@ -104,8 +109,7 @@ func recordedMeta(s *Settings) (traces.KV, bool) {
 	spec, ok := cfg.RecordedSpec()
 	switch {
 	case !ok || confErr != nil:
-		_, desc := s.Config()
-		return traces.KV{Key: RecordedSettingsKey, Value: desc}, true
+		return traces.KV{Key: RecordedSettingsKey, Value: s.describe(confErr)}, true
 	case spec != "torch":
 		return traces.KV{Key: RecordedStrategyKey, Value: spec}, true
 	}
