@@ -2,6 +2,7 @@ package torchlike
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"membench/strategies"
@@ -42,6 +43,9 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 // returns the live blocks' handles and the run's first and last blocks.
 func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live []SeedBlock, mapped bool) ([]strategies.Handle, int32, int32, error) {
 	a.seeded = true
+	// A seed may leave whole free blocks that no note names: the next
+	// release and collection scan again.
+	a.small.trusted, a.large.trusted, a.large.gcTrusted = false, false, false
 	var hs []strategies.Handle
 	var ids []int32
 	at, end := addr, addr+size
@@ -279,6 +283,11 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c.extents = nil
 	c.small.blocks, c.small.unmapped = a.small.blocks.Clone(), a.small.unmapped.Clone()
 	c.large.blocks, c.large.unmapped = a.large.blocks.Clone(), a.large.unmapped.Clone()
+	// The notes too: appends to a shared array would write each other's.
+	for _, p := range []*pool{&c.small, &c.large} {
+		p.wholes, p.gcWholes = slices.Clone(p.wholes), slices.Clone(p.gcWholes)
+		p.candKeys, p.gcKeys = nil, nil
+	}
 	c.exp = make([]expSeg, len(a.exp))
 	for i, e := range a.exp {
 		e.mapped = append([]bool(nil), e.mapped...)
