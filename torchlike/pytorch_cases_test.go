@@ -139,14 +139,7 @@ const zeroSize strategies.Handle = -1
 // newTorch builds the allocator the spec torch:knobs configures on device.
 func newTorch(t *testing.T, knobs, device string) *Allocator {
 	t.Helper()
-	sp, err := strategies.ParseSpec("torch:" + knobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseTorch(t, knobs)
 	dev, err := strategies.ParseDevice(device)
 	if err != nil {
 		t.Fatal(err)

@@ -65,10 +65,7 @@ func TestReleaseWholesAsScan(t *testing.T) {
 	}
 	for name, cfg := range cfgs {
 		for seed := range uint64(20) {
-			got := replayRandom(seed, cfg, 3000)
-			scanEveryRelease = true
-			want := replayRandom(seed, cfg, 3000)
-			scanEveryRelease = false
+			got, want := scanned(func() string { return replayRandom(seed, cfg, 3000) })
 			if got != want {
 				t.Fatalf("%s, seed %d: the noted blocks released otherwise than the scan", name, seed)
 			}
@@ -121,10 +118,7 @@ func TestCollectAsScan(t *testing.T) {
 		noGC.GCThreshold = 0
 		acted := 0
 		for seed := range uint64(20) {
-			got := replayRandom(seed, cfg, 3000)
-			scanEveryRelease = true
-			want := replayRandom(seed, cfg, 3000)
-			scanEveryRelease = false
+			got, want := scanned(func() string { return replayRandom(seed, cfg, 3000) })
 			if got != want {
 				t.Fatalf("%s, seed %d: the noted blocks collected otherwise than the scan", conf, seed)
 			}
@@ -185,10 +179,7 @@ func TestCloneKeepsNotes(t *testing.T) {
 		c.EmptyCache()
 		return out.String()
 	}
-	got := run()
-	scanEveryRelease = true
-	want := run()
-	scanEveryRelease = false
+	got, want := scanned(run)
 	if got != want {
 		t.Errorf("clones released otherwise than a scan:\n%s\nwant:\n%s", got, want)
 	}
@@ -279,4 +270,13 @@ func TestReleaseMixedSegments(t *testing.T) {
 			t.Errorf("%s: %s, want %s", knobs, strings.Join(got, ","), want)
 		}
 	}
+}
+
+// scanned returns what run gives as the allocator works and with every
+// release and collection scanning the whole cache, its reference.
+func scanned(run func() string) (got, want string) {
+	got = run()
+	scanEveryRelease = true
+	defer func() { scanEveryRelease = false }()
+	return got, run()
 }
