@@ -82,20 +82,29 @@ type pool struct {
 	getFreeBlocksCallCount int64
 	// wholes are the blocks Free has left whole (a free segment, which
 	// release_cached_blocks returns) since the last releaseBlocks, when
-	// trusted: releaseBlocks then looks at them alone instead of every
-	// cached block (see there). candKeys is its scratch.
+	// trust has trustRelease: releaseBlocks then looks at them alone
+	// instead of every cached block (see there). candKeys is its
+	// scratch.
 	wholes   []int32
-	trusted  bool
 	candKeys []freeset.Key
 	// gcWholes are the whole free blocks of the large pool, the only
-	// ones garbage collection may release, when gcTrusted: the ones a
-	// first collection found by a scan and those Free has left whole
-	// since, some of them no longer whole or free (see gcCandidates).
-	// gcKeys is its scratch.
-	gcWholes  []int32
-	gcTrusted bool
-	gcKeys    []freeset.Key
+	// ones garbage collection may release, when trust has trustGC: the
+	// ones a first collection found by a scan and those Free has left
+	// whole since, some of them no longer whole or free
+	// (garbageCollectCachedBlocks). gcKeys is its scratch.
+	gcWholes []int32
+	gcKeys   []freeset.Key
+	// trust says which of the lists of whole blocks are complete, in one
+	// byte so that Free, which notes a whole block if either is, tests
+	// one value.
+	trust uint8
 }
+
+// The bits of pool.trust.
+const (
+	trustRelease uint8 = 1 << iota // pool.wholes
+	trustGC                        // pool.gcWholes
+)
 
 // Allocator is the model of CUDACachingAllocator's DeviceCachingAllocator
 // for one device. See doc.go.
@@ -1262,7 +1271,7 @@ func (a *Allocator) Free(h strategies.Handle) {
 		a.freeSlot(cp)
 		a.freeSlot(cn)
 	}
-	if pl.trusted || pl.gcTrusted {
+	if pl.trust != 0 {
 		if b := &a.arena[i]; b.prev&b.next == none {
 			a.noteWhole(pl, i)
 		}
@@ -1477,11 +1486,11 @@ func (a *Allocator) synchronizeAndFreeEvents() {
 // allocations keep failing while many split blocks are cached (0.9 MB of
 // allocations on 50,000 streams took 16 s).
 func (a *Allocator) releaseBlocks(pl *pool) {
-	if pl.trusted && len(a.exp) == 0 && !scanEveryRelease {
+	if pl.trust&trustRelease != 0 && len(a.exp) == 0 && !scanEveryRelease {
 		a.releaseWholes(pl)
 		return
 	}
-	pl.trusted, pl.wholes = true, pl.wholes[:0]
+	pl.trust, pl.wholes = pl.trust|trustRelease, pl.wholes[:0]
 	var toUnmap []int32
 	if a.cfg.ExpandableSegments && a.stats.current(sSegment, All) == 0 && !scanEveryRelease {
 		toUnmap = a.pagedBlocks(pl)
@@ -1591,16 +1600,16 @@ func sizeOrder(x, y freeset.Key) int {
 //
 //go:noinline
 func (a *Allocator) noteWhole(pl *pool, i int32) {
-	if pl.trusted {
+	if pl.trust&trustRelease != 0 {
 		if len(pl.wholes) >= len(a.arena) {
-			pl.trusted, pl.wholes = false, pl.wholes[:0]
+			pl.trust, pl.wholes = pl.trust&^trustRelease, pl.wholes[:0]
 		} else {
 			pl.wholes = append(pl.wholes, i)
 		}
 	}
-	if pl.gcTrusted {
+	if pl.trust&trustGC != 0 {
 		if len(pl.gcWholes) >= 2*len(a.arena) {
-			pl.gcTrusted, pl.gcWholes = false, pl.gcWholes[:0]
+			pl.trust, pl.gcWholes = pl.trust&^trustGC, pl.gcWholes[:0]
 		} else {
 			pl.gcWholes = append(pl.gcWholes, i)
 		}
@@ -1639,7 +1648,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 		return
 	}
 	ks := pl.gcKeys[:0]
-	if pl.gcTrusted {
+	if pl.trust&trustGC != 0 {
 		ks = a.stillWhole(pl, pl.gcWholes, ks)
 	} else {
 		for _, k := range pl.blocks.Items() {
@@ -1647,7 +1656,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 				ks = append(ks, k)
 			}
 		}
-		pl.gcTrusted = true
+		pl.trust |= trustGC
 	}
 	age := func(i int32) int64 { return pl.getFreeBlocksCallCount - a.arena[i].gcBase }
 	var totalAge int64

@@ -45,7 +45,7 @@ func (a *Allocator) seedRun(addr, size, stream int64, small bool, es int32, live
 	a.seeded = true
 	// A seed may leave whole free blocks that no note names: the next
 	// release and collection scan again.
-	a.small.trusted, a.large.trusted, a.large.gcTrusted = false, false, false
+	a.small.trust, a.large.trust = 0, 0
 	var hs []strategies.Handle
 	var ids []int32
 	at, end := addr, addr+size
