@@ -120,6 +120,9 @@ func (a *Allocator) Check() error {
 	if n := a.small.unmapped.Len() + a.large.unmapped.Len(); n != nUnmapped {
 		return fmt.Errorf("unmapped sets hold %d blocks, the arena has %d", n, nUnmapped)
 	}
+	if err := a.checkNotes(); err != nil {
+		return err
+	}
 	// Mapped memory must not overlap. Within a segment the links above
 	// already prove the blocks tile it; across segments, compare the
 	// extents of their mapped blocks, sorted by address. (Unmapped address
@@ -168,6 +171,36 @@ func (a *Allocator) Check() error {
 	}
 	if r := a.stats.current(sReservedBytes, All); r != a.mem.Reserved() {
 		return fmt.Errorf("reserved_bytes %d disagrees with the device's %d", r, a.mem.Reserved())
+	}
+	return nil
+}
+
+// checkNotes checks that a list of whole blocks its pool trusts names
+// every whole free block outside expandable segments: release and
+// garbage collection release only the blocks their list names.
+func (a *Allocator) checkNotes() error {
+	for _, pl := range []*pool{&a.small, &a.large} {
+		for _, l := range []struct {
+			bit   uint8
+			name  string
+			noted []int32
+		}{{trustRelease, "release", pl.wholes}, {trustGC, "collection", pl.gcWholes}} {
+			if pl.trust&l.bit == 0 {
+				continue
+			}
+			named := make([]bool, len(a.arena))
+			for _, i := range l.noted {
+				if int(i) < len(named) {
+					named[i] = true
+				}
+			}
+			for i := range a.arena {
+				b := &a.arena[i]
+				if b.inUse() && freeMapped(b) && !b.isSplit() && b.es == none && a.poolOf(b) == pl && !named[i] {
+					return fmt.Errorf("whole free block at %#x is missing from its pool's %s notes", b.addr, l.name)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 // bytes to hundreds of MiB, on a few streams, some freed, some freed with
 // pending stream uses, an empty_cache now and then) on a small card, so
 // that many fail, and returns everything the allocator did: its trace of
-// segment and block actions, each OOM and the final layout.
+// segment and block actions, each OOM and the final layout, or the first
+// error of its invariants (Check).
 func replayRandom(seed uint64, cfg Config, n int) string {
 	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
 	a := New(cfg, strategies.NewMemory(&dev))
@@ -24,7 +25,12 @@ func replayRandom(seed uint64, cfg Config, n int) string {
 	}
 	r := rand.New(rand.NewPCG(seed, 7))
 	var live []strategies.Handle
-	for range n {
+	for step := range n {
+		if step%64 == 0 {
+			if err := a.Check(); err != nil {
+				return fmt.Sprintf("step %d: %v", step, err)
+			}
+		}
 		switch x := r.IntN(100); {
 		case x < 55:
 			size := int64(1 + r.IntN(1<<uint(9+r.IntN(20))))
