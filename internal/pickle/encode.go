@@ -61,7 +61,7 @@ type encoder struct {
 	// which would hold every item written and cost memory in proportion
 	// to the stream's length.
 	transient int
-	b     [9]byte
+	b         [9]byte
 }
 
 const maxEncodeDepth = 1000
