@@ -226,12 +226,13 @@ func (e *encoder) list(items []any, depth int, memo *List) error {
 // Stream is a list written as its items are made: Next returns each item
 // in turn, then io.EOF. It is written exactly as a *List of the same
 // items would be (the same bytes), but only one item is held at a time.
-// Its items are not remembered for sharing: a *List or *Dict inside an
-// item is written in full even if the same pointer was written before
-// (within the stream or outside it), rather than fetched from the memo,
-// so Next should make fresh values (it may also reuse one). Strings are
-// fetched from the memo as everywhere. An error from Next other than
-// io.EOF stops Encode, which returns it.
+// Its items are not remembered for sharing: a *List or *Dict first
+// written inside an item is memoized as usual but written in full again
+// if it comes again, rather than fetched from the memo (which would mean
+// remembering every item), so Next may make fresh values or reuse one.
+// A container written before the stream is fetched from the memo as
+// anywhere, and so are strings. An error from Next other than io.EOF
+// stops Encode, which returns it.
 type Stream struct {
 	Next func() (any, error)
 }
