@@ -2,7 +2,9 @@ package harness
 
 import (
 	"io"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"membench/strategies"
@@ -123,5 +125,24 @@ func TestExportMemoryBounded(t *testing.T) {
 		if long > short+2<<20 {
 			t.Errorf("%s@%s: an export of %d entries held %d KiB at its peak, one of %d held %d KiB: memory grows with the trace", c.spec, c.device, nl, long>>10, ns, short>>10)
 		}
+	}
+}
+
+// TestExportSpoolFails: an export whose entries cannot be kept (their
+// temporary file cannot be made) fails, naming the trace and the
+// directory, rather than writing a snapshot with entries missing.
+func TestExportSpoolFails(t *testing.T) {
+	dev, err := strategies.ParseDevice("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "gone")
+	ex, err := ExportMemoryViz("long", &longTrace{n: 100_000}, "torch", dev, ExportOptions{SpoolDir: dir})
+	if err == nil {
+		ex.Close()
+		t.Fatal("exported with its entries' file missing")
+	}
+	if !strings.HasPrefix(err.Error(), "long: ") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not name the trace and the directory", err)
 	}
 }
