@@ -23,8 +23,10 @@ type Export struct {
 	// empty): a long replay's entries would not fit in memory (a 3 MB
 	// trace made 500,000 entries, which took 400 MB as a Snapshot).
 	Snapshot *snapshot.Snapshot
-	Trace    *snapshot.Spool
-	Result   *Result
+	// Trace is device_traces[0], the model's decisions in the order it
+	// made them, kept compactly until WriteMemoryViz reads them back.
+	Trace  *snapshot.Spool
+	Result *Result
 	// Moves is how many block relocations the file shows as a free and
 	// an alloc (the snapshot format has no move).
 	Moves int64
