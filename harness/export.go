@@ -14,16 +14,34 @@ import (
 	"membench/traces"
 )
 
-// Export is what ExportMemoryViz made: the snapshot it wrote and the
+// Export is what ExportMemoryViz made: the snapshot it writes and the
 // replay's result (its notes, OOMs and execution mode, which the CLI
-// prints beside the file).
+// prints beside the file). Close it to remove its trace's temporary file.
 type Export struct {
+	// Snapshot is the snapshot's segments and settings; its trace,
+	// device_traces[0], is Trace, not Snapshot.DeviceTraces (which is
+	// empty): a long replay's entries would not fit in memory (a 3 MB
+	// trace made 500,000 entries, which took 400 MB as a Snapshot).
 	Snapshot *snapshot.Snapshot
-	Result   *Result
+	// Trace is device_traces[0], the model's decisions in the order it
+	// made them, kept compactly until WriteMemoryViz reads them back.
+	Trace  *snapshot.Spool
+	Result *Result
 	// Moves is how many block relocations the file shows as a free and
 	// an alloc (the snapshot format has no move).
 	Moves int64
 }
+
+// ExportOptions are how ExportMemoryViz works, not what it writes.
+type ExportOptions struct {
+	// SpoolDir is where the trace's entries are kept once they outgrow
+	// memory (snapshot.Spool): the output's directory, which has room for
+	// them since the output is bigger. "" is os.TempDir().
+	SpoolDir string
+}
+
+// Close removes the temporary file that holds e's trace, if it has one.
+func (e *Export) Close() error { return e.Trace.Close() }
 
 // ErrNotExportable is wrapped by ExportMemoryViz's error for a strategy
 // whose model cannot report its decisions (strategies.Placer,
@@ -55,10 +73,15 @@ var ErrNotExportable = errors.New("strategy cannot be exported")
 //     the export reproduces it), and otherwise strings that say which
 //     model and device made the file (MemoryViz reads no setting).
 //
+// The entries are kept as they are made in a snapshot.Spool (in
+// opts.SpoolDir once they outgrow memory), and WriteMemoryViz reads them
+// back as it writes them, so that the memory an export needs does not
+// grow with the trace's length (only with what the replay holds live).
+//
 // Stack frames are not written: a trace has none. Marks and launches are
 // not written either: PyTorch's format has no phase entries that its
 // viewer shows.
-func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.Device) (*Export, error) {
+func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.Device, opts ExportOptions) (*Export, error) {
 	mem := strategies.NewMemory(&dev)
 	a, sp, err := NewAllocator(spec, mem)
 	if err != nil {
@@ -88,7 +111,7 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 		}
 	}
 
-	rec := &recorder{inner: a, placer: placer, live: map[int64]int64{}}
+	rec := &recorder{inner: a, placer: placer, live: map[int64]int64{}, trace: snapshot.NewSpool(opts.SpoolDir)}
 	tracer.SetTracer(rec.onTrace)
 	defer tracer.SetTracer(nil)
 	var wrapped strategies.Allocator = rec
@@ -96,16 +119,19 @@ func ExportMemoryViz(name string, r traces.Reader, spec string, dev strategies.D
 		wrapped = &loaderRecorder{rec, l}
 	}
 	res, err := ReplayWith(name, &clockReader{Reader: r, rec: rec}, wrapped, sp.String(), Options{})
+	if err == nil && rec.err != nil {
+		err = fmt.Errorf("%s: %w", name, rec.err)
+	}
 	if err != nil {
+		rec.trace.Close()
 		return nil, err
 	}
 	snap := &snapshot.Snapshot{
 		Segments:        rec.finalSegments(layouter),
-		DeviceTraces:    [][]snapshot.TraceEntry{rec.entries},
 		Settings:        settings,
 		ForeignSettings: foreign,
 	}
-	return &Export{Snapshot: snap, Result: res, Moves: rec.moves}, nil
+	return &Export{Snapshot: snap, Trace: rec.trace, Result: res, Moves: rec.moves}, nil
 }
 
 // modelName names the model's package (bfc, tpurt, platform): which
@@ -142,10 +168,14 @@ func (c *clockReader) Next() (traces.Event, error) {
 // Wrapping the model keeps the export out of the replay loop and out of
 // the models' allocation paths.
 type recorder struct {
-	inner   strategies.Allocator
-	placer  strategies.Placer
-	entries []snapshot.TraceEntry
-	timeUS  int64
+	inner  strategies.Allocator
+	placer strategies.Placer
+	trace  *snapshot.Spool
+	// err is the first error keeping an entry (a full disk): the replay
+	// goes on, since a model's calls cannot fail for it, and the export
+	// fails at its end.
+	err    error
+	timeUS int64
 	// streams[h] is the stream of live handle h, for its free.
 	streams []int64
 	// live maps each device allocation held (segment_alloc, not yet
@@ -156,7 +186,18 @@ type recorder struct {
 }
 
 func (r *recorder) add(action string, addr, size, stream int64) {
-	r.entries = append(r.entries, snapshot.TraceEntry{Action: action, Addr: addr, Size: size, Stream: stream, TimeUS: r.timeUS})
+	r.keep(snapshot.TraceEntry{Action: action, Addr: addr, Size: size, Stream: stream, TimeUS: r.timeUS})
+}
+
+// oom records a failed allocation of size bytes.
+func (r *recorder) oom(size, stream, deviceFree int64) {
+	r.keep(snapshot.TraceEntry{Action: torchlike.ActionOOM, Size: size, Stream: stream, DeviceFree: deviceFree, TimeUS: r.timeUS})
+}
+
+func (r *recorder) keep(e snapshot.TraceEntry) {
+	if err := r.trace.Add(&e); err != nil && r.err == nil {
+		r.err = err
+	}
 }
 
 // free records a free as PyTorch records one without outstanding stream
@@ -189,7 +230,7 @@ func (r *recorder) onTrace(ev strategies.TraceEvent) {
 		r.free(ev.Addr, ev.Requested, ev.Stream)
 	case strategies.TraceOOM:
 		r.sawOOM = true
-		r.entries = append(r.entries, snapshot.TraceEntry{Action: torchlike.ActionOOM, Size: ev.Size, Stream: ev.Stream, DeviceFree: ev.DeviceFree, TimeUS: r.timeUS})
+		r.oom(ev.Size, ev.Stream, ev.DeviceFree)
 	}
 }
 
@@ -199,7 +240,7 @@ func (r *recorder) Malloc(size, stream int64) (strategies.Handle, bool) {
 	if !ok {
 		if !r.sawOOM {
 			o := r.inner.LastOOM()
-			r.entries = append(r.entries, snapshot.TraceEntry{Action: torchlike.ActionOOM, Size: o.Rounded, Stream: stream, DeviceFree: o.DeviceFree, TimeUS: r.timeUS})
+			r.oom(o.Rounded, stream, o.DeviceFree)
 		}
 		return h, ok
 	}
@@ -242,7 +283,7 @@ func (r *loaderRecorder) LoadProgram(size int64) (strategies.Program, error) {
 	r.sawOOM = false
 	p, err := r.l.LoadProgram(size)
 	if err != nil && !r.sawOOM {
-		r.entries = append(r.entries, snapshot.TraceEntry{Action: torchlike.ActionOOM, Size: size, DeviceFree: r.Memory().Available(), TimeUS: r.timeUS})
+		r.oom(size, 0, r.Memory().Available())
 	}
 	return p, err
 }
@@ -340,9 +381,11 @@ func blockOf(b strategies.Block) snapshot.Block {
 }
 
 // WriteMemoryViz writes e's snapshot as the pickle _dump_snapshot
-// writes (snapshot.EncodePickle).
+// writes (snapshot.EncodePickleSpooled: the bytes of EncodePickle, its
+// trace read back from e.Trace as it is written). It may be called more
+// than once, until Close.
 func (e *Export) WriteMemoryViz(w io.Writer) error {
-	if err := snapshot.EncodePickle(w, e.Snapshot); err != nil {
+	if err := snapshot.EncodePickleSpooled(w, e.Snapshot, []*snapshot.Spool{e.Trace}); err != nil {
 		return fmt.Errorf("writing the snapshot: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,7 @@ func gptTrainExport(t *testing.T, c exportCase) (*Export, []byte) {
 			return
 		}
 		defer r.Close()
-		if e.ex, e.err = ExportMemoryViz("gpt-train", r, c.spec, dev); e.err != nil {
+		if e.ex, e.err = ExportMemoryViz("gpt-train", r, c.spec, dev, ExportOptions{}); e.err != nil {
 			e.err = fmt.Errorf("%s on %s: %w", c.spec, dev.Label(), e.err)
 			return
 		}
@@ -101,15 +102,46 @@ func exportTrace(t *testing.T, name string, r traces.Reader, spec, device string
 
 func exportOn(t *testing.T, name string, r traces.Reader, spec string, dev strategies.Device) (*Export, []byte) {
 	t.Helper()
-	ex, err := ExportMemoryViz(name, r, spec, dev)
+	ex, err := ExportMemoryViz(name, r, spec, dev, ExportOptions{SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("%s on %s: %v", spec, dev.Label(), err)
 	}
+	t.Cleanup(func() {
+		if err := ex.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	var buf bytes.Buffer
 	if err := ex.WriteMemoryViz(&buf); err != nil {
 		t.Fatal(err)
 	}
 	return ex, buf.Bytes()
+}
+
+// exportEntries is ex's trace, read back from its spool.
+func exportEntries(t *testing.T, ex *Export) []snapshot.TraceEntry {
+	t.Helper()
+	var out []snapshot.TraceEntry
+	r := ex.Trace.Reader()
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+}
+
+// fullSnapshot is ex's snapshot with its trace in DeviceTraces, as
+// written.
+func fullSnapshot(t *testing.T, ex *Export) *snapshot.Snapshot {
+	t.Helper()
+	s := *ex.Snapshot
+	s.DeviceTraces = [][]snapshot.TraceEntry{exportEntries(t, ex)}
+	return &s
 }
 
 // requests is a trace's allocations and frees as the allocator sees
@@ -163,7 +195,7 @@ func TestExportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			written := *ex.Snapshot
+			written := *fullSnapshot(t, ex)
 			if written.Settings == nil {
 				// Foreign settings come back as Raw settings.
 				if got.Settings == nil || got.Settings.Raw["membench_strategy"] != written.ForeignSettings[0][1] {
@@ -288,7 +320,7 @@ func TestExportGolden(t *testing.T) {
 	cases := append(slices.Clone(exportCases), exportCase{"tf:program_bytes=1MiB", "tpu-v4"})
 	for _, c := range cases {
 		ex, _ := exportTrace(t, "small", smallTrace(), c.spec, c.device)
-		fmt.Fprintf(&b, "%s on %s:\n%s", c.spec, c.device, dump(ex.Snapshot))
+		fmt.Fprintf(&b, "%s on %s:\n%s", c.spec, c.device, dump(fullSnapshot(t, ex)))
 	}
 	path := filepath.Join("testdata", "export.golden")
 	if *updateExport {
@@ -352,7 +384,7 @@ func TestExportOOM(t *testing.T) {
 	for _, spec := range []string{"torch", "jax:preallocate=false"} {
 		ex, _ := exportOn(t, "oom", &traces.SliceReader{Events: evs}, spec, dev)
 		var acts []string
-		for _, e := range ex.Snapshot.DeviceTraces[0] {
+		for _, e := range exportEntries(t, ex) {
 			acts = append(acts, e.Action)
 			if e.Action == "oom" && (e.Size < 40<<20 || e.DeviceFree <= 0) {
 				t.Errorf("%s: oom entry %+v", spec, e)
@@ -368,7 +400,7 @@ func TestExportOOM(t *testing.T) {
 // planner) is refused with ErrNotExportable, before any output.
 func TestExportRefused(t *testing.T) {
 	dev, _ := strategies.ParseDevice("a100-80g")
-	_, err := ExportMemoryViz("small", smallTrace(), "planner", dev)
+	_, err := ExportMemoryViz("small", smallTrace(), "planner", dev, ExportOptions{})
 	if !errors.Is(err, ErrNotExportable) {
 		t.Fatalf("planner: %v, want ErrNotExportable", err)
 	}
@@ -440,11 +472,11 @@ func TestExportPython(t *testing.T) {
 			t.Fatalf("python3 printed %q: %v", lines[i], err)
 		}
 		want := map[string]int{}
-		for _, e := range ex.Snapshot.DeviceTraces[0] {
+		for _, e := range exportEntries(t, ex) {
 			want[e.Action]++
 		}
 		if strings.Join(got.Keys, ",") != "allocator_settings,device_traces,segments" || got.Segments != len(ex.Snapshot.Segments) ||
-			got.Entries != len(ex.Snapshot.DeviceTraces[0]) || !reflect.DeepEqual(got.Actions, want) || !got.Tiled {
+			got.Entries != len(exportEntries(t, ex)) || !reflect.DeepEqual(got.Actions, want) || !got.Tiled {
 			t.Errorf("%s@%s: python3 read %+v; membench wrote %d segments, actions %v", c.spec, c.device, got, len(ex.Snapshot.Segments), want)
 		}
 		if ex.Snapshot.Settings != nil && !strings.Contains(strings.Join(got.Settings, ","), "roundup_power2_divisions") {
@@ -467,8 +499,8 @@ func TestExportPrograms(t *testing.T) {
 	}
 	ex, b := exportOn(t, "programs", &traces.SliceReader{Events: evs}, "jax:program_bytes=2048", dev)
 	var got []string
-	base := ex.Snapshot.DeviceTraces[0][0].Addr
-	for _, e := range ex.Snapshot.DeviceTraces[0] {
+	base := exportEntries(t, ex)[0].Addr
+	for _, e := range exportEntries(t, ex) {
 		got = append(got, fmt.Sprintf("%s+%d:%d", e.Action, e.Addr-base, e.Size))
 	}
 	want := "segment_alloc+0:4096 alloc+0:2048 alloc+3072:1024 alloc+2048:1024 " +

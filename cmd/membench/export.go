@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -72,10 +73,17 @@ func exportCommand() *cli.Command {
 				return fmt.Errorf("export: %w", err)
 			}
 			defer r.Close()
-			ex, err := harness.ExportMemoryViz(src.Name, r, one["strategy"], dev)
+			// The trace's entries outgrow memory beside the output,
+			// which has room for them (the output is bigger).
+			var opts harness.ExportOptions
+			if !out.direct {
+				opts.SpoolDir = filepath.Dir(out.file.Name())
+			}
+			ex, err := harness.ExportMemoryViz(src.Name, r, one["strategy"], dev, opts)
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
+			defer ex.Close()
 			if err := ex.WriteMemoryViz(out); err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
@@ -91,7 +99,7 @@ func exportCommand() *cli.Command {
 				fmt.Fprintf(c.App.ErrWriter, "note: %d block relocations are written as a free at the old address and an alloc at the new one (the snapshot format has no move)\n", ex.Moves)
 			}
 			fmt.Fprintf(c.App.ErrWriter, "export: %s: %d trace entries, %d segments at the end, %d OOMs\n",
-				c.String("out"), len(ex.Snapshot.DeviceTraces[0]), len(ex.Snapshot.Segments), res.OOMCount)
+				c.String("out"), ex.Trace.Len(), len(ex.Snapshot.Segments), res.OOMCount)
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,54 @@ func TestValidateRefusesForeignExport(t *testing.T) {
 		if strings.Contains(report, "FIRST DIVERGENCE") {
 			t.Errorf("validate of the export of %s compared it with the torch model:\n%s", st, report)
 		}
+	}
+}
+
+// TestExportSpoolBesideOutput: a long export keeps its entries beside
+// its output (the system's temporary directory, here missing, may be a
+// small RAM disk) and leaves nothing there but the output; to standard
+// output, which has no directory, it uses the temporary directory, and
+// writes the same bytes.
+func TestExportSpoolBesideOutput(t *testing.T) {
+	dir := t.TempDir()
+	var tr strings.Builder
+	tr.WriteString("membench-trace 1\n")
+	// Some 200,000 entries, a few MB of spooled records: past what the
+	// spool keeps in memory.
+	for i := 1; i <= 70_000; i++ {
+		fmt.Fprintf(&tr, "a %d %d\n", i, 512*(i%61+1))
+		if i > 32 {
+			fmt.Fprintf(&tr, "f %d\n", i-32)
+		}
+	}
+	trace := filepath.Join(dir, "long.trace")
+	if err := os.WriteFile(trace, []byte(tr.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "snap.pickle")
+	t.Setenv("TMPDIR", filepath.Join(dir, "no-tmp"))
+	_, stderr, err := runCLI(t, "export", "--trace", trace, "--strategy", "jax", "--out", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "209937 trace entries") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	ls, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ls {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "long.trace snap.pickle" {
+		t.Errorf("the output's directory holds %v", names)
+	}
+	file, _ := os.ReadFile(out)
+	t.Setenv("TMPDIR", dir)
+	stdout, _, err := runCLI(t, "export", "--trace", trace, "--strategy", "jax", "--out", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(file) {
+		t.Errorf("to standard output: %d bytes; to a file: %d", len(stdout), len(file))
 	}
 }

@@ -31,6 +31,10 @@ import (
 // time is fetched from the memo, as Python's pickler does (PyTorch's
 // snapshots share stack frames that way): it was stored there when empty,
 // right after its EMPTY_LIST or EMPTY_DICT.
+//
+// A *Stream is a list whose items are made as they are written, so that
+// a list too long to hold (a long replay's trace entries) costs the
+// memory of one item.
 func Encode(w io.Writer, v any) error {
 	bw := bufio.NewWriter(w)
 	e := &encoder{w: bw, strs: make(map[string]uint32), seen: make(map[any]uint32), open: make(map[any]bool)}
@@ -51,7 +55,13 @@ type encoder struct {
 	seen  map[any]uint32 // memo index of each list and dict written
 	open  map[any]bool   // the lists and dicts being written
 	nmemo uint32
-	b     [9]byte
+	// transient is how many Stream items are being written: the
+	// containers inside one are memoized (the opcode is written and the
+	// index taken, as for any container) but not remembered in seen,
+	// which would hold every item written and cost memory in proportion
+	// to the stream's length.
+	transient int
+	b         [9]byte
 }
 
 const maxEncodeDepth = 1000
@@ -107,6 +117,13 @@ func (e *encoder) value(v any, depth int) error {
 		return e.list(v.Items, depth, v)
 	case []any:
 		return e.list(v, depth, nil)
+	case *Stream:
+		if ok, err := e.shared(v); ok || err != nil {
+			return err
+		}
+		e.open[v] = true
+		defer delete(e.open, v)
+		return e.stream(v, depth)
 	case Tuple:
 		switch len(v) {
 		case 0:
@@ -179,7 +196,9 @@ func (e *encoder) shared(c any) (bool, error) {
 func (e *encoder) memoize(c any) {
 	if e.nmemo < math.MaxUint32 {
 		e.w.WriteByte(OpMemoize)
-		e.seen[c] = e.nmemo
+		if e.transient == 0 {
+			e.seen[c] = e.nmemo
+		}
 		e.nmemo++
 	}
 }
@@ -200,6 +219,44 @@ func (e *encoder) list(items []any, depth int, memo *List) error {
 		}
 		e.w.WriteByte(OpAppends)
 		items = items[n:]
+	}
+	return nil
+}
+
+// Stream is a list written as its items are made: Next returns each item
+// in turn, then io.EOF. It is written exactly as a *List of the same
+// items would be (the same bytes), but only one item is held at a time.
+// Its items are not remembered for sharing: a *List or *Dict first
+// written inside an item is memoized as usual but written in full again
+// if it comes again, rather than fetched from the memo (which would mean
+// remembering every item), so Next may make fresh values or reuse one.
+// A container written before the stream is fetched from the memo as
+// anywhere, and so are strings. An error from Next other than io.EOF
+// stops Encode, which returns it.
+type Stream struct {
+	Next func() (any, error)
+}
+
+// stream writes s as list writes a *List: EMPTY_LIST, MEMOIZE, and its
+// items in batches of batch between MARK and APPENDS.
+func (e *encoder) stream(s *Stream, depth int) error {
+	e.w.WriteByte(OpEmptyList)
+	e.memoize(s)
+	e.transient++
+	defer func() { e.transient-- }()
+	next, err := s.Next()
+	for err == nil {
+		e.w.WriteByte(OpMark)
+		for n := 0; n < batch && err == nil; n++ {
+			if err := e.value(next, depth+1); err != nil {
+				return err
+			}
+			next, err = s.Next()
+		}
+		e.w.WriteByte(OpAppends)
+	}
+	if err != io.EOF {
+		return err
 	}
 	return nil
 }

@@ -35,40 +35,35 @@ func Value(s *Snapshot) *pickle.Dict { return ValueFrames(s, nil) }
 // ValueFrames is Value with each trace entry's frames from frames, for
 // writers (the tests' snaptest) that shape the stacks a recording holds.
 func ValueFrames(s *Snapshot, frames FramesFunc) *pickle.Dict {
+	return value(s, func(dv int) any {
+		tr := s.DeviceTraces[dv]
+		l := &pickle.List{Items: make([]any, len(tr))}
+		for i := range tr {
+			e := &tr[i]
+			var fl *pickle.List
+			if frames != nil {
+				fl = frames(dv, i, e)
+			}
+			l.Items[i] = entryValue(e, fl)
+		}
+		return l
+	}, len(s.DeviceTraces))
+}
+
+// value is the snapshot dict with device dv's trace list from trace(dv),
+// for devices 0 to ndev-1: a *pickle.List of entryValue dicts, or a
+// *pickle.Stream of them (EncodePickleSpooled), which write the same
+// bytes.
+func value(s *Snapshot, trace func(dv int) any, ndev int) *pickle.Dict {
 	top := pickle.NewDict()
 	segs := &pickle.List{Items: make([]any, len(s.Segments))}
 	for i := range s.Segments {
 		segs.Items[i] = segmentValue(&s.Segments[i])
 	}
 	top.Set("segments", segs)
-	traces := &pickle.List{Items: make([]any, len(s.DeviceTraces))}
-	for dv, tr := range s.DeviceTraces {
-		l := &pickle.List{Items: make([]any, len(tr))}
-		for i := range tr {
-			e := &tr[i]
-			d := pickle.NewDict()
-			d.Set("action", e.Action)
-			if e.Action == torchlike.ActionOOM {
-				// An oom entry has no address: device_free stands in its
-				// place (§1.12).
-				d.Set("device_free", e.DeviceFree)
-			} else {
-				d.Set("addr", e.Addr)
-			}
-			d.Set("size", e.Size)
-			d.Set("stream", e.Stream)
-			d.Set("time_us", e.TimeUS)
-			var fl *pickle.List
-			if frames != nil {
-				fl = frames(dv, i, e)
-			}
-			if fl == nil {
-				fl = &pickle.List{}
-			}
-			d.Set("frames", fl)
-			l.Items[i] = d
-		}
-		traces.Items[dv] = l
+	traces := &pickle.List{Items: make([]any, ndev)}
+	for dv := range ndev {
+		traces.Items[dv] = trace(dv)
 	}
 	top.Set("device_traces", traces)
 	switch {
@@ -82,6 +77,27 @@ func ValueFrames(s *Snapshot, frames FramesFunc) *pickle.Dict {
 		top.Set("allocator_settings", d)
 	}
 	return top
+}
+
+// entryValue is trace entry e's dict, its frames fl (nil: an empty list).
+func entryValue(e *TraceEntry, fl *pickle.List) *pickle.Dict {
+	d := pickle.NewDict()
+	d.Set("action", e.Action)
+	if e.Action == torchlike.ActionOOM {
+		// An oom entry has no address: device_free stands in its
+		// place (§1.12).
+		d.Set("device_free", e.DeviceFree)
+	} else {
+		d.Set("addr", e.Addr)
+	}
+	d.Set("size", e.Size)
+	d.Set("stream", e.Stream)
+	d.Set("time_us", e.TimeUS)
+	if fl == nil {
+		fl = &pickle.List{}
+	}
+	d.Set("frames", fl)
+	return d
 }
 
 func segmentValue(sg *Segment) *pickle.Dict {
