@@ -178,3 +178,33 @@ func firstDiff(a, b string) string {
 	}
 	return fmt.Sprintf("lengths %d, %d", len(x), len(y))
 }
+
+// TestCollectOneSegment: the collection's shortcut when no cudaMalloc
+// segment exists does not skip a pool with one: a single cached segment
+// above the threshold is collected before a new one is made on another
+// stream (it would fit beside it: only the collection frees it).
+func TestCollectOneSegment(t *testing.T) {
+	run := func() string {
+		a := newTorch(t, "garbage_collection_threshold=0.5,per_process_memory_fraction=0.5", "a100-40g:capacity=1GiB")
+		var got []string
+		a.OnTrace = func(act string, addr, size, stream int64) {
+			got = append(got, fmt.Sprintf("%s %d", act, size>>20))
+		}
+		h, ok := a.Malloc(300<<20, 0)
+		if !ok {
+			t.Fatal("300 MiB did not fit")
+		}
+		a.Free(h)
+		if _, ok := a.Malloc(200<<20, 1); !ok {
+			t.Fatal("200 MiB did not fit")
+		}
+		return strings.Join(got, ",")
+	}
+	got, want := scanned(run)
+	if got != want {
+		t.Errorf("collected %s, the scan %s", got, want)
+	}
+	if want := "segment_alloc 300,segment_free 300,segment_alloc 200"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
