@@ -208,3 +208,33 @@ func TestCollectOneSegment(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestNotesBounded: once a collection and a release have begun their
+// lists, a long run with no failure (frees that leave whole blocks, which
+// Free notes) keeps them within their bounds (one note per arena slot for
+// the release, two for the collection) rather than growing with the run.
+func TestNotesBounded(t *testing.T) {
+	a := newTorch(t, "garbage_collection_threshold=0.3,per_process_memory_fraction=0.5", "a100-40g:capacity=1GiB")
+	var hs []strategies.Handle
+	for range 30 {
+		if h, ok := a.Malloc(12<<20, 0); ok {
+			hs = append(hs, h)
+		}
+	}
+	if _, ok := a.Malloc(900<<20, 0); ok {
+		t.Fatal("900 MiB fitted beside 360 MiB under a 512 MiB limit")
+	}
+	if a.large.trust != trustRelease|trustGC {
+		t.Fatalf("the failure began no lists (trust %b)", a.large.trust)
+	}
+	for range 20000 {
+		h, ok := a.Malloc(12<<20, 0)
+		if !ok {
+			t.Fatal("12 MiB did not fit")
+		}
+		a.Free(h)
+	}
+	if n, m := len(a.large.wholes), len(a.large.gcWholes); n > len(a.arena) || m > 2*len(a.arena) {
+		t.Errorf("20,000 frees left %d release and %d collection notes over %d slots", n, m, len(a.arena))
+	}
+}
