@@ -212,29 +212,67 @@ func TestCollectOneSegment(t *testing.T) {
 // TestNotesBounded: once a collection and a release have begun their
 // lists, a long run with no failure (frees that leave whole blocks, which
 // Free notes) keeps them within their bounds (one note per arena slot for
-// the release, two for the collection) rather than growing with the run.
+// the release, two for the collection) rather than growing with the run;
+// and the collection and release after the lists were dropped release
+// what the scans do.
 func TestNotesBounded(t *testing.T) {
-	a := newTorch(t, "garbage_collection_threshold=0.3,per_process_memory_fraction=0.5", "a100-40g:capacity=1GiB")
-	var hs []strategies.Handle
-	for range 30 {
-		if h, ok := a.Malloc(12<<20, 0); ok {
-			hs = append(hs, h)
+	run := func(empty bool) string {
+		a := newTorch(t, "garbage_collection_threshold=0.3,per_process_memory_fraction=0.5", "a100-40g:capacity=1GiB")
+		var out strings.Builder
+		a.OnTrace = func(act string, addr, size, stream int64) {
+			if act == ActionSegmentFree {
+				fmt.Fprintf(&out, "%s %x %d\n", act, addr, size)
+			}
 		}
-	}
-	if _, ok := a.Malloc(900<<20, 0); ok {
-		t.Fatal("900 MiB fitted beside 360 MiB under a 512 MiB limit")
-	}
-	if a.large.trust != trustRelease|trustGC {
-		t.Fatalf("the failure began no lists (trust %b)", a.large.trust)
-	}
-	for range 20000 {
-		h, ok := a.Malloc(12<<20, 0)
+		var hs []strategies.Handle
+		for range 30 {
+			if h, ok := a.Malloc(12<<20, 0); ok {
+				hs = append(hs, h)
+			}
+		}
+		if _, ok := a.Malloc(900<<20, 0); ok {
+			t.Fatal("900 MiB fitted beside 360 MiB under a 512 MiB limit")
+		}
+		if !scanEveryRelease && a.large.trust != trustRelease|trustGC {
+			t.Fatalf("the failure began no lists (trust %b)", a.large.trust)
+		}
+		// A whole block noted before the lists are dropped, and not
+		// noted again: only a new scan finds it. The run's allocations
+		// are served from a block cached on another stream, so that
+		// none collects it.
+		h, ok := a.Malloc(12<<20, 1)
 		if !ok {
 			t.Fatal("12 MiB did not fit")
 		}
 		a.Free(h)
+		a.Free(hs[len(hs)-1])
+		hs = hs[:len(hs)-1]
+		for range 20000 {
+			h, ok := a.Malloc(12<<20, 1)
+			if !ok {
+				t.Fatal("12 MiB did not fit")
+			}
+			a.Free(h)
+		}
+		if n, m := len(a.large.wholes), len(a.large.gcWholes); n > len(a.arena) || m > 2*len(a.arena) {
+			t.Errorf("20,000 frees left %d release and %d collection notes over %d slots", n, m, len(a.arena))
+		}
+		for _, h := range hs[:5] {
+			a.Free(h)
+		}
+		if empty {
+			a.EmptyCache()
+		} else if _, ok := a.Malloc(900<<20, 0); ok {
+			t.Fatal("900 MiB fitted")
+		}
+		return out.String()
 	}
-	if n, m := len(a.large.wholes), len(a.large.gcWholes); n > len(a.arena) || m > 2*len(a.arena) {
-		t.Errorf("20,000 frees left %d release and %d collection notes over %d slots", n, m, len(a.arena))
+	// A failed allocation collects first (the collection's list); an
+	// empty_cache only releases (the release's list).
+	for _, empty := range []bool{false, true} {
+		got, want := scanned(func() string { return run(empty) })
+		if got != want {
+			t.Errorf("after the lists were dropped, released\n%s\nthe scans\n%s", got, want)
+		}
 	}
 }
