@@ -11,11 +11,12 @@ import (
 )
 
 // replayRandom runs a random program of n allocations (sizes from a few
-// bytes to hundreds of MiB, on a few streams, some freed, some freed with
-// pending stream uses, an empty_cache now and then) on a small card, so
-// that many fail, and returns everything the allocator did: its trace of
-// segment and block actions, each OOM and the final layout, or the first
-// error of its invariants (Check).
+// bytes to hundreds of MiB, on a few streams, some freed, an empty_cache
+// now and then) on a small card, so that many fail, and returns
+// everything the allocator did: its trace of segment and block actions,
+// each OOM and the final layout, or the first error of its invariants
+// (Check). It makes no free with pending stream uses (replayAdversarial
+// does).
 func replayRandom(seed uint64, cfg Config, n int) string {
 	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
 	a := New(cfg, strategies.NewMemory(&dev))
