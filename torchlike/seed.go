@@ -44,7 +44,9 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 // splitUnderLimit refuses a large cudaMalloc segment, its live blocks
 // sorted by address, whose free gaps are split from it (it has a live
 // block) and not below max_split_size. PyTorch splits no block that large
-// (should_split), so these settings never make such a layout; and an
+// (should_split), so these settings never make such a layout (a warm
+// start's reconstruction makes one when a live block took a cached
+// oversize block whole, its remainder unseen in the trace); and an
 // allocation that fails frees an oversize cached block with cudaFree as if
 // it were its whole segment (release_available_cached_blocks), which for
 // a block inside a segment is a CUDA error upstream and would leave the
@@ -60,7 +62,7 @@ func (a *Allocator) splitUnderLimit(addr, size int64, small bool, live []SeedBlo
 			next = min(live[i].Addr, end)
 		}
 		if gap := next - at; gap >= a.cfg.MaxSplitSize {
-			return fmt.Errorf("segment at %#x: free block at %#x of %d bytes is split from the segment yet not below max_split_size (%d bytes), which PyTorch does not split (should_split): a layout these settings do not make, which the model cannot replay", addr, at, gap, a.cfg.MaxSplitSize)
+			return fmt.Errorf("segment at %#x: free block at %#x of %d bytes is split from the segment yet not below max_split_size (%d bytes), which PyTorch does not split off (should_split): not a layout these settings make (in a warm start, perhaps a live block's unsplit oversize remainder, up to max_non_split_rounding, that the trace does not reveal); the model cannot replay it", addr, at, gap, a.cfg.MaxSplitSize)
 		}
 		if i < len(live) {
 			at = max(at, live[i].Addr+live[i].Size)
