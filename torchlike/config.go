@@ -136,6 +136,17 @@ func ParseConfig(sp strategies.Spec) (Config, error) {
 			return c, fmt.Errorf("torch: %s=%s: %w", p.Key, p.Value, err)
 		}
 	}
+	// A cudaMalloc segment of large_segment_size, made for a request of
+	// just over 1 MiB (the large pool's smallest), splits off a free
+	// remainder of large_segment_size less that request; not below
+	// max_split_size, it is the oversize block that an allocation failing
+	// on the device frees with cudaFree as if it were a segment
+	// (release_available_cached_blocks): a CUDA error upstream, the
+	// pointer being inside a segment, which the model cannot replay.
+	if !c.ExpandableSegments && c.MaxSplitSize != unlimited && c.LargeSegmentSize-SmallSize > c.MaxSplitSize {
+		return c, fmt.Errorf("torch: large_segment_size_mb=%d with max_split_size_mb=%d: segments for 1-10 MiB requests leave free blocks split off them not below max_split_size, which PyTorch frees as whole segments when an allocation fails (a CUDA error); not modelled (keep large_segment_size_mb at most max_split_size_mb+1)",
+			c.LargeSegmentSize/mb, c.MaxSplitSize/mb)
+	}
 	return c, nil
 }
 

@@ -28,6 +28,9 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 		return nil, fmt.Errorf("seeding a non-expandable segment into an allocator with expandable_segments")
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Addr < live[j].Addr })
+	if err := a.splitUnderLimit(addr, size, small, live); err != nil {
+		return nil, err
+	}
 	a.mem.Seed(size)
 	a.stats.increase(sSegment, small, 1)
 	a.stats.increase(sReservedBytes, small, size)
@@ -36,6 +39,36 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 	}
 	hs, _, _, err := a.seedRun(addr, size, stream, small, none, live, true)
 	return hs, err
+}
+
+// splitUnderLimit refuses a large cudaMalloc segment, its live blocks
+// sorted by address, whose free gaps are split from it (it has a live
+// block) and not below max_split_size. PyTorch splits no block that large
+// (should_split), so these settings never make such a layout (a warm
+// start's reconstruction makes one when a live block took a cached
+// oversize block whole, its remainder unseen in the trace); and an
+// allocation that fails frees an oversize cached block with cudaFree as if
+// it were its whole segment (release_available_cached_blocks), which for
+// a block inside a segment is a CUDA error upstream and would leave the
+// model releasing part of a segment.
+func (a *Allocator) splitUnderLimit(addr, size int64, small bool, live []SeedBlock) error {
+	if small || len(live) == 0 || a.cfg.MaxSplitSize == unlimited {
+		return nil
+	}
+	at, end := addr, addr+size
+	for i := 0; i <= len(live); i++ {
+		next := end // the gap after the last live block
+		if i < len(live) {
+			next = min(live[i].Addr, end)
+		}
+		if gap := next - at; gap >= a.cfg.MaxSplitSize {
+			return fmt.Errorf("segment at %#x: free block at %#x of %d bytes is split from the segment yet not below max_split_size (%d bytes), which PyTorch does not split off (should_split): not a layout these settings make (in a warm start, perhaps a live block's unsplit oversize remainder, up to max_non_split_rounding, that the trace does not reveal); the model cannot replay it", addr, at, gap, a.cfg.MaxSplitSize)
+		}
+		if i < len(live) {
+			at = max(at, live[i].Addr+live[i].Size)
+		}
+	}
+	return nil
 }
 
 // seedRun tiles [addr, addr+size) with the live blocks and free gaps,

@@ -11,11 +11,12 @@ import (
 )
 
 // replayRandom runs a random program of n allocations (sizes from a few
-// bytes to hundreds of MiB, on a few streams, some freed, some freed with
-// pending stream uses, an empty_cache now and then) on a small card, so
-// that many fail, and returns everything the allocator did: its trace of
-// segment and block actions, each OOM and the final layout, or the first
-// error of its invariants (Check).
+// bytes to hundreds of MiB, on a few streams, some freed, an empty_cache
+// now and then) on a small card, so that many fail, and returns
+// everything the allocator did: its trace of segment and block actions,
+// each OOM and the final layout, or the first error of its invariants
+// (Check). It makes no free with pending stream uses (replayAdversarial
+// does).
 func replayRandom(seed uint64, cfg Config, n int) string {
 	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
 	a := New(cfg, strategies.NewMemory(&dev))
@@ -140,11 +141,12 @@ func TestCollectAsScan(t *testing.T) {
 
 // TestCloneKeepsNotes: a clone's notes of whole blocks are its own. Both
 // allocators, cloned after a collection and a release have started their
-// notes, free different blocks and then release their caches; each
-// releases what a scan would.
+// notes, free different blocks and then release their caches
+// (empty_cache, the release's notes) or collect first (a failed
+// allocation, the collection's notes); each releases what a scan would.
 func TestCloneKeepsNotes(t *testing.T) {
 	cfg := parseTorch(t, "garbage_collection_threshold=0.3,per_process_memory_fraction=0.5")
-	run := func() string {
+	run := func(collect bool) string {
 		dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
 		a := New(cfg, strategies.NewMemory(&dev))
 		var hs []strategies.Handle
@@ -181,16 +183,23 @@ func TestCloneKeepsNotes(t *testing.T) {
 				c.Free(h)
 			}
 		}
-		a.EmptyCache()
-		c.EmptyCache()
+		for _, x := range []*Allocator{a, c} {
+			if !collect {
+				x.EmptyCache()
+			} else if _, ok := x.Malloc(900<<20, 0); ok {
+				t.Fatal("900 MiB fitted")
+			}
+		}
 		return out.String()
 	}
-	got, want := scanned(run)
-	if got != want {
-		t.Errorf("clones released otherwise than a scan:\n%s\nwant:\n%s", got, want)
-	}
-	if !strings.Contains(got, "0 segment_free") || !strings.Contains(got, "1 segment_free") {
-		t.Errorf("a clone released nothing: the test tests nothing:\n%s", got)
+	for _, collect := range []bool{false, true} {
+		got, want := scanned(func() string { return run(collect) })
+		if got != want {
+			t.Errorf("collect %v: clones released otherwise than a scan:\n%s\nwant:\n%s", collect, got, want)
+		}
+		if !strings.Contains(got, "0 segment_free") || !strings.Contains(got, "1 segment_free") {
+			t.Errorf("collect %v: a clone released nothing: the test tests nothing:\n%s", collect, got)
+		}
 	}
 }
 
