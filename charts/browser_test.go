@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"membench/internal/pagewait"
 	"membench/traces"
 	"membench/traces/corpus"
 )
@@ -118,7 +119,7 @@ func TestBrowserFailedRun(t *testing.T) {
 	if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/failed.html")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`typeof MB === "object" && Object.keys(MB.drawn).length === document.querySelectorAll(".chart").length`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+	if err := pagewait.Drawn(tctx, 60*time.Second); err != nil {
 		t.Fatalf("charts did not all draw: %v", err)
 	}
 

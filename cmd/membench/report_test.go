@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"membench/internal/pagewait"
 )
 
 // optionRE finds each chart's option in a page (see charts/page.go).
@@ -285,7 +287,7 @@ func TestReportBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Every chart instance draws ("finished" sets MB.drawn).
-			if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`typeof MB === "object" && Object.keys(MB.drawn).length === document.querySelectorAll(".chart").length`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+			if err := pagewait.Drawn(tctx, 60*time.Second); err != nil {
 				n, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify({drawn: typeof MB === "object" ? Object.keys(MB.drawn) : null, charts: document.querySelectorAll(".chart").length})`))
 				t.Fatalf("charts did not all draw: %v (%s)", err, n)
 			}
