@@ -168,8 +168,11 @@ func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
 // address translation cache, which in a virtual machine is a costly walk.
 // A block stays allocated while any of its pages is in use, so blocks
 // start only past 2 MB of pages (131,072 ids in flight; a replay of a
-// corpus trace never takes one). When the first block is taken, the pages
-// taken before it move into blocks too (intoBlocks).
+// corpus trace never takes one), and a tracker holds at most one block
+// (10 MB with the room for its alignment) more than its pages need: a
+// tracker just past 256 pages holds 10 MB where its pages took 2 MB.
+// When the first block is taken, the pages taken before it move into
+// blocks too (intoBlocks).
 func (t *Tracker[V]) newPage() *valPage[V] {
 	if t.npages < slabFrom {
 		return new(valPage[V])
