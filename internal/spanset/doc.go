@@ -517,6 +517,17 @@
 //     then the group's: in one process (livepair, three runs each way)
 //     its time over the old way's was 1.003-1.093 with the old built
 //     first and 0.999-1.009 with it built first: no better.
+//   - lastFitBy in AVX2 assembly (the groups' maxima compared four at a
+//     time with VPCMPGTQ, a mask and BSR, then the group's eight sizes
+//     the same way; the processor's AVX2 found by CPUID): the model's
+//     instructions an event pair 1,885 to 1,754 at 10^6 live buffers and
+//     1,127 to 1,062 at 10^3, but in one process (livepair, three runs
+//     each way) its time over the Go version's at 10^6 was 1.03-1.12
+//     with the Go version built first and 1.007-1.023 with it built
+//     second, at 10^3 0.93-1.00 and 0.98-0.99: slower where it mattered.
+//     An assembly function takes its arguments on the stack (ABI0), and
+//     each level of HighestFit's descent, a chain of loads that depend on
+//     the level before, waited for those stores and loads.
 //   - The TPU model's buffer address in the harness's live-id slot (a
 //     32-bit cookie, strategies.Cookier, in a 15-byte entry that kept the
 //     slot at 16 bytes), so that a free need not read the model's record
