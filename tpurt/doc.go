@@ -71,6 +71,27 @@
 // against 161.0 and 75.2 before (BenchmarkLive, eight interleaved
 // pairs of runs).
 //
+// The record in the replay's slot (2026-11-25, tried and not kept): with
+// the buffer's address in granules as a 32-bit cookie kept by the harness
+// beside the handle (a 15-byte live entry, so that the tracker's slot
+// stayed 16 bytes), a free wrote the record without reading it and a
+// touch walked to the free's leaf at once, where Touch reads the record
+// at the next touch. The model alone, in one process against the model
+// as it is (2,000,000 events, stretches of 2^17 event pairs): 1.15-1.25
+// of the time at 10^6 live buffers when the touch no longer asked for the
+// record's line (the free's mark and the next allocation's record, which
+// takes the slot just freed, were stores to a line out of the cache), and
+// 0.89-0.94 at 10^6 and 0.92-0.96 at 10^3 when it did. In the replay the
+// free's record is already in the cache (the touch read it), and the
+// gain shrank to 0.95-1.00 at 10^6 and 0.97-0.99 at 10^3 (both models in
+// one process, both orders), less than the harness paid for the wider
+// entry: built field by field and passed by value, a 15-byte entry went
+// through memory as two overlapping words whose fields, read back, the
+// processor could not forward from the stores (the null replay's 10^3
+// side 9.3 to 17.4 cpu-ns/event); filled and read in place it still cost
+// 8.5 instructions an event more, and the calls through the cookie 18 at
+// 10^3.
+//
 // Beyond the Allocator contract the model declares strategies.Layouter,
 // Defragmenter, Footprinter, Noter, ProgramLoader, Placer, Tracer (the
 // heap taken, programs loaded and unloaded, buffers relocated) and

@@ -36,8 +36,10 @@ import (
 // a fifth more time. Ids scattered so thinly that pages would hold fewer than 8
 // live ids on average make the tracker move its values to a plain map
 // once and for all, bounding memory by the live set whatever the ids.
-// Past 2,048 pages they come from 8 MB blocks with huge pages asked for
-// (newPage): with 10^6 live ids, a replay's pages span about 107 MB.
+// Past 256 pages (2 MB) they come from 8 MB blocks, each on a 2 MB
+// boundary with huge pages asked for, and the pages taken before move
+// there (newPage): with 10^6 live ids, issue 15's live-set benchmark reads
+// slots at random in 2,000-3,000 pages (16-24 MB).
 //
 // A live id may be donated once (Donate, format version 2): an output
 // aliased to it takes its memory under jit. The id stays live until its
@@ -159,32 +161,89 @@ func (t *Tracker[V]) lookup(key uint64) *pageRef[V] {
 }
 
 // newPage returns a new, empty page. Up to slabFrom pages each is its own
-// allocation; beyond, pages come from blocks of slabBytes taken at once
-// whose whole huge pages are asked for (package hugemem): a large live
-// set's frees read slots at random in hundreds of megabytes of pages, and
-// with 4 KiB pages each read is also a miss in the processor's address
-// translation cache. A block stays allocated while any of its pages is in
-// use, so blocks start only where the pages already hold tens of
-// megabytes.
+// allocation; beyond, pages come from blocks of slabBytes taken at once,
+// on a 2 MB boundary, whose huge pages are asked for (package hugemem):
+// a large live set's frees read slots at random in tens of megabytes of
+// pages, and with 4 KiB pages each read is also a miss in the processor's
+// address translation cache, which in a virtual machine is a costly walk.
+// A block stays allocated while any of its pages is in use, so blocks
+// start only past 2 MB of pages (131,072 ids in flight; a replay of a
+// corpus trace never takes one), and a tracker holds at most one block
+// (10 MB with the room for its alignment) more than its pages need: a
+// tracker just past 256 pages holds 10 MB where its pages took 2 MB.
+// When the first block is taken, the pages taken before it move into
+// blocks too (intoBlocks).
 func (t *Tracker[V]) newPage() *valPage[V] {
 	if t.npages < slabFrom {
 		return new(valPage[V])
 	}
-	if len(t.slab) == 0 {
-		t.slab = make([]valPage[V], slabBytes/unsafe.Sizeof(valPage[V]{}))
+	if !t.blocks {
 		t.blocks = true
-		hugemem.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*unsafe.Sizeof(t.slab[0]))
+		t.intoBlocks()
+	}
+	return t.blockPage()
+}
+
+// blockPage returns an empty page of the block being used up, taking a new
+// block when there is none: slabBytes of pages starting on a 2 MB
+// boundary of a larger allocation (whose pages before it stay unused), so
+// that every page of the block sits in a huge page. A block the Go heap
+// placed where it happened to fall had only its three whole huge pages of
+// four advised.
+func (t *Tracker[V]) blockPage() *valPage[V] {
+	if len(t.slab) == 0 {
+		size := unsafe.Sizeof(valPage[V]{})
+		n := slabBytes / size
+		b := make([]valPage[V], n+hugeBytes/size-1)
+		off := (-uintptr(unsafe.Pointer(&b[0])) & (hugeBytes - 1)) / size
+		t.slab = b[off : off+n]
+		hugemem.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*size)
 	}
 	p := &t.slab[0]
 	t.slab = t.slab[1:]
 	return p
 }
 
-// Pages come from blocks of slabBytes (at least three whole huge pages)
-// once slabFrom pages (16 MB of a replay's pages, 10^6 ids) are in use.
+// intoBlocks copies every page in use into blocks (blockPage) and drops
+// the spares, when the tracker takes its first block. Why: the pages
+// taken one by one before sit in the Go heap's 4 KiB pages, and once past
+// slabFrom the tracker reads them at random as much as the pages of its
+// blocks, while the pages emptied and reused as spares kept them in use
+// for good. In issue 15's live-set benchmark the blocks began (at 2,048
+// pages then, 16 MB) only after its warm-up, so that nearly every slot its
+// frees read sat in small pages. The copy is once in a replay, amortized
+// over the ids that filled the pages (2 MB of them).
+func (t *Tracker[V]) intoBlocks() {
+	for i := range t.dir {
+		if p := t.dir[i].p; p != nil {
+			q := t.blockPage()
+			*q = *p
+			t.dir[i].p = q
+		}
+	}
+	for i := range t.refs {
+		if p := t.refs[i].p; p != nil {
+			q := t.blockPage()
+			*q = *p
+			t.refs[i].p = q
+		}
+	}
+	clear(t.spare)
+	t.spare = t.spare[:0]
+}
+
+// Pages come from blocks of slabBytes (four huge pages of hugeBytes)
+// once slabFrom pages (2 MB of a replay's pages, 131,072 ids) are in use.
+// Measured 2026-11-25 (harness.BenchmarkReplayLivePaired, six interleaved
+// runs of each binary): with 2,048 pages and blocks placed where the heap
+// put them, the replay through an allocator that does nothing cost
+// 30.7-37.5 cpu-ns/event at 10^6 live blocks; with 256 and the earlier
+// pages moved into the blocks, 25.1-27.0; with the blocks on a 2 MB
+// boundary as well (five more runs), 25.0-25.5 against 25.8-27.1.
 const (
-	slabFrom  = 2048
+	slabFrom  = 256
 	slabBytes = 8 << 20
+	hugeBytes = 2 << 20
 )
 
 // recycle gives up the page of key, whose last live id r's count just

@@ -408,7 +408,7 @@ func TestResetDropsBlocks(t *testing.T) {
 			}
 		}
 		tr.Reset()
-		want := resetKeepSpare
+		want := min(pages, resetKeepSpare)
 		if pages > slabFrom {
 			want = 0
 		}
@@ -421,6 +421,69 @@ func TestResetDropsBlocks(t *testing.T) {
 			}
 			if v, err := tr.Free(id); err != nil || v != id+1 {
 				t.Fatalf("after Reset: free %d = %d, %v", id, v, err)
+			}
+		}
+	}
+}
+
+// TestPagesMoveIntoBlocks: when a tracker takes its first block (past
+// slabFrom pages), the pages it took one by one before move into blocks
+// (intoBlocks), with their values, and the spares go: none of the pages
+// in use afterwards is one of the earlier ones, and every value is read
+// back.
+func TestPagesMoveIntoBlocks(t *testing.T) {
+	var tr Tracker[uint64]
+	before := map[*valPage[uint64]]bool{}
+	const perPage = 9
+	alloc := func(p uint64) {
+		for k := range uint64(perPage) {
+			id := p*valPageSize + k*41
+			if err := tr.Alloc(id, 1, id*3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for p := range uint64(slabFrom) {
+		alloc(p)
+	}
+	// A page emptied, to the spares.
+	for k := range uint64(perPage) {
+		if _, err := tr.Free(7*valPageSize + k*41); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range tr.dir {
+		if r.p != nil {
+			before[r.p] = true
+		}
+	}
+	for _, p := range tr.spare {
+		before[p] = true
+	}
+	if tr.blocks || len(tr.spare) != 1 {
+		t.Fatalf("at %d pages: blocks %v, %d spares", tr.npages, tr.blocks, len(tr.spare))
+	}
+	alloc(slabFrom)
+	alloc(slabFrom + 1)
+	if !tr.blocks {
+		t.Fatalf("at %d pages no block taken", tr.npages)
+	}
+	for key, r := range tr.dir {
+		if r.p != nil && before[r.p] {
+			t.Fatalf("page %d is still the one taken before the first block", key)
+		}
+	}
+	if len(tr.spare) != 0 {
+		t.Errorf("%d spares kept past the first block", len(tr.spare))
+	}
+	for p := range uint64(slabFrom + 2) {
+		if p == 7 {
+			continue
+		}
+		for k := range uint64(perPage) {
+			id := p*valPageSize + k*41
+			if v, err := tr.Free(id); err != nil || v != id*3 {
+				t.Fatalf("free %d = %d, %v", id, v, err)
 			}
 		}
 	}

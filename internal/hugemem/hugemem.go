@@ -23,9 +23,10 @@
 // as they grow).
 //
 // The replay's id tracker (package traces) is the largest such structure:
-// with 10^6 live ids its pages hold about 107 MB, which every free reads
-// at random. Its pages hold the replay's values, which may be pointers,
-// so it asks Advise for blocks of pages it allocates itself. With the
+// with 10^6 live ids its pages hold tens of megabytes, which every free
+// reads at random. Its pages hold the replay's values, which may be
+// pointers, so it asks Advise for blocks of pages it allocates itself, on
+// a 2 MB boundary of a larger allocation. With the
 // machine's transparent huge pages set to always, the harness's own cost
 // at 10^6 live blocks fell from 98 to 73 ns an event (issue 15's live-set
 // benchmark, 2026-11-24).

@@ -5,3 +5,6 @@ func line(addr uintptr)
 
 //go:noescape
 func lines(addr, n uintptr)
+
+//go:noescape
+func lines9(addr uintptr)

@@ -21,3 +21,19 @@ loop:
 	JLS  loop
 	PREFETCHT0 (DX)
 	RET
+
+// func lines9(addr uintptr)
+//
+// The nine lines from addr, a line's start, without a loop.
+TEXT ·lines9(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ addr+0(FP), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 256(AX)
+	PREFETCHT0 320(AX)
+	PREFETCHT0 384(AX)
+	PREFETCHT0 448(AX)
+	PREFETCHT0 512(AX)
+	RET

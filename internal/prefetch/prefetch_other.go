@@ -5,3 +5,5 @@ package prefetch
 func line(addr uintptr) {}
 
 func lines(addr, n uintptr) {}
+
+func lines9(addr uintptr) {}

@@ -35,3 +35,19 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+// TestLines9: prefetching nine lines from the start of one, at the start
+// and at the end of an array, changes nothing.
+func TestLines9(t *testing.T) {
+	xs := make([]uint64, 1024) // a large allocation: it starts on a line
+	for i := range xs {
+		xs[i] = uint64(i) * 3
+	}
+	Lines9(unsafe.Pointer(&xs[0]))
+	Lines9(unsafe.Pointer(&xs[len(xs)-72]))
+	for i := range xs {
+		if xs[i] != uint64(i)*3 {
+			t.Fatalf("xs[%d] = %d", i, xs[i])
+		}
+	}
+}

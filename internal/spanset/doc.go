@@ -470,4 +470,68 @@
 // 272 against 136 instructions (four calls against two), the touch's walk
 // and childAt 305 against 121, the carve's carryMax 196 against 72, and
 // the leaves and lowest inner nodes out of the cache.
+//
+// # The thirteenth session (2026-11-25, 04:16-06:35)
+//
+// Kept: a Join looks for its kept path first in the entry after the one
+// the last Join took (prefetched), since the TPU model's Joins come in
+// the order of their Prefetches; only then does it scan the ring from the
+// newest. tpurt BenchmarkLive at 10^6 live buffers: prefetched 95 to 83
+// instructions an event pair (cachegrind, 800,000 events less 400,000;
+// the model's 1,923 to 1,910), and in one process (internal/livepair,
+// 2,000,000 events, four runs each way) 0.957-0.995 of the time with the
+// old model built first and 1/1.023-1/1.127 with it built second (the
+// model built first runs faster whatever it is). At 10^3 live buffers
+// nothing is prefetched and nothing changed. Kept too: prefetchLeaf asks
+// for the leaf's nine lines without a loop (prefetch.Lines9), 1,916 to
+// 1,885 instructions an event pair at 10^6.
+//
+// Where the 10^6 side's time goes beyond 10^3's, in cachegrind (tpurt
+// BenchmarkLive, the model's functions, an event pair): 1,120 instructions
+// at 10^3 against 1,923 at 10^6. The 803 more: the levels (lastFitBy 136
+// to 272, carryMax 72 to 196, highestFit 92 to 174, walk and childAt 121
+// to 304), the touch's machinery that 10^3 does not run (Prefetch 54,
+// prefetch.lines 41, prefetched 13 to 95), and insertAt 30 to 139 with
+// shifted 13 to 47 (at 10^6 a free more often makes a span of its own,
+// where at 10^3 it mostly joins a neighbour). In time (pprof, 10^6) the
+// placement is about two fifths (highestFit a fifth: the first loads of
+// lastFitBy), the touch's walk a fifth (childAt's first loads), the Join a
+// ninth, and the PREFETCH instructions themselves 4-8 % (the leaf's nine
+// lines, the record's one).
+//
+// The placement's leaf is most often out of the cache at 10^6: of 500,000
+// placements after 500,000 warm event pairs (a test, not kept), 9 % carved
+// from the leaf of the placement before, 27 % from one of the last 100
+// placements', 34 % of the last 1,000 and 62 % of the last 10,000, while
+// the lowest inner node on the way was one of the last 1,000's 81 % of
+// the time. So a placement waits for its leaf (L3 or memory) about two
+// times in three, where the doc above once guessed that the fits stay
+// among a few cached leaves; asking for it ahead still needs the walk that
+// cost more than it saved (the allocation ahead, above).
+//
+// Tried and not kept:
+//   - The first separator of each group of an inner node copied into the
+//     node's header line (beside the group maxima), so that a descent by
+//     address (childAt) read the header's line and one group's line
+//     where it read the three lines of the groups' first separators and
+//     then the group's: in one process (livepair, three runs each way)
+//     its time over the old way's was 1.003-1.093 with the old built
+//     first and 0.999-1.009 with it built first: no better.
+//   - lastFitBy in AVX2 assembly (the groups' maxima compared four at a
+//     time with VPCMPGTQ, a mask and BSR, then the group's eight sizes
+//     the same way; the processor's AVX2 found by CPUID): the model's
+//     instructions an event pair 1,885 to 1,754 at 10^6 live buffers and
+//     1,127 to 1,062 at 10^3, but in one process (livepair, three runs
+//     each way) its time over the Go version's at 10^6 was 1.03-1.12
+//     with the Go version built first and 1.007-1.023 with it built
+//     second, at 10^3 0.93-1.00 and 0.98-0.99: slower where it mattered.
+//     An assembly function takes its arguments on the stack (ABI0), and
+//     each level of HighestFit's descent, a chain of loads that depend on
+//     the level before, waited for those stores and loads.
+//   - The TPU model's buffer address in the harness's live-id slot (a
+//     32-bit cookie, strategies.Cookier, in a 15-byte entry that kept the
+//     slot at 16 bytes), so that a free need not read the model's record
+//     and the touch could walk to the free's leaf at once instead of at
+//     the next touch: tpurt's doc has the figures (about 2 % at 10^6 in
+//     the replay, less than the harness's cost of the wider entry).
 package spanset
