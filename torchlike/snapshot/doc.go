@@ -292,7 +292,13 @@
 // opt125m snapshot at about a hundred points left 2,722 block sizes
 // uncertain, and the guess was right for all of them (compared with a
 // forward replay); on random traces of a toy allocator in the tests it is
-// right for about 99% of them. In the small pool and in expandable segments every
+// right for about 99% of them. With max_split_size set, a request of that
+// size or more takes a cached block whole when it is less than
+// max_non_split_rounding larger (allocator-spec §1.5), so such a block's
+// MaxSize allows a remainder of up to that less 512 bytes (the whole gap
+// behind it, or as much as leaves more than 1 MiB free); the guess of none
+// is then often wrong, and the validator reads the start again with those
+// blocks at their MaxSize (LayoutOptions.Tails). In the small pool and in expandable segments every
 // remainder of 512 bytes or more is split (§1.6), so the rounded size is
 // exact there. Sizes that contradict the layout (a rounded size running
 // into the next block, which happens when a snapshot lacks its rounding

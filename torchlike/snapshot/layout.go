@@ -46,8 +46,10 @@ type LBlock struct {
 	Address int64
 	Size    int64 // bytes the block occupies in its segment
 	// MaxSize is the largest size consistent with the trace; it exceeds
-	// Size when the block may own an unsplit remainder of up to 1 MiB that
-	// nothing in the trace reveals (see the package documentation).
+	// Size when the block may own an unsplit remainder that nothing in
+	// the trace reveals: up to 1 MiB, or with max_split_size up to
+	// max_non_split_rounding for a block of max_split_size or more (see
+	// the package documentation).
 	MaxSize       int64
 	RequestedSize int64 // bytes the program asked for
 	// Pending: freed by the program but not yet released by the allocator
@@ -72,6 +74,18 @@ func (l *Layout) UncertainSizes() int {
 		}
 	}
 	return n
+}
+
+// MaxTail is the largest remainder a block may own beyond its Size (0
+// when every size is certain).
+func (l *Layout) MaxTail() int64 {
+	var t int64
+	for _, s := range l.Segments {
+		for _, b := range s.Blocks {
+			t = max(t, b.MaxSize-b.Size)
+		}
+	}
+	return t
 }
 
 // NumBlocks is the number of live blocks (allocated or pending) at start.
@@ -204,16 +218,21 @@ type recon struct {
 	device        int
 	trace         rawTrace
 	div           [16]int64
-	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
-	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
-	segs          []*rseg
-	idx           *addrIndex
-	slot          []int32   // slot of each entry's address
-	live          []*rblock // the live block at each slot, or nil
-	assume        []Assumption
-	pooled        bool     // idx, slot and the roles come from pools (reconstruct)
-	slab          []rblock // blocks are allocated from slabs, not one by one
-	slabs         []*[slabSize]rblock
+	legacy        bool  // PyTorch < 2.4 rounding (torchlike.RoundSize)
+	tails         Tails // which blocks take their largest sizes (LayoutOptions.Tails)
+	expandableAll bool  // settings say expandable_segments: no block ever keeps a tail
+	// maxSplit is max_split_size (0 for none), and nonSplit
+	// max_non_split_rounding: a request of maxSplit or more may take a
+	// cached block whole that is less than nonSplit larger (maxSize).
+	maxSplit, nonSplit int64
+	segs               []*rseg
+	idx                *addrIndex
+	slot               []int32   // slot of each entry's address
+	live               []*rblock // the live block at each slot, or nil
+	assume             []Assumption
+	pooled             bool     // idx, slot and the roles come from pools (reconstruct)
+	slab               []rblock // blocks are allocated from slabs, not one by one
+	slabs              []*[slabSize]rblock
 }
 
 // slabSize is the number of blocks in a slab. The slabs of a
@@ -343,7 +362,22 @@ type LayoutOptions struct {
 	// torchlike.RoundSize): the validator replays a recording both ways,
 	// and the layout it starts from must be rebuilt with the same rule.
 	LegacyRoundup bool
+	// Tails gives blocks whose size is uncertain their largest size
+	// (LBlock.MaxSize), every unsplit remainder the trace allows, where
+	// the reconstruction otherwise takes none: the validator's other
+	// readings of a warm start that diverges.
+	Tails Tails
 }
+
+// Tails says which blocks of uncertain size a reconstruction gives their
+// largest size.
+type Tails uint8
+
+const (
+	NoTails       Tails = iota // none: every remainder taken as split off
+	OversizeTails              // blocks of max_split_size or more, which take a cached block whole
+	AllTails                   // every block of uncertain size
+)
 
 // Reconstruct is InitialState with the readings of opts.
 func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) {
@@ -367,7 +401,7 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		}
 	}
 	ents := tr.ents
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, pooled: pooled, bufs: bufs}
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, tails: opts.Tails, pooled: pooled, bufs: bufs}
 	defer r.putSlabs()
 	if pooled {
 		r.idx = newPooledAddrIndex(nb + len(ents)/4)
@@ -384,6 +418,13 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
+		if st.MaxSplitSize > 0 {
+			// The configuration only then: parsing the conf string
+			// costs an import allocations.
+			if cfg, err := st.config(); err == nil {
+				r.maxSplit, r.nonSplit = cfg.MaxSplitSize, cfg.MaxNonSplitRounding
+			}
+		}
 	}
 	if err := r.loadFinal(s.Segments); err != nil {
 		return nil, err
@@ -417,6 +458,9 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		for j, h := range sg.blocks {
 			b := r.blk(h)
 			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
+			if r.tails == AllTails || r.tails == OversizeTails && r.maxSplit > 0 && b.size >= r.maxSplit {
+				ls.Blocks[j].Size = ls.Blocks[j].MaxSize
+			}
 		}
 		l.Segments[i] = ls
 	}
@@ -719,12 +763,23 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 // large non-expandable segment that never had at most 1 MiB of free space
 // right behind it may still own an unsplit remainder r (taken as none):
 // r is a multiple of 512 of at most 1 MiB, and the free block it leaves
-// behind, gap - r, must exceed 1 MiB.
+// behind, gap - r, must exceed 1 MiB. With max_split_size set, a request
+// of max_split_size or more takes a cached block whole, unsplit, if it is
+// less than max_non_split_rounding larger (allocator-spec §1.5,
+// get_free_block's oversize rules): its remainder may be up to that less
+// 512, the whole gap behind it or leaving more than 1 MiB free.
 func (r *recon) maxSize(b *rblock) int64 {
 	if !b.est || !r.keepsTail(b.seg) || b.minGap <= torchlike.SmallSize {
 		return b.size
 	}
-	tail := min(torchlike.SmallSize, b.minGap-torchlike.SmallSize-torchlike.MinBlockSize)
+	limit := torchlike.SmallSize
+	if r.maxSplit > 0 && b.size >= r.maxSplit {
+		limit = r.nonSplit - torchlike.MinBlockSize
+		if b.minGap <= limit {
+			return b.size + b.minGap
+		}
+	}
+	tail := min(limit, b.minGap-torchlike.SmallSize-torchlike.MinBlockSize)
 	tail -= tail % torchlike.MinBlockSize
 	return b.size + max(0, tail)
 }

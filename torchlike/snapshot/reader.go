@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"membench/internal/units"
 	"membench/traces"
 )
 
@@ -392,7 +393,11 @@ func snapshotMeta(snap *Snapshot, dev int, devs []int, encoding string, l *Layou
 		m = append(m, traces.KV{Key: "warm_start_segments", Value: strconv.Itoa(n)})
 	}
 	if n := l.UncertainSizes(); n > 0 {
-		m = append(m, traces.KV{Key: "warm_start_uncertain_sizes", Value: fmt.Sprintf("%d blocks may own up to 1 MiB of unsplit remainder", n)})
+		up := "1 MiB"
+		if t := l.MaxTail(); t > torchlike.SmallSize {
+			up = units.Bytes(float64(t), 2)
+		}
+		m = append(m, traces.KV{Key: "warm_start_uncertain_sizes", Value: fmt.Sprintf("%d blocks may own up to %s of unsplit remainder", n, up)})
 	}
 	if as := l.AssumedEntries(); len(as) > 0 {
 		m = append(m, traces.KV{Key: "reconstruction_assumptions", Value: fmt.Sprintf("%d entries, first %d: %s", len(as), l.Assumptions[0].Entry, l.Assumptions[0].Note)})
