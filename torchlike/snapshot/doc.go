@@ -292,13 +292,16 @@
 // opt125m snapshot at about a hundred points left 2,722 block sizes
 // uncertain, and the guess was right for all of them (compared with a
 // forward replay); on random traces of a toy allocator in the tests it is
-// right for about 99% of them. With max_split_size set, a request of that
-// size or more takes a cached block whole when it is less than
-// max_non_split_rounding larger (allocator-spec §1.5), so such a block's
-// MaxSize allows a remainder of up to that less 512 bytes (the whole gap
-// behind it, or as much as leaves more than 1 MiB free); the guess of none
-// is then often wrong, and the validator reads the start again with those
-// blocks at their MaxSize (LayoutOptions.Tails). In the small pool and in expandable segments every
+// right for about 99% of them. With max_split_size set, a block of that
+// size or more is its whole segment (no request splits one, a smaller
+// request takes none, and no segment that large is ever split;
+// allocator-spec §1.5–§1.6): one re-added alone at its segment's start,
+// with less than max_non_split_rounding behind it, is given the segment
+// exactly. Elsewhere such a block's MaxSize allows a remainder of up to
+// max_non_split_rounding less 512 bytes (a request of max_split_size or
+// more takes a cached block whole when it is less than that larger). A
+// validator whose replay diverges from a start with uncertain sizes reads
+// it again with every block at its MaxSize (LayoutOptions.Tails). In the small pool and in expandable segments every
 // remainder of 512 bytes or more is split (§1.6), so the rounded size is
 // exact there. Sizes that contradict the layout (a rounded size running
 // into the next block, which happens when a snapshot lacks its rounding

@@ -218,9 +218,9 @@ type recon struct {
 	device        int
 	trace         rawTrace
 	div           [16]int64
-	legacy        bool  // PyTorch < 2.4 rounding (torchlike.RoundSize)
-	tails         Tails // which blocks take their largest sizes (LayoutOptions.Tails)
-	expandableAll bool  // settings say expandable_segments: no block ever keeps a tail
+	legacy        bool // PyTorch < 2.4 rounding (torchlike.RoundSize)
+	tails         bool // blocks take their largest sizes (LayoutOptions.Tails)
+	expandableAll bool // settings say expandable_segments: no block ever keeps a tail
 	// maxSplit is max_split_size (0 for none), and nonSplit
 	// max_non_split_rounding: a request of maxSplit or more may take a
 	// cached block whole that is less than nonSplit larger (maxSize).
@@ -362,22 +362,12 @@ type LayoutOptions struct {
 	// torchlike.RoundSize): the validator replays a recording both ways,
 	// and the layout it starts from must be rebuilt with the same rule.
 	LegacyRoundup bool
-	// Tails gives blocks whose size is uncertain their largest size
+	// Tails gives every block whose size is uncertain its largest size
 	// (LBlock.MaxSize), every unsplit remainder the trace allows, where
 	// the reconstruction otherwise takes none: the validator's other
-	// readings of a warm start that diverges.
-	Tails Tails
+	// reading of a warm start that diverges.
+	Tails bool
 }
-
-// Tails says which blocks of uncertain size a reconstruction gives their
-// largest size.
-type Tails uint8
-
-const (
-	NoTails       Tails = iota // none: every remainder taken as split off
-	OversizeTails              // blocks of max_split_size or more, which take a cached block whole
-	AllTails                   // every block of uncertain size
-)
 
 // Reconstruct is InitialState with the readings of opts.
 func (s *Snapshot) Reconstruct(device int, opts LayoutOptions) (*Layout, error) {
@@ -458,7 +448,7 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		for j, h := range sg.blocks {
 			b := r.blk(h)
 			ls.Blocks[j] = LBlock{Address: b.addr, Size: b.size, MaxSize: r.maxSize(b), RequestedSize: b.req, Pending: b.pending}
-			if r.tails == AllTails || r.tails == OversizeTails && r.maxSplit > 0 && b.size >= r.maxSplit {
+			if r.tails {
 				ls.Blocks[j].Size = ls.Blocks[j].MaxSize
 			}
 		}
@@ -745,11 +735,22 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 		r.note(i, "rounded size %d runs past the next block or the segment end; cut to %d", size, limit-a)
 		size = limit - a
 	}
+	// With max_split_size set, a block of that size or more is its whole
+	// segment: no request splits one (should_split), a request below
+	// max_split_size takes none (get_free_block), and no segment of
+	// max_split_size or more is ever split, so that only a whole segment
+	// is that large (allocator-spec §1.5–§1.6). Alone in its segment, from
+	// its start, with less than max_non_split_rounding behind it, the
+	// block is that segment exactly.
+	whole := r.maxSplit > 0 && size >= r.maxSplit && r.keepsTail(sg) && a == sg.addr && k == 0 && limit == sg.end() && limit-a-size < r.nonSplit
+	if whole {
+		size = limit - a
+	}
 	// A free_completed was preceded by its free_requested: the block was
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
 	b, h := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
-		est: true, entry: i, minGap: maxBytes, seg: sg})
+		est: !whole, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
 	sg.blocks = slices.Insert(sg.blocks, k, h)
 	r.setLive(r.slot[i], b)

@@ -765,49 +765,51 @@ func TestActionIndex(t *testing.T) {
 	}
 }
 
-// TestOversizeTail: with max_split_size set, a block of that size or more
-// may have taken a cached block whole that was less than
-// max_non_split_rounding larger (get_free_block's oversize rules), so its
-// unsplit remainder, unseen in the trace, may be up to that less 512 B:
-// the whole gap behind it when the gap is no larger, else as much as
-// leaves more than 1 MiB free. Without max_split_size, or for a smaller
-// block, it is at most 1 MiB. The readings of LayoutOptions.Tails give
-// the blocks those largest sizes.
+// TestOversizeTail: with max_split_size set, a block of that size or
+// more is its whole segment (no request splits one, a smaller request
+// takes none, no segment that large is split), so one alone at its
+// segment's start with less than max_non_split_rounding behind it is the
+// segment, its size certain. Elsewhere its unseen remainder may be up to
+// max_non_split_rounding less 512 B (a request of max_split_size or more
+// takes a cached block whole when it is less than that larger): the whole
+// gap behind it when the gap is no larger, else as much as leaves more
+// than 1 MiB free. Without max_split_size, or for a smaller block, it is
+// at most 1 MiB. LayoutOptions.Tails gives every block its largest size.
 func TestOversizeTail(t *testing.T) {
 	S := int64(0x20000000)
-	snap := func(seg, block int64, ms int64) *Snapshot {
+	snap := func(seg, at, block int64, ms int64) *Snapshot {
 		return &Snapshot{
 			Settings: &Settings{MaxSplitSize: ms},
 			DeviceTraces: [][]TraceEntry{{
-				ent("free_requested", S, block),
-				ent("free_completed", S, block),
+				ent("free_requested", S+at, block),
+				ent("free_completed", S+at, block),
 				ent("segment_free", S, seg),
 			}},
 		}
 	}
 	for _, c := range []struct {
-		name           string
-		seg, block, ms int64
-		maxSize        int64
-		oversize, all  int64 // Size under OversizeTails and AllTails
+		name                     string
+		seg, at, block, ms       int64
+		size, maxSize, tailsSize int64
 	}{
-		{"oversize, 15 MiB behind", 65 * m, 50 * m, 40 * m, 65 * m, 65 * m, 65 * m},
-		{"oversize, 50 MiB behind", 100 * m, 50 * m, 40 * m, 70*m - 512, 70*m - 512, 70*m - 512},
-		{"oversize, 1.2 MiB behind", 50*m + 6*m/5, 50 * m, 40 * m, 50*m + 6*m/5, 50*m + 6*m/5, 50*m + 6*m/5},
-		{"below max_split_size", 100 * m, 30 * m, 40 * m, 31 * m, 30 * m, 31 * m},
-		{"no max_split_size", 100 * m, 50 * m, -1, 51 * m, 50 * m, 51 * m},
+		{"oversize, its segment", 65 * m, 0, 50 * m, 40 * m, 65 * m, 65 * m, 65 * m},
+		{"oversize, 50 MiB behind", 100 * m, 0, 50 * m, 40 * m, 50 * m, 70*m - 512, 70*m - 512},
+		{"oversize, not at the start, 15 MiB behind", 67 * m, 2 * m, 50 * m, 40 * m, 50 * m, 65 * m, 65 * m},
+		{"below max_split_size", 100 * m, 0, 30 * m, 40 * m, 30 * m, 31 * m, 31 * m},
+		{"no max_split_size", 65 * m, 0, 50 * m, -1, 50 * m, 51 * m, 51 * m},
 	} {
-		for _, r := range []struct {
-			tails Tails
-			size  int64
-		}{{NoTails, c.block}, {OversizeTails, c.oversize}, {AllTails, c.all}} {
-			l, err := snap(c.seg, c.block, c.ms).Reconstruct(0, LayoutOptions{Tails: r.tails})
+		for _, tails := range []bool{false, true} {
+			l, err := snap(c.seg, c.at, c.block, c.ms).Reconstruct(0, LayoutOptions{Tails: tails})
 			if err != nil {
 				t.Fatal(err)
 			}
 			b := l.Segments[0].Blocks[0]
-			if b.MaxSize != c.maxSize || b.Size != r.size {
-				t.Errorf("%s, tails %d: size %d, max %d; want %d, %d", c.name, r.tails, b.Size, b.MaxSize, r.size, c.maxSize)
+			want := c.size
+			if tails {
+				want = c.tailsSize
+			}
+			if b.Size != want || b.MaxSize != c.maxSize {
+				t.Errorf("%s, tails %v: size %d, max %d; want %d, %d", c.name, tails, b.Size, b.MaxSize, want, c.maxSize)
 			}
 		}
 	}

@@ -22,11 +22,9 @@
 //     was loaded: torchlike/snapshot reconstructs it from the final segments
 //     and it is seeded into the model (torchlike's Seed functions). A block
 //     live then may own an unsplit remainder the trace never shows, taken
-//     as none; when the replay diverges, the start is read again with the
-//     blocks of max_split_size or more owning the largest remainder the
-//     trace allows them (such a block takes a cached block whole up to
-//     max_non_split_rounding larger), then with every such block owning
-//     it, and the reading that agrees is named; where none agrees, the
+//     as none; when the replay diverges, the start is read again with
+//     every such block owning the largest remainder the trace allows it,
+//     and if that reading agrees it is named; where neither agrees, the
 //     report says the divergence may be the reading's.
 //   - The device's capacity, from a recorded OOM's free bytes; or --capacity.
 //   - Releases no allocation explains: a burst of segment frees is replayed

@@ -165,25 +165,15 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 				r = legacy
 			}
 		}
-		// Blocks live at a warm start may own unsplit remainders the
-		// trace never shows; the reconstruction takes none. With
-		// max_split_size a request of that size or more takes a cached
-		// block whole if it is less than max_non_split_rounding larger,
-		// which is how such blocks come to have one: that reading first
-		// (on programs recorded with max_split_size_mb of 40 and 100,
-		// 76 of 80 late starts agree with it, 27 with none), then every
-		// block with its largest remainder.
-		for _, t := range []snapshot.Tails{snapshot.OversizeTails, snapshot.AllTails} {
-			if r.Agree() || r.UncertainSizes == 0 {
-				break
-			}
-			if tails, err := validateDevice(snap, d, opts, reading{tails: t}); err == nil && tails.Agree() {
-				which := "all of them"
-				if t == snapshot.OversizeTails {
-					which = "those of max_split_size or more"
-				}
+		if !r.Agree() && r.UncertainSizes > 0 {
+			// Blocks live at a warm start may own unsplit remainders
+			// the trace never shows (at most 1 MiB each, or up to
+			// max_non_split_rounding for a block of max_split_size or
+			// more that is not its whole segment); the reconstruction
+			// takes none, and every one is the other extreme.
+			if tails, err := validateDevice(snap, d, opts, reading{tails: true}); err == nil && tails.Agree() {
 				tails.UncertainSizes, tails.MaxTail = r.UncertainSizes, r.MaxTail
-				tails.Start += fmt.Sprintf("; of the %d whose unsplit remainder the trace does not show (up to %d B), %s seeded with the largest it allows: the reading that agrees", r.UncertainSizes, r.MaxTail, which)
+				tails.Start += fmt.Sprintf("; the %d blocks whose unsplit remainder the trace does not show (up to %d B) seeded with the largest it allows them: the reading that agrees", r.UncertainSizes, r.MaxTail)
 				r = tails
 			}
 		}
@@ -216,8 +206,8 @@ func hasDivisionOne(s *snapshot.Settings) bool {
 
 // reading is how validateDevice reads what a recording leaves open.
 type reading struct {
-	legacyRoundup bool           // PyTorch before 2.4's rounding
-	tails         snapshot.Tails // warm-start blocks that own every remainder the trace allows
+	legacyRoundup bool // PyTorch before 2.4's rounding
+	tails         bool // warm-start blocks own every remainder the trace allows
 }
 
 func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*DeviceReport, error) {
