@@ -177,10 +177,14 @@ const (
 type rblock struct {
 	addr, size, req int64
 	pending         bool
-	est             bool  // size deduced from a free entry: may still grow by a ≤ 1 MiB tail
-	entry           int   // for est blocks: the free entry that re-added it
-	minGap          int64 // for est blocks: the smallest free gap seen right after it
-	seg             *rseg
+	est             bool // size deduced from a free entry: may still grow by a ≤ 1 MiB tail
+	// whole: an est block of max_split_size or more given its whole
+	// segment (undoFree), its size certain unless a block re-added
+	// later cuts it (a recording the rule does not fit, noted).
+	whole  bool
+	entry  int   // for est blocks: the free entry that re-added it
+	minGap int64 // for est blocks: the smallest free gap seen right after it
+	seg    *rseg
 }
 
 type rseg struct {
@@ -726,7 +730,7 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 				return r.fail(i, "the address lies inside the live block %#x (%d bytes)", prev.addr, prev.size)
 			}
 			r.note(i, "estimated size of block %#x cut from %d to %d bytes to make room", prev.addr, prev.size, a-prev.addr)
-			prev.size = a - prev.addr
+			prev.size, prev.whole = a-prev.addr, false
 		}
 	}
 	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)
@@ -750,7 +754,7 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 	// pending just before. If that request is in the trace, undoing it
 	// clears the flag; if not, the block was pending at the start.
 	b, h := r.newBlock(rblock{addr: a, size: size, req: e.Size, pending: r.trace.kindOf(i) == kindFreeCompleted,
-		est: !whole, entry: i, minGap: maxBytes, seg: sg})
+		est: true, whole: whole, entry: i, minGap: maxBytes, seg: sg})
 	r.absorbTail(b, limit)
 	sg.blocks = slices.Insert(sg.blocks, k, h)
 	r.setLive(r.slot[i], b)
@@ -770,7 +774,7 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 // get_free_block's oversize rules): its remainder may be up to that less
 // 512, the whole gap behind it or leaving more than 1 MiB free.
 func (r *recon) maxSize(b *rblock) int64 {
-	if !b.est || !r.keepsTail(b.seg) || b.minGap <= torchlike.SmallSize {
+	if !b.est || b.whole || !r.keepsTail(b.seg) || b.minGap <= torchlike.SmallSize {
 		return b.size
 	}
 	limit := torchlike.SmallSize

@@ -814,3 +814,29 @@ func TestOversizeTail(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizeWholeCut: a recording the whole-segment rule does not fit
+// (a block freed earlier sat in the segment of a block of max_split_size
+// or more) is read with a note, the oversize block cut to make room, not
+// refused as blocks overlapping.
+func TestOversizeWholeCut(t *testing.T) {
+	S := int64(0x20000000)
+	s := &Snapshot{
+		Settings: &Settings{MaxSplitSize: 40 * m},
+		DeviceTraces: [][]TraceEntry{{
+			ent("free_requested", S+55*m, 5*m),
+			ent("free_completed", S+55*m, 5*m),
+			ent("free_requested", S, 50*m),
+			ent("free_completed", S, 50*m),
+			ent("segment_free", S, 65*m),
+		}},
+	}
+	l, err := s.InitialState(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := l.Segments[0].Blocks
+	if len(bs) != 2 || bs[0].Size != 55*m || bs[1].Address != S+55*m || len(l.Assumptions) == 0 {
+		t.Errorf("blocks %+v, assumptions %v: want the 50 MiB block cut to 55 MiB, noted", bs, l.Assumptions)
+	}
+}
