@@ -108,3 +108,38 @@ func TestValidateWarmTails(t *testing.T) {
 		t.Errorf("max_split_size_mb:40, program 7, 1000 entries dropped: agree %v, start %q: want the reading with every remainder", rep.Agree(), rep.Start)
 	}
 }
+
+// TestValidateWarmTailsMislabelled: the second reading of a warm start
+// (every uncertain block at its MaxSize) does not make a model that is
+// wrong for the recording agree. Programs recorded with one allocator
+// configuration and labelled with a slightly different one (max_split_size
+// 1 MiB apart, max_non_split_rounding 2 MiB apart) diverge from every late
+// start, under either reading, and a report names the second reading only
+// when it agrees.
+func TestValidateWarmTailsMislabelled(t *testing.T) {
+	for _, c := range []struct {
+		rec, label string
+		ms         int64
+	}{
+		{"max_split_size_mb=41", "max_split_size_mb:40", 40},
+		{"max_split_size_mb=40", "max_split_size_mb:41", 41},
+		{"max_split_size_mb=40,max_non_split_rounding_mb=22", "max_split_size_mb:40", 40},
+		{"max_split_size_mb=40", "max_split_size_mb:40,max_non_split_rounding_mb:22", 40},
+	} {
+		for seed := uint64(1); seed <= 2; seed++ {
+			r := newRecorder(t, "torch:"+c.rec, 1<<40, 0)
+			workload(r, seed, 3000, 0)
+			snap := snapshotOf(&snapshot.Settings{MaxSplitSize: c.ms << 20, PYTORCH_CUDA_ALLOC_CONF: c.label}, r)
+			for _, k := range []int{300, 1000, 1700, 2500} {
+				reps, err := Validate(cut(snap, k), Options{Check: true})
+				if err != nil {
+					t.Fatalf("recorded %s, labelled %s, program %d, cut %d: %v", c.rec, c.label, seed, k, err)
+				}
+				rep := reps[0]
+				if rep.Agree() || strings.Contains(rep.Start, "the reading that agrees") {
+					t.Errorf("recorded %s, labelled %s, program %d, cut %d: agree %v, start %q", c.rec, c.label, seed, k, rep.Agree(), rep.Start)
+				}
+			}
+		}
+	}
+}
