@@ -55,8 +55,9 @@ func TestValidateWarmMaxSplit(t *testing.T) {
 // than its request, which the trace does not show; the reconstruction
 // took no such remainder, and only 27 of 80 late starts of max_split_size
 // 40 and 100 programs agreed (the model was right; the starting layout
-// was not); with the whole segments and the second reading, 77. Such a block is its whole segment, which the reconstruction
-// now gives it; where the replay still diverges, the validator reads the
+// was not); with the whole segments and the second reading, 77. Such a
+// block is its whole segment, which the reconstruction now gives it;
+// where the replay still diverges, the validator reads the
 // start again with every uncertain block owning the largest remainder the
 // trace allows it and names that reading if it agrees (max_split_size
 // 40, program 7, 1,000 entries dropped); where neither agrees, the report
