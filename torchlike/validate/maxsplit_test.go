@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"membench/torchlike"
 	"membench/torchlike/snapshot"
 )
 
@@ -142,5 +143,33 @@ func TestValidateWarmTailsMislabelled(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestValidateWarmTailsLegacy: a late start of a program recorded by
+// PyTorch before 2.4 with a division count of 1 (sizes left unrounded)
+// and max_split_size_mb:40 that agrees only with both the old rounding
+// and every uncertain block at its largest size. The validator tried the
+// two readings one at a time and reported a divergence.
+func TestValidateWarmTailsLegacy(t *testing.T) {
+	cfg := torchlike.DefaultConfig()
+	cfg.Divisions, _ = torchlike.ParseDivisions("1")
+	cfg.LegacyRoundup = true
+	cfg.MaxSplitSize = 40 << 20
+	r := newRecorderCfg(cfg, 1<<40, 0)
+	workload(r, 7, 3000, 0)
+	settings := &snapshot.Settings{MaxSplitSize: 40 << 20, PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:40,roundup_power2_divisions:1"}
+	for i := range settings.RoundupPower2Divisions {
+		settings.RoundupPower2Divisions[i] = 1
+	}
+	reps, err := Validate(cut(snapshotOf(settings, r), 1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := reps[0]
+	if !rep.Agree() || !strings.Contains(rep.Settings, "before 2.4") || !strings.Contains(rep.Start, "the reading that agrees") {
+		var out strings.Builder
+		rep.WriteReport(&out, "cut")
+		t.Errorf("want agreement under the old rounding with every remainder:\n%s", out.String())
 	}
 }
