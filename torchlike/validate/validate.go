@@ -963,7 +963,7 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 		fmt.Fprintf(w, "  agree: every segment event and OOM matches in action, size and order\n")
 	}
 	if r.Diverged && r.UncertainSizes > 0 {
-		fmt.Fprintf(w, "  note: %d blocks live at the start may own an unsplit remainder the trace does not show (up to %d B), seeded as owning none: the divergence may be that reading of the starting layout's, not the model's (validate a recording that starts earlier to tell)\n", r.UncertainSizes, r.MaxTail)
+		fmt.Fprintf(w, "  note: %d blocks live at the start may own an unsplit remainder the trace does not show (up to %d B), seeded as owning none (and, tried too, as owning the largest): the divergence may be that reading of the starting layout's, not the model's (validate a recording that starts earlier to tell)\n", r.UncertainSizes, r.MaxTail)
 	}
 	if r.AddrMismatches > 0 {
 		fmt.Fprintf(w, "  note: %d allocations were placed at a different address than recorded\n", r.AddrMismatches)
