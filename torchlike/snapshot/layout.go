@@ -414,8 +414,9 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
 		if st.MaxSplitSize > 0 {
-			// The configuration only then: parsing the conf string
-			// costs an import allocations.
+			// Parsed only then, since parsing the conf string
+			// allocates; settings that do not parse leave the
+			// oversize rules off (max_non_split_rounding unknown).
 			if cfg, err := st.config(); err == nil {
 				r.maxSplit, r.nonSplit = cfg.MaxSplitSize, cfg.MaxNonSplitRounding
 			}
