@@ -297,11 +297,21 @@
 // request takes none, and no segment that large is ever split;
 // allocator-spec §1.5–§1.6): one re-added alone at its segment's start,
 // with less than max_non_split_rounding behind it, is given the segment
-// exactly. Elsewhere such a block's MaxSize allows a remainder of up to
-// max_non_split_rounding less 512 bytes (a request of max_split_size or
-// more takes a cached block whole when it is less than that larger). A
-// validator whose replay diverges from a start with uncertain sizes reads
-// it again with every block at its MaxSize (LayoutOptions.Tails). In the small pool and in expandable segments every
+// exactly. That holds for the settings the snapshot reports; a program
+// that set max_split_size while it ran (torch.cuda.memory's
+// _set_allocator_settings) may hold a block that large split from its
+// segment before then, which the rule then reads as its whole segment.
+// (large_segment_size_mb more than 1 MiB above max_split_size_mb would
+// split segments that large too; torchlike refuses that pair, and the
+// rule is off when the settings do not parse.) A block of max_split_size
+// or more anywhere else means the recording does not fit the rule; its
+// MaxSize allows a remainder of up to max_non_split_rounding less 512
+// bytes (a request of max_split_size or more takes a cached block whole
+// when it is less than that larger), and a block the rule gave its
+// segment that a block freed earlier then cuts is read as if the rule had
+// not applied. A validator whose replay diverges from a start with
+// uncertain sizes reads it again with every block at its MaxSize
+// (LayoutOptions.Tails). In the small pool and in expandable segments every
 // remainder of 512 bytes or more is split (§1.6), so the rounded size is
 // exact there. Sizes that contradict the layout (a rounded size running
 // into the next block, which happens when a snapshot lacks its rounding

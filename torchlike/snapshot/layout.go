@@ -180,7 +180,8 @@ type rblock struct {
 	est             bool // size deduced from a free entry: may still grow by a ≤ 1 MiB tail
 	// whole: an est block of max_split_size or more given its whole
 	// segment (undoFree), its size certain unless a block re-added
-	// later cuts it (a recording the rule does not fit, noted).
+	// later cuts it (a recording the rule does not fit, noted), which
+	// reads it as if the rule had not applied.
 	whole  bool
 	entry  int   // for est blocks: the free entry that re-added it
 	minGap int64 // for est blocks: the smallest free gap seen right after it
@@ -413,8 +414,9 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
 		if st.MaxSplitSize > 0 {
-			// The configuration only then: parsing the conf string
-			// costs an import allocations.
+			// Parsed only then, since parsing the conf string
+			// allocates; settings that do not parse leave the
+			// oversize rules off (max_non_split_rounding unknown).
 			if cfg, err := st.config(); err == nil {
 				r.maxSplit, r.nonSplit = cfg.MaxSplitSize, cfg.MaxNonSplitRounding
 			}
@@ -729,8 +731,18 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 			if !prev.est {
 				return r.fail(i, "the address lies inside the live block %#x (%d bytes)", prev.addr, prev.size)
 			}
-			r.note(i, "estimated size of block %#x cut from %d to %d bytes to make room", prev.addr, prev.size, a-prev.addr)
-			prev.size, prev.whole = a-prev.addr, false
+			cut := a - prev.addr
+			if prev.whole {
+				// The recording does not fit the whole-segment rule
+				// (max_split_size set during it, say): the block is
+				// read as the rule had not applied, its rounded size
+				// with the gap behind it unknown (absorbTail below),
+				// not the space up to here as a certain size.
+				cut = min(cut, torchlike.RoundSize(prev.req, &r.div, r.legacy))
+				prev.whole, prev.minGap = false, maxBytes
+			}
+			r.note(i, "estimated size of block %#x cut from %d to %d bytes to make room", prev.addr, prev.size, cut)
+			prev.size = cut
 		}
 	}
 	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)

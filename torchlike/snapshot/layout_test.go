@@ -817,26 +817,40 @@ func TestOversizeTail(t *testing.T) {
 
 // TestOversizeWholeCut: a recording the whole-segment rule does not fit
 // (a block freed earlier sat in the segment of a block of max_split_size
-// or more) is read with a note, the oversize block cut to make room, not
-// refused as blocks overlapping.
+// or more, as when max_split_size was set during the recording) is read
+// with a note, not refused as blocks overlapping. The oversize block is
+// then read as if the rule had not applied: its rounded size, grown over
+// a gap of at most 1 MiB behind it, and otherwise uncertain up to the
+// next block; it does not keep the space up to that block as a certain
+// size (which it did: 55 MiB, Size == MaxSize).
 func TestOversizeWholeCut(t *testing.T) {
 	S := int64(0x20000000)
-	s := &Snapshot{
-		Settings: &Settings{MaxSplitSize: 40 * m},
-		DeviceTraces: [][]TraceEntry{{
-			ent("free_requested", S+55*m, 5*m),
-			ent("free_completed", S+55*m, 5*m),
-			ent("free_requested", S, 50*m),
-			ent("free_completed", S, 50*m),
-			ent("segment_free", S, 65*m),
-		}},
-	}
-	l, err := s.InitialState(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bs := l.Segments[0].Blocks
-	if len(bs) != 2 || bs[0].Size != 55*m || bs[1].Address != S+55*m || len(l.Assumptions) == 0 {
-		t.Errorf("blocks %+v, assumptions %v: want the 50 MiB block cut to 55 MiB, noted", bs, l.Assumptions)
+	for _, c := range []struct {
+		next          int64 // where the block freed earlier is
+		size, maxSize int64
+	}{
+		{55 * m, 50 * m, 55 * m},
+		{50*m + m/2, 50*m + m/2, 50*m + m/2},
+		{50 * m, 50 * m, 50 * m},
+		{45 * m, 45 * m, 45 * m},
+	} {
+		s := &Snapshot{
+			Settings: &Settings{MaxSplitSize: 40 * m},
+			DeviceTraces: [][]TraceEntry{{
+				ent("free_requested", S+c.next, 5*m),
+				ent("free_completed", S+c.next, 5*m),
+				ent("free_requested", S, 50*m),
+				ent("free_completed", S, 50*m),
+				ent("segment_free", S, 65*m),
+			}},
+		}
+		l, err := s.InitialState(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs := l.Segments[0].Blocks
+		if len(bs) != 2 || bs[0].Size != c.size || bs[0].MaxSize != c.maxSize || bs[1].Address != S+c.next || len(l.Assumptions) == 0 {
+			t.Errorf("next block at +%d: blocks %+v, assumptions %v: want the 50 MiB block %d..%d B, noted", c.next, bs, l.Assumptions, c.size, c.maxSize)
+		}
 	}
 }

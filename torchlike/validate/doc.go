@@ -23,8 +23,9 @@
 //     and it is seeded into the model (torchlike's Seed functions). A block
 //     live then may own an unsplit remainder the trace never shows, taken
 //     as none; when the replay diverges, the start is read again with
-//     every such block owning the largest remainder the trace allows it,
-//     and if that reading agrees it is named; where neither agrees, the
+//     every such block owning the largest remainder the trace allows it
+//     (with PyTorch before 2.4's rounding too, when that may apply), and
+//     if that reading agrees it is named; where neither agrees, the
 //     report says the divergence may be the reading's.
 //   - The device's capacity, from a recorded OOM's free bytes; or --capacity.
 //   - Releases no allocation explains: a burst of segment frees is replayed

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"membench/torchlike"
 	"membench/torchlike/snapshot"
 )
 
@@ -55,8 +56,9 @@ func TestValidateWarmMaxSplit(t *testing.T) {
 // than its request, which the trace does not show; the reconstruction
 // took no such remainder, and only 27 of 80 late starts of max_split_size
 // 40 and 100 programs agreed (the model was right; the starting layout
-// was not); with the whole segments and the second reading, 77. Such a block is its whole segment, which the reconstruction
-// now gives it; where the replay still diverges, the validator reads the
+// was not); with the whole segments and the second reading, 77. Such a
+// block is its whole segment, which the reconstruction now gives it;
+// where the replay still diverges, the validator reads the
 // start again with every uncertain block owning the largest remainder the
 // trace allows it and names that reading if it agrees (max_split_size
 // 40, program 7, 1,000 entries dropped); where neither agrees, the report
@@ -106,5 +108,68 @@ func TestValidateWarmTails(t *testing.T) {
 	}
 	if rep := check("40", 7, 1000); !rep.Agree() || !strings.Contains(rep.Start, "the reading that agrees") {
 		t.Errorf("max_split_size_mb:40, program 7, 1000 entries dropped: agree %v, start %q: want the reading with every remainder", rep.Agree(), rep.Start)
+	}
+}
+
+// TestValidateWarmTailsMislabelled: the second reading of a warm start
+// (every uncertain block at its MaxSize) does not make a model that is
+// wrong for the recording agree. Programs recorded with one allocator
+// configuration and labelled with a slightly different one (max_split_size
+// 1 MiB apart, max_non_split_rounding 2 MiB apart) diverge from every late
+// start, under either reading, and a report names the second reading only
+// when it agrees.
+func TestValidateWarmTailsMislabelled(t *testing.T) {
+	for _, c := range []struct {
+		rec, label string
+		ms         int64
+	}{
+		{"max_split_size_mb=41", "max_split_size_mb:40", 40},
+		{"max_split_size_mb=40", "max_split_size_mb:41", 41},
+		{"max_split_size_mb=40,max_non_split_rounding_mb=22", "max_split_size_mb:40", 40},
+		{"max_split_size_mb=40", "max_split_size_mb:40,max_non_split_rounding_mb:22", 40},
+	} {
+		for seed := uint64(1); seed <= 1; seed++ {
+			r := newRecorder(t, "torch:"+c.rec, 1<<40, 0)
+			workload(r, seed, 3000, 0)
+			snap := snapshotOf(&snapshot.Settings{MaxSplitSize: c.ms << 20, PYTORCH_CUDA_ALLOC_CONF: c.label}, r)
+			for _, k := range []int{300, 1000, 1700, 2500} {
+				reps, err := Validate(cut(snap, k), Options{Check: true})
+				if err != nil {
+					t.Fatalf("recorded %s, labelled %s, program %d, cut %d: %v", c.rec, c.label, seed, k, err)
+				}
+				rep := reps[0]
+				if rep.Agree() || strings.Contains(rep.Start, "the reading that agrees") {
+					t.Errorf("recorded %s, labelled %s, program %d, cut %d: agree %v, start %q", c.rec, c.label, seed, k, rep.Agree(), rep.Start)
+				}
+			}
+		}
+	}
+}
+
+// TestValidateWarmTailsLegacy: a late start of a program recorded by
+// PyTorch before 2.4 with a division count of 1 (sizes left unrounded)
+// and max_split_size_mb:40 that agrees only with both the old rounding
+// and every uncertain block at its largest size. The validator tried the
+// two readings one at a time and reported a divergence.
+func TestValidateWarmTailsLegacy(t *testing.T) {
+	cfg := torchlike.DefaultConfig()
+	cfg.Divisions, _ = torchlike.ParseDivisions("1")
+	cfg.LegacyRoundup = true
+	cfg.MaxSplitSize = 40 << 20
+	r := newRecorderCfg(cfg, 1<<40, 0)
+	workload(r, 7, 3000, 0)
+	settings := &snapshot.Settings{MaxSplitSize: 40 << 20, PYTORCH_CUDA_ALLOC_CONF: "max_split_size_mb:40,roundup_power2_divisions:1"}
+	for i := range settings.RoundupPower2Divisions {
+		settings.RoundupPower2Divisions[i] = 1
+	}
+	reps, err := Validate(cut(snapshotOf(settings, r), 1000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := reps[0]
+	if !rep.Agree() || !strings.Contains(rep.Settings, "before 2.4") || !strings.Contains(rep.Start, "the reading that agrees") {
+		var out strings.Builder
+		rep.WriteReport(&out, "cut")
+		t.Errorf("want agreement under the old rounding with every remainder:\n%s", out.String())
 	}
 }

@@ -157,12 +157,17 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("device %d: %w", d, err)
 		}
+		var legacy *DeviceReport // the old rounding's report, when tried and it diverges too
 		if !r.Agree() && hasDivisionOne(snap.Settings) {
 			// PyTorch before 2.4 left sizes unrounded where a division
 			// count is 1; the snapshot does not say which version
 			// recorded it, so that reading is tried too.
-			if legacy, err := validateDevice(snap, d, opts, reading{legacyRoundup: true}); err == nil && legacy.Agree() {
-				r = legacy
+			if l, err := validateDevice(snap, d, opts, reading{legacyRoundup: true}); err == nil {
+				if l.Agree() {
+					r = l
+				} else {
+					legacy = l
+				}
 			}
 		}
 		if !r.Agree() && r.UncertainSizes > 0 {
@@ -170,10 +175,18 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 			// the trace never shows (at most 1 MiB each, or up to
 			// max_non_split_rounding for a block of max_split_size or
 			// more that is not its whole segment); the reconstruction
-			// takes none, and every one is the other extreme.
-			if tails, err := validateDevice(snap, d, opts, reading{tails: true}); err == nil && tails.Agree() {
-				tails.UncertainSizes, tails.MaxTail = r.UncertainSizes, r.MaxTail
-				tails.Start += fmt.Sprintf("; the %d blocks whose unsplit remainder the trace does not show (up to %d B) seeded with the largest it allows them: the reading that agrees", r.UncertainSizes, r.MaxTail)
+			// takes none, and every one is the other extreme. A
+			// recording that may be PyTorch's before 2.4 is read so with
+			// either rounding (a late start of one may need both).
+			base := r
+			tails, err := validateDevice(snap, d, opts, reading{tails: true})
+			if (err != nil || !tails.Agree()) && legacy != nil && legacy.UncertainSizes > 0 {
+				base = legacy
+				tails, err = validateDevice(snap, d, opts, reading{tails: true, legacyRoundup: true})
+			}
+			if err == nil && tails.Agree() {
+				tails.UncertainSizes, tails.MaxTail = base.UncertainSizes, base.MaxTail
+				tails.Start += fmt.Sprintf("; the %d blocks whose unsplit remainder the trace does not show (up to %d B) seeded with the largest it allows them: the reading that agrees", base.UncertainSizes, base.MaxTail)
 				r = tails
 			}
 		}
@@ -950,7 +963,7 @@ func (r *DeviceReport) WriteReport(w io.Writer, name string) {
 		fmt.Fprintf(w, "  agree: every segment event and OOM matches in action, size and order\n")
 	}
 	if r.Diverged && r.UncertainSizes > 0 {
-		fmt.Fprintf(w, "  note: %d blocks live at the start may own an unsplit remainder the trace does not show (up to %d B), seeded as owning none: the divergence may be that reading of the starting layout's, not the model's (validate a recording that starts earlier to tell)\n", r.UncertainSizes, r.MaxTail)
+		fmt.Fprintf(w, "  note: %d blocks live at the start may own an unsplit remainder the trace does not show (up to %d B), seeded as owning none (and, tried too, as owning the largest): the divergence may be that reading of the starting layout's, not the model's (validate a recording that starts earlier to tell)\n", r.UncertainSizes, r.MaxTail)
 	}
 	if r.AddrMismatches > 0 {
 		fmt.Fprintf(w, "  note: %d allocations were placed at a different address than recorded\n", r.AddrMismatches)

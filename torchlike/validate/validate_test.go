@@ -129,10 +129,19 @@ func (r *recorder) segments() []snapshot.Segment {
 // sizes across the small, 20 MiB and large segment classes, two streams,
 // frees in random order, and empty_cache calls when emptyEvery > 0.
 func workload(r *recorder, seed uint64, n int, emptyEvery int) (emptied int) {
+	return workloadHook(r, seed, n, emptyEvery, nil)
+}
+
+// workloadHook is workload calling after(), when not nil, after each
+// step: a test can look at the allocator between entries.
+func workloadHook(r *recorder, seed uint64, n int, emptyEvery int, after func()) (emptied int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var ids []int
 	next := 0
 	for i := 0; i < n; i++ {
+		if after != nil && i > 0 {
+			after()
+		}
 		if emptyEvery > 0 && i%emptyEvery == emptyEvery-1 {
 			before := len(r.trace)
 			r.a.EmptyCache()
