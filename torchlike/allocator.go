@@ -1631,9 +1631,9 @@ func (a *Allocator) noteWhole(pl *pool, i int32) {
 // those alone; the releases, their order (the free set's) and the ages
 // are upstream's.
 func (a *Allocator) garbageCollectCachedBlocks() {
-	threshold := int64(a.cfg.GCThreshold * float64(a.allowedMax))
+	limit := int64(a.cfg.GCThreshold * float64(a.allowedMax))
 	total := a.mem.Reserved()
-	if total <= threshold {
+	if total <= limit {
 		return
 	}
 	if a.stats.current(sSegment, All) == 0 && !scanEveryRelease {
@@ -1643,12 +1643,12 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 		return
 	}
 	pl := &a.large
-	if len(a.exp) != 0 || scanEveryRelease {
-		a.collectByScan(pl, total-threshold)
-		return
-	}
+	// The whole free blocks in the free set's order: the noted ones, of
+	// which a trusted list names every one when no expandable segment
+	// exists, else upstream's scan, whose expandable blocks count in the
+	// average age though none is released.
 	ks := pl.gcKeys[:0]
-	if pl.trust&trustGC != 0 {
+	if pl.trust&trustGC != 0 && len(a.exp) == 0 && !scanEveryRelease {
 		ks = a.stillWhole(pl, pl.gcWholes, ks)
 	} else {
 		for _, k := range pl.blocks.Items() {
@@ -1656,33 +1656,9 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 				ks = append(ks, k)
 			}
 		}
-		pl.trust |= trustGC
 	}
-	age := func(i int32) int64 { return pl.getFreeBlocksCallCount - a.arena[i].gcBase }
-	var totalAge int64
-	for _, k := range ks {
-		totalAge += age(k.B)
-	}
-	count := int64(len(ks))
-	var reclaimed int64
-	freed := true
-	for reclaimed < total-threshold && freed && count > 0 {
-		threshold := float64(totalAge) / float64(count)
-		freed = false
-		kept := ks[:0]
-		for _, k := range ks {
-			if g := age(k.B); float64(g) >= threshold {
-				freed = true
-				reclaimed += k.Size
-				totalAge -= g
-				count--
-				a.releaseBlock(k.B)
-			} else {
-				kept = append(kept, k)
-			}
-		}
-		ks = kept
-	}
+	ks = a.collect(pl, ks, total-limit)
+	pl.trust |= trustGC
 	pl.gcWholes = pl.gcWholes[:0]
 	for _, k := range ks {
 		pl.gcWholes = append(pl.gcWholes, k.B)
@@ -1690,38 +1666,35 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	pl.gcKeys = ks[:0]
 }
 
-// collectByScan is garbageCollectCachedBlocks as upstream does it, a scan
-// of every cached block of pl at each pass: with expandable segments, and
-// the reference of the tests that the noted blocks give the same releases.
-func (a *Allocator) collectByScan(pl *pool, target int64) {
+// collect is garbage_collect_cached_blocks' passes over ks, the whole
+// free blocks of pl in the free set's order: each pass releases those
+// outside expandable segments at least as old as the average age of all
+// of ks then, until target bytes are reclaimed or a pass releases none.
+// It returns the blocks it left.
+func (a *Allocator) collect(pl *pool, ks []freeset.Key, target int64) []freeset.Key {
 	age := func(i int32) int64 { return pl.getFreeBlocksCallCount - a.arena[i].gcBase }
 	var totalAge int64
-	var count int64
-	for _, k := range pl.blocks.Items() {
-		if !a.arena[k.B].isSplit() {
-			totalAge += age(k.B)
-			count++
-		}
-	}
-	if count == 0 {
-		return
+	for _, k := range ks {
+		totalAge += age(k.B)
 	}
 	var reclaimed int64
-	freed := true
-	for reclaimed < target && freed && count > 0 {
-		threshold := float64(totalAge) / float64(count)
+	for freed := true; reclaimed < target && freed && len(ks) > 0; {
+		threshold := float64(totalAge) / float64(len(ks))
 		freed = false
-		for _, k := range pl.blocks.Items() {
-			b := &a.arena[k.B]
-			if !b.isSplit() && b.es == none && float64(age(k.B)) >= threshold {
+		kept := ks[:0]
+		for _, k := range ks {
+			if g := age(k.B); a.arena[k.B].es == none && float64(g) >= threshold {
 				freed = true
-				reclaimed += b.size
-				totalAge -= age(k.B)
-				count--
+				reclaimed += k.Size
+				totalAge -= g
 				a.releaseBlock(k.B)
+			} else {
+				kept = append(kept, k)
 			}
 		}
+		ks = kept
 	}
+	return ks
 }
 
 func (a *Allocator) largestFree() int64 {

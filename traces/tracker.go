@@ -192,12 +192,7 @@ func (t *Tracker[V]) newPage() *valPage[V] {
 // four advised.
 func (t *Tracker[V]) blockPage() *valPage[V] {
 	if len(t.slab) == 0 {
-		size := unsafe.Sizeof(valPage[V]{})
-		n := slabBytes / size
-		b := make([]valPage[V], n+hugeBytes/size-1)
-		off := (-uintptr(unsafe.Pointer(&b[0])) & (hugeBytes - 1)) / size
-		t.slab = b[off : off+n]
-		hugemem.Advise(unsafe.Pointer(&t.slab[0]), uintptr(len(t.slab))*size)
+		t.slab = hugemem.Make[valPage[V]](int(slabBytes / unsafe.Sizeof(valPage[V]{})))
 	}
 	p := &t.slab[0]
 	t.slab = t.slab[1:]
@@ -214,25 +209,24 @@ func (t *Tracker[V]) blockPage() *valPage[V] {
 // frees read sat in small pages. The copy is once in a replay, amortized
 // over the ids that filled the pages (2 MB of them).
 func (t *Tracker[V]) intoBlocks() {
-	for i := range t.dir {
-		if p := t.dir[i].p; p != nil {
+	move := func(p **valPage[V]) {
+		if *p != nil {
 			q := t.blockPage()
-			*q = *p
-			t.dir[i].p = q
+			*q = **p
+			*p = q
 		}
 	}
+	for i := range t.dir {
+		move(&t.dir[i].p)
+	}
 	for i := range t.refs {
-		if p := t.refs[i].p; p != nil {
-			q := t.blockPage()
-			*q = *p
-			t.refs[i].p = q
-		}
+		move(&t.refs[i].p)
 	}
 	clear(t.spare)
 	t.spare = t.spare[:0]
 }
 
-// Pages come from blocks of slabBytes (four huge pages of hugeBytes)
+// Pages come from blocks of slabBytes (four huge pages)
 // once slabFrom pages (2 MB of a replay's pages, 131,072 ids) are in use.
 // Measured 2026-11-25 (harness.BenchmarkReplayLivePaired, six interleaved
 // runs of each binary): with 2,048 pages and blocks placed where the heap
@@ -243,7 +237,6 @@ func (t *Tracker[V]) intoBlocks() {
 const (
 	slabFrom  = 256
 	slabBytes = 8 << 20
-	hugeBytes = 2 << 20
 )
 
 // recycle gives up the page of key, whose last live id r's count just

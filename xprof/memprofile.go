@@ -228,31 +228,37 @@ func (m *memoryProfileReader) end() error {
 	return err
 }
 
-func (m *memoryProfileReader) top() error {
-	if _, err := m.delim('{', "memory profile"); err != nil {
-		return err
-	}
+// fields reads the members of an object whose opening delimiter has been
+// read, calling field with each key to read its value, and then the
+// closing delimiter.
+func (m *memoryProfileReader) fields(field func(key string) error) error {
 	for m.dec.More() {
 		k, err := m.key()
 		if err != nil {
 			return err
 		}
-		switch {
-		case strings.EqualFold(k, "memoryProfilePerAllocator"):
-			err = m.perAllocator()
-		case strings.EqualFold(k, "version"):
-			// Any value, null too, is the mark of a rewritten file
-			// (a json.RawMessage holds "null").
-			m.version = true
-			err = m.skip()
-		default:
-			err = m.skip()
-		}
-		if err != nil {
+		if err := field(k); err != nil {
 			return err
 		}
 	}
 	return m.end()
+}
+
+func (m *memoryProfileReader) top() error {
+	if _, err := m.delim('{', "memory profile"); err != nil {
+		return err
+	}
+	return m.fields(func(k string) error {
+		switch {
+		case strings.EqualFold(k, "memoryProfilePerAllocator"):
+			return m.perAllocator()
+		case strings.EqualFold(k, "version"):
+			// Any value, null too, is the mark of a rewritten file
+			// (a json.RawMessage holds "null").
+			m.version = true
+		}
+		return m.skip()
+	})
 }
 
 func (m *memoryProfileReader) perAllocator() error {
@@ -267,11 +273,7 @@ func (m *memoryProfileReader) perAllocator() error {
 	if m.per == nil {
 		m.per = map[string]*memoryAllocator{}
 	}
-	for m.dec.More() {
-		name, err := m.key()
-		if err != nil {
-			return err
-		}
+	return m.fields(func(name string) error {
 		// A repeated name replaces the allocator (a map element is
 		// decoded afresh).
 		if old := m.per[name]; old != nil {
@@ -279,11 +281,8 @@ func (m *memoryProfileReader) perAllocator() error {
 		}
 		a := &memoryAllocator{}
 		m.per[name] = a
-		if err := m.allocator(a); err != nil {
-			return err
-		}
-	}
-	return m.end()
+		return m.allocator(a)
+	})
 }
 
 func (m *memoryProfileReader) allocator(a *memoryAllocator) error {
@@ -291,25 +290,16 @@ func (m *memoryProfileReader) allocator(a *memoryAllocator) error {
 	if err != nil || null {
 		return err
 	}
-	for m.dec.More() {
-		k, err := m.key()
-		if err != nil {
-			return err
-		}
+	return m.fields(func(k string) error {
 		switch {
 		case strings.EqualFold(k, "memoryProfileSnapshots"):
-			err = m.snapshots(a)
+			return m.snapshots(a)
 		case strings.EqualFold(k, "sampledTimelineSnapshots"):
 			a.sampled = nil
-			err = m.dec.Decode(&a.sampled)
-		default:
-			err = m.skip()
+			return m.dec.Decode(&a.sampled)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return m.end()
+		return m.skip()
+	})
 }
 
 func (m *memoryProfileReader) snapshots(a *memoryAllocator) error {

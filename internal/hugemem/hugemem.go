@@ -25,8 +25,8 @@
 // The replay's id tracker (package traces) is the largest such structure:
 // with 10^6 live ids its pages hold tens of megabytes, which every free
 // reads at random. Its pages hold the replay's values, which may be
-// pointers, so it asks Advise for blocks of pages it allocates itself, on
-// a 2 MB boundary of a larger allocation. With the
+// pointers, so its blocks of pages come from Make, on a 2 MB boundary of
+// a larger allocation. With the
 // machine's transparent huge pages set to always, the harness's own cost
 // at 10^6 live blocks fell from 98 to 73 ns an event (issue 15's live-set
 // benchmark, 2026-11-24).
@@ -81,6 +81,25 @@ func Grow[T any](xs []T, n int) []T {
 	ys := unsafe.Slice((*T)(unsafe.Pointer(&buf[off])), want)[:len(xs)]
 	copy(ys, xs)
 	return ys
+}
+
+// Make returns n zeroed elements of T that start on the first element at
+// or after a 2 MiB boundary of a larger allocation, with the whole huge
+// pages among them asked for (Advise): for an array whose elements may
+// hold pointers, which Grow cannot cut from bytes, such as the replay's
+// id tracker's blocks of pages (package traces). The elements before the
+// boundary stay unused.
+func Make[T any](n int) []T {
+	var zero T
+	size := unsafe.Sizeof(zero)
+	if size == 0 || n == 0 {
+		return make([]T, n)
+	}
+	b := make([]T, n+int((hugePage+size-1)/size))
+	off := (-uintptr(unsafe.Pointer(&b[0]))&(hugePage-1) + size - 1) / size
+	xs := b[off : off+uintptr(n) : off+uintptr(n)]
+	Advise(unsafe.Pointer(&xs[0]), uintptr(n)*size)
+	return xs
 }
 
 // Huge reports whether xs starts on a huge page, as Grow's large arrays

@@ -106,3 +106,30 @@ func TestHugePages(t *testing.T) {
 	}
 	t.Errorf("no mapping at %#x in /proc/self/smaps", start)
 }
+
+// TestMake: Make's elements, which may hold pointers, start on a 2 MiB
+// boundary when the element size divides it (else on the first element
+// past one), number n, and are zero; its capacity ends with them, so that
+// an append cannot run into memory the block does not own.
+func TestMake(t *testing.T) {
+	type page struct {
+		p    *int
+		vals [511]int64
+	}
+	xs := Make[page](1000)
+	if len(xs) != 1000 || cap(xs) != 1000 || !Huge(xs) {
+		t.Fatalf("len %d, cap %d, huge %v", len(xs), cap(xs), Huge(xs))
+	}
+	for i := range xs {
+		if xs[i].p != nil || xs[i].vals[0] != 0 {
+			t.Fatalf("element %d not zero", i)
+		}
+	}
+	odd := Make[[3]int64](100000) // 24 B: the first element past a boundary
+	if a := uintptr(unsafe.Pointer(&odd[0])) & (hugePage - 1); a >= 24 {
+		t.Errorf("24-byte elements start %d B past a 2 MiB boundary", a)
+	}
+	if len(Make[page](0)) != 0 {
+		t.Error("Make(0) not empty")
+	}
+}

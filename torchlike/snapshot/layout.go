@@ -758,7 +758,7 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 	// is that large (allocator-spec §1.5–§1.6). Alone in its segment, from
 	// its start, with less than max_non_split_rounding behind it, the
 	// block is that segment exactly.
-	whole := r.maxSplit > 0 && size >= r.maxSplit && r.keepsTail(sg) && a == sg.addr && k == 0 && limit == sg.end() && limit-a-size < r.nonSplit
+	whole := r.maxSplit > 0 && size >= r.maxSplit && r.keepsTail(sg) && a == sg.addr && limit == sg.end() && limit-a-size < r.nonSplit
 	if whole {
 		size = limit - a
 	}

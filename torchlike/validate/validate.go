@@ -157,38 +157,8 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("device %d: %w", d, err)
 		}
-		var legacy *DeviceReport // the old rounding's report, when tried and it diverges too
-		if !r.Agree() && hasDivisionOne(snap.Settings) {
-			// PyTorch before 2.4 left sizes unrounded where a division
-			// count is 1; the snapshot does not say which version
-			// recorded it, so that reading is tried too.
-			if l, err := validateDevice(snap, d, opts, reading{legacyRoundup: true}); err == nil {
-				if l.Agree() {
-					r = l
-				} else {
-					legacy = l
-				}
-			}
-		}
-		if !r.Agree() && r.UncertainSizes > 0 {
-			// Blocks live at a warm start may own unsplit remainders
-			// the trace never shows (at most 1 MiB each, or up to
-			// max_non_split_rounding for a block of max_split_size or
-			// more that is not its whole segment); the reconstruction
-			// takes none, and every one is the other extreme. A
-			// recording that may be PyTorch's before 2.4 is read so with
-			// either rounding (a late start of one may need both).
-			base := r
-			tails, err := validateDevice(snap, d, opts, reading{tails: true})
-			if (err != nil || !tails.Agree()) && legacy != nil && legacy.UncertainSizes > 0 {
-				base = legacy
-				tails, err = validateDevice(snap, d, opts, reading{tails: true, legacyRoundup: true})
-			}
-			if err == nil && tails.Agree() {
-				tails.UncertainSizes, tails.MaxTail = base.UncertainSizes, base.MaxTail
-				tails.Start += fmt.Sprintf("; the %d blocks whose unsplit remainder the trace does not show (up to %d B) seeded with the largest it allows them: the reading that agrees", base.UncertainSizes, base.MaxTail)
-				r = tails
-			}
+		if !r.Agree() {
+			r = otherReading(snap, d, opts, r)
 		}
 		out = append(out, r)
 	}
@@ -223,12 +193,49 @@ type reading struct {
 	tails         bool // warm-start blocks own every remainder the trace allows
 }
 
+// otherReading is first's replacement by the first other reading of the
+// recording that agrees, or first when none does (first diverges).
+//
+// PyTorch before 2.4 left sizes unrounded where a division count is 1,
+// and the snapshot does not say which version recorded it. Blocks live
+// at a warm start may own unsplit remainders the trace never shows (at
+// most 1 MiB each, or up to max_non_split_rounding for a block of
+// max_split_size or more that is not its whole segment); the
+// reconstruction takes none, and every one is the other extreme, tried
+// with each rounding whose start has such blocks (a late start of an old
+// recording may need both), when the first start has.
+func otherReading(snap *snapshot.Snapshot, d int, opts Options, first *DeviceReport) *DeviceReport {
+	bases := []*DeviceReport{first}
+	if hasDivisionOne(snap.Settings) {
+		if l, err := validateDevice(snap, d, opts, reading{legacyRoundup: true}); err == nil {
+			if l.Agree() {
+				return l
+			}
+			bases = append(bases, l)
+		}
+	}
+	if first.UncertainSizes == 0 {
+		return first
+	}
+	for i, b := range bases {
+		if b.UncertainSizes == 0 {
+			continue
+		}
+		t, err := validateDevice(snap, d, opts, reading{legacyRoundup: i == 1, tails: true})
+		if err == nil && t.Agree() {
+			t.UncertainSizes, t.MaxTail = b.UncertainSizes, b.MaxTail
+			t.Start += fmt.Sprintf("; the %d blocks whose unsplit remainder the trace does not show (up to %d B) seeded with the largest it allows them: the reading that agrees", b.UncertainSizes, b.MaxTail)
+			return t
+		}
+	}
+	return first
+}
+
 func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*DeviceReport, error) {
-	legacyRoundup := rd.legacyRoundup
 	tr := snap.Trace(d)
 	rep := &DeviceReport{Device: d, Entries: len(tr), Counts: map[string]int{}, UnknownActions: map[string]int{}, DivergeAt: -1, DivergeEntry: -1}
 	cfg, desc := snap.Settings.Config()
-	if legacyRoundup {
+	if rd.legacyRoundup {
 		cfg.LegacyRoundup = true
 		desc += "; rounding as PyTorch before 2.4 (a division count of 1 leaves sizes unrounded), the only reading that agrees"
 	}
@@ -253,7 +260,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 			break
 		}
 	}
-	layout, err := snap.Reconstruct(d, snapshot.LayoutOptions{LegacyRoundup: legacyRoundup, Tails: rd.tails})
+	layout, err := snap.Reconstruct(d, snapshot.LayoutOptions{LegacyRoundup: rd.legacyRoundup, Tails: rd.tails})
 	if err != nil {
 		return nil, fmt.Errorf("reconstructing the layout at the first trace entry: %w", err)
 	}
