@@ -153,6 +153,10 @@ type liveTrace struct {
 	at            int
 	pause, resume func()
 	timing        bool // NextBatch has resumed the timer
+	// churn is the steady events left to replay untimed before the
+	// timed ones (BenchmarkReplayLiveSteady), read through NextBatch
+	// only.
+	churn int
 }
 
 // liveStep is a steady event: a free of id when size is 0.
@@ -168,7 +172,11 @@ func (t *liveTrace) size() int64 { return livebench.Size(t.rng) }
 // refill generates the next chunk of steady events.
 func (t *liveTrace) refill() {
 	t.chunk, t.at = t.chunk[:0], 0
-	for len(t.chunk) < min(t.n, steadyChunk) {
+	left := t.n
+	if t.churn > 0 {
+		left = t.churn
+	}
+	for len(t.chunk) < min(left, steadyChunk) {
 		v := t.rng.IntN(len(t.live))
 		t.chunk = append(t.chunk, liveStep{id: t.live[v]}, liveStep{id: t.next, size: t.size()})
 		t.live[v] = t.next
@@ -176,33 +184,14 @@ func (t *liveTrace) refill() {
 	}
 }
 
+// Next reads one event as NextBatch does.
 func (t *liveTrace) Next() (traces.Event, error) {
-	if t.warm > 0 {
-		t.warm--
-		id := t.next
-		t.next++
-		t.live = append(t.live, id)
-		if t.warm == 0 {
-			t.refill()
-			t.resume()
-		}
-		return traces.Event{Op: traces.OpAlloc, ID: id, Size: t.size(), Time: traces.NoTime}, nil
+	var one [1]traces.Event
+	evs, err := t.NextBatch(one[:])
+	if err != nil {
+		return traces.Event{}, err
 	}
-	if t.n == 0 {
-		return traces.Event{}, io.EOF
-	}
-	if t.at == len(t.chunk) {
-		t.pause()
-		t.refill()
-		t.resume()
-	}
-	st := t.chunk[t.at]
-	t.at++
-	t.n--
-	if st.size == 0 {
-		return traces.Event{Op: traces.OpFree, ID: st.id, Time: traces.NoTime}, nil
-	}
-	return traces.Event{Op: traces.OpAlloc, ID: st.id, Size: st.size, Time: traces.NoTime}, nil
+	return evs[0], nil
 }
 
 // NextBatch makes liveTrace a traces.BatchReader, as the readers of real
@@ -231,8 +220,10 @@ func (t *liveTrace) NextBatch(buf []traces.Event) ([]traces.Event, error) {
 			t.pause()
 		}
 		t.refill()
-		t.resume()
-		t.timing = true
+		if t.churn == 0 {
+			t.resume()
+			t.timing = true
+		}
 	}
 	for n < len(buf) && t.at < len(t.chunk) {
 		st := t.chunk[t.at]
@@ -244,7 +235,11 @@ func (t *liveTrace) NextBatch(buf []traces.Event) ([]traces.Event, error) {
 		}
 		n++
 	}
-	t.n -= n
+	if t.churn > 0 {
+		t.churn -= n
+	} else {
+		t.n -= n
+	}
 	return buf[:n], nil
 }
 
@@ -351,7 +346,36 @@ func BenchmarkReplayLive(b *testing.B) {
 // the harness's own cost at each size (the reader, the id tracker and its
 // touches ahead), the part of every strategy's growth that is not the
 // model's.
-func BenchmarkReplayLivePaired(b *testing.B) {
+func BenchmarkReplayLivePaired(b *testing.B) { livePaired(b, 0) }
+
+// BenchmarkReplayLiveSteady is BenchmarkReplayLivePaired with each side
+// in the steady state of its workload before the timer starts: after the
+// warm-up's allocations it replays steadyChurn untimed free-and-allocate
+// events per live block (6×10^6 at 10^6 live blocks, 6,000 at 10^3). In
+// the paired benchmark's window the 10^6 side is still a transient: its
+// free ranges grow from the one the warm-up leaves to about 400,000, and
+// the id tracker takes a page for every 512 new ids while few old pages
+// empty, so the kernel zeroes memory first touched in the timed events
+// (its sys-ns/event). After the churn the structures have their steady
+// size and shape (the id tracker reuses emptied pages, the free set its
+// nodes), and what the window measures is the per-event cost a long
+// replay settles at. The churn is replayed in each call of the
+// benchmark function (12 s for the six strategies with -benchtime
+// 1000000x on the project's machine); run it with that count.
+func BenchmarkReplayLiveSteady(b *testing.B) { livePaired(b, steadyChurn) }
+
+// steadyChurn is BenchmarkReplayLiveSteady's untimed steady events per
+// live block. At 10^6 live blocks a tracker page of 512 ids empties after
+// about ln(512) ≈ 6.2 times the live set's events, so six times brings
+// the tracker near its steady page count; the TPU model's free set, which
+// had 1, 23, 596 inner nodes after 10^6 events and 1, 2, 41, 997 after
+// 3×10^6 (spanset's doc), changes little after that.
+const steadyChurn = 6
+
+// livePaired runs the paired 10^3 and 10^6 replays of each strategy, each
+// replaying churn untimed steady events per live block before it is
+// timed.
+func livePaired(b *testing.B, churn int) {
 	for _, sd := range append([]struct{ spec, dev string }{{"null", "none"}}, speedSpecs...) {
 		var dev strategies.Device
 		label := "none"
@@ -409,7 +433,8 @@ func BenchmarkReplayLivePaired(b *testing.B) {
 				}
 				live := sizes[k]
 				r := &liveTrace{rng: rand.New(rand.NewPCG(15, uint64(live))), warm: live, n: 2 * ((b.N + 1) / 2),
-					live: make([]uint64, 0, live), chunk: make([]liveStep, 0, steadyChunk+1), pause: pause, resume: resume}
+					live: make([]uint64, 0, live), chunk: make([]liveStep, 0, steadyChunk+1), pause: pause, resume: resume,
+					churn: 2 * (churn * live / 2)}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -553,4 +578,55 @@ func BenchmarkSweep(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds())/replays, "cpu-µs/replay")
 		b.ReportMetric(float64(one)/float64(two), "x-workers1")
 	})
+}
+
+// TestLiveTraceChurn checks the live benchmarks' generator: the warm-up's
+// allocations and the churn are read with the timer stopped, and exactly
+// the n steady events after them with it running, each a free of a live
+// id or an allocation of a new one.
+func TestLiveTraceChurn(t *testing.T) {
+	for _, churn := range []int{0, 2 * steadyChunk, steadyChunk + 6} {
+		timing := false
+		timed, untimed, resumes := 0, 0, 0
+		r := &liveTrace{rng: rand.New(rand.NewPCG(15, 1)), warm: 100, n: 2*steadyChunk + 10,
+			live: make([]uint64, 0, 100), chunk: make([]liveStep, 0, steadyChunk+1), churn: churn,
+			pause: func() { timing = false }, resume: func() { timing, resumes = true, resumes+1 }}
+		live := map[uint64]bool{}
+		buf := make([]traces.Event, 1000)
+		for {
+			evs, err := r.NextBatch(buf)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if timing {
+					timed++
+				} else {
+					untimed++
+				}
+				switch ev.Op {
+				case traces.OpAlloc:
+					if live[ev.ID] {
+						t.Fatalf("churn %d: id %d allocated twice", churn, ev.ID)
+					}
+					live[ev.ID] = true
+				case traces.OpFree:
+					if !live[ev.ID] {
+						t.Fatalf("churn %d: id %d freed but not live", churn, ev.ID)
+					}
+					delete(live, ev.ID)
+				}
+			}
+		}
+		if timed != 2*steadyChunk+10 || untimed != 100+churn || len(live) != 100 {
+			t.Errorf("churn %d: %d timed and %d untimed events, %d live at the end; want %d, %d, 100",
+				churn, timed, untimed, len(live), 2*steadyChunk+10, 100+churn)
+		}
+		if resumes != 3 {
+			t.Errorf("churn %d: the timer resumed %d times; want 3 (one a chunk)", churn, resumes)
+		}
+	}
 }
