@@ -351,26 +351,30 @@ func BenchmarkReplayLivePaired(b *testing.B) { livePaired(b, 0) }
 // BenchmarkReplayLiveSteady is BenchmarkReplayLivePaired with each side
 // in the steady state of its workload before the timer starts: after the
 // warm-up's allocations it replays steadyChurn untimed free-and-allocate
-// events per live block (6×10^6 at 10^6 live blocks, 6,000 at 10^3). In
-// the paired benchmark's window the 10^6 side is still a transient: its
-// free ranges grow from the one the warm-up leaves to about 400,000, and
-// the id tracker takes a page for every 512 new ids while few old pages
-// empty, so the kernel zeroes memory first touched in the timed events
-// (its sys-ns/event). After the churn the structures have their steady
-// size and shape (the id tracker reuses emptied pages, the free set its
-// nodes), and what the window measures is the per-event cost a long
-// replay settles at. The churn is replayed in each call of the
-// benchmark function (12 s for the six strategies with -benchtime
+// events per live block (1.6×10^7 at 10^6 live blocks, 16,000 at 10^3).
+// In the paired benchmark's window the 10^6 side is still a transient:
+// the TPU model's free ranges grow from the one the warm-up leaves to
+// about 400,000, and the id tracker takes a page for every 512 new ids
+// while few old pages empty, so the kernel zeroes memory first touched in
+// the timed events (its sys-ns/event, 20-60 for the TPU model on
+// 2026-11-25). After the churn the structures have their steady size and
+// shape and the kernel's part is near 0; what the window measures is the
+// per-event cost a long replay settles at, which is higher: the id
+// tracker then holds about 6.8 times the live ids' slots (below) and the
+// free sets are more fragmented. The churn is replayed in each call of
+// the benchmark function (28 s for the six strategies with -benchtime
 // 1000000x on the project's machine); run it with that count.
 func BenchmarkReplayLiveSteady(b *testing.B) { livePaired(b, steadyChurn) }
 
 // steadyChurn is BenchmarkReplayLiveSteady's untimed steady events per
-// live block. At 10^6 live blocks a tracker page of 512 ids empties after
-// about ln(512) ≈ 6.2 times the live set's events, so six times brings
-// the tracker near its steady page count; the TPU model's free set, which
-// had 1, 23, 596 inner nodes after 10^6 events and 1, 2, 41, 997 after
-// 3×10^6 (spanset's doc), changes little after that.
-const steadyChurn = 6
+// live block. Each free takes a live id at random, so an id lives a
+// geometric time of mean 2 events per live block, and a tracker page of
+// 512 ids stays while any of its ids lives: a page empties about ln 512 +
+// 0.58 = 6.8 mean lives (13.6 events per live block) after it fills, and
+// the tracker's pages stop growing after about that. With 6 the 10^6
+// side still took new pages in the timed events (sys-ns/event up to 23);
+// with 16 it is near 0 for every strategy.
+const steadyChurn = 16
 
 // livePaired runs the paired 10^3 and 10^6 replays of each strategy, each
 // replaying churn untimed steady events per live block before it is
