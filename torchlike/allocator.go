@@ -98,6 +98,14 @@ type pool struct {
 	// byte so that Free, which notes a whole block if either is, tests
 	// one value.
 	trust uint8
+	// expKnown, expStream, expSize, expFrom and expFrees are what the
+	// last search of find_expandable_block learnt (expandableCandidate):
+	// while expKnown and the pool's frees are still expFrees
+	// (Allocator.poolFrees), every unmapped range of stream expStream
+	// below address expFrom is too short, with the blocks after it, for
+	// expSize bytes or more.
+	expKnown                              bool
+	expStream, expSize, expFrom, expFrees int64
 }
 
 // The bits of pool.trust.
@@ -113,6 +121,9 @@ type Allocator struct {
 	mem   *strategies.Memory
 	arena []block
 	freeB []int32 // recycled arena slots
+	// expWalked counts the unmapped ranges find_expandable_block's
+	// searches have looked at, for the tests that bound them.
+	expWalked int64
 
 	small, large pool
 	exp          []expSeg

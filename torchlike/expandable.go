@@ -1,6 +1,10 @@
 package torchlike
 
-import "membench/internal/freeset"
+import (
+	"math"
+
+	"membench/internal/freeset"
+)
 
 // expSeg is an ExpandableSegment (allocator-spec §1.10): a virtual address
 // reservation of 1.125 × the device's memory for one (stream, pool), backed
@@ -46,7 +50,9 @@ func (a *Allocator) allocatable(i int32) bool {
 // unmapped range of this stream (extended back over a free block before it)
 // whose consecutive free and unmapped blocks reach size; else a new segment.
 func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
-	if found := a.expandableCandidate(stream, pl, size); found != none {
+	found, at := a.expandableCandidate(stream, pl, size)
+	pl.expKnown, pl.expStream, pl.expSize, pl.expFrom, pl.expFrees = true, stream, size, at, a.poolFrees(pl)
+	if found != none {
 		return found
 	}
 	page := a.cfg.LargeSegmentSize
@@ -60,32 +66,92 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	a.exp = append(a.exp, es)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))
+	pl.expFrom = min(pl.expFrom, es.base)
 	return i
 }
 
 // expandableCandidate is find_expandable_block's search of the existing
-// segments, without creating one: none when a new segment is needed.
-func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) int32 {
-	var found int32 = none
-	pl.unmapped.Ascend(freeset.Key{Stream: stream}, func(k freeset.Key) bool {
+// segments, without creating one: none when a new segment is needed, and
+// the address of the unmapped range it stopped at (math.MaxInt64 when
+// none).
+//
+// Upstream walks the stream's unmapped ranges from the lowest address
+// on, and so did this model, which a trace can make quadratic: unmapped
+// ranges a page long between allocated pages (every other page freed,
+// then released), then allocations of two pages that fail, each walking
+// every range before the one that holds it (1,000 ranges and 100,000
+// failed allocations took 1.0 s, 2026-11-25). So the search starts where
+// the last one stopped (pool.expKnown and the rest), when it asks for as
+// much or more on the same stream: every range below that address was too
+// short then, and is still, unless a run of free and unmapped blocks has
+// grown since. Only two changes grow one: a block freed (any free in
+// the pool makes the search start from the lowest address again:
+// poolFrees) and a free block unmapped, which makes a new range
+// (unmapBlock moves the start down to it, as does a new segment to its
+// base). Allocating and mapping only shorten runs or keep them. Check
+// verifies the claim after every event in --check replays and the
+// property tests.
+func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
+	var from int64
+	if a.expKnown(pl) && pl.expStream == stream && size >= pl.expSize && !walkFromStart {
+		from = pl.expFrom
+	}
+	found, at := int32(none), int64(math.MaxInt64)
+	pl.unmapped.Ascend(freeset.Key{Stream: stream, Addr: from}, func(k freeset.Key) bool {
 		if k.Stream != stream {
 			return false
 		}
-		c := k.B
-		if p := a.arena[c].prev; a.allocatable(p) {
-			c = p
-		}
-		var bytes int64
-		for b := c; bytes < size && a.allocatable(b); b = a.arena[b].next {
-			bytes += a.arena[b].size
-		}
-		if bytes >= size {
-			found = c
+		a.expWalked++
+		c := a.expandableStart(k.B)
+		if a.expandableRun(c, size) >= size {
+			found, at = c, k.Addr
 			return false
 		}
 		return true
 	})
-	return found
+	return found, at
+}
+
+// expKnown says whether what the last search learnt holds still: no
+// block of the pool has been freed since.
+func (a *Allocator) expKnown(pl *pool) bool {
+	return pl.expKnown && pl.expFrees == a.poolFrees(pl)
+}
+
+// poolFrees counts the frees of pl's blocks, from its statistics, so that
+// Free, the replay's commonest step, need not tell the search anything:
+// a free of an allocated block adds one to the pool's freed allocations,
+// and a free that completes a pending block (FreeCompleted; an allocated
+// block's Free left pending by FreeRequested) one to its freed active
+// blocks, kept apart from the allocations once any block has been pending
+// (counters.activeApart). Nothing else changes either, and neither ever
+// falls.
+func (a *Allocator) poolFrees(pl *pool) int64 {
+	ps := &a.stats.pool[pi(pl.small)&1]
+	return ps.g[sAllocation].freed + ps.g[sActive].freed
+}
+
+// walkFromStart makes expandableCandidate walk from the lowest address
+// every time, as upstream does: the reference the tests compare with.
+var walkFromStart = false
+
+// expandableStart is where find_expandable_block starts a run at the
+// unmapped block u: the free block before it, if there is one, else u.
+func (a *Allocator) expandableStart(u int32) int32 {
+	if p := a.arena[u].prev; a.allocatable(p) {
+		return p
+	}
+	return u
+}
+
+// expandableRun is the bytes of the consecutive free and unmapped blocks
+// from c on, counted until they reach size.
+func (a *Allocator) expandableRun(c int32, size int64) int64 {
+	var bytes int64
+	for b := c; bytes < size && a.allocatable(b); b = a.arena[b].next {
+		bytes += a.arena[b].size
+	}
+	return bytes
 }
 
 // mapBlock is map_block: back the first size bytes of an unmapped block
@@ -174,6 +240,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	a.tryMerge(i, a.arena[i].next)
 	b = &a.arena[i]
 	pl.unmapped.Insert(key(b, i))
+	pl.expFrom = min(pl.expFrom, b.addr) // a new range (expandableCandidate)
 	a.mem.Unmap(uSize, end-begin)
 	a.stats.decrease(sReservedBytes, b.small, uSize)
 	a.stats.NumDeviceFree++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"membench/internal/freeset"
 	"membench/strategies"
 )
 
@@ -123,6 +124,9 @@ func (a *Allocator) Check() error {
 	if err := a.checkNotes(); err != nil {
 		return err
 	}
+	if err := a.checkExpandableMemo(); err != nil {
+		return err
+	}
 	// Mapped memory must not overlap. Within a segment the links above
 	// already prove the blocks tile it; across segments, compare the
 	// extents of their mapped blocks, sorted by address. (Unmapped address
@@ -171,6 +175,32 @@ func (a *Allocator) Check() error {
 	}
 	if r := a.stats.current(sReservedBytes, All); r != a.mem.Reserved() {
 		return fmt.Errorf("reserved_bytes %d disagrees with the device's %d", r, a.mem.Reserved())
+	}
+	return nil
+}
+
+// checkExpandableMemo checks what find_expandable_block's last search
+// learnt (expandableCandidate): every unmapped range of its stream below
+// the address it keeps is still too short for its size.
+func (a *Allocator) checkExpandableMemo() error {
+	for _, pl := range []*pool{&a.small, &a.large} {
+		if !a.expKnown(pl) {
+			continue
+		}
+		var err error
+		pl.unmapped.Ascend(freeset.Key{Stream: pl.expStream}, func(k freeset.Key) bool {
+			if k.Stream != pl.expStream || k.Addr >= pl.expFrom {
+				return false
+			}
+			if n := a.expandableRun(a.expandableStart(k.B), pl.expSize); n >= pl.expSize {
+				err = fmt.Errorf("unmapped range at %#x on stream %d reaches %d B, but the search for %d B starts above it at %#x", k.Addr, k.Stream, n, pl.expSize, pl.expFrom)
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

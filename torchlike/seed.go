@@ -268,7 +268,7 @@ func (a *Allocator) expandableNeed(stream int64, pl *pool, size int64) int64 {
 		page = SmallBuffer
 	}
 	pages := func(n int64) int64 { return (n + page - 1) / page * page }
-	c := a.expandableCandidate(stream, pl, size)
+	c, _ := a.expandableCandidate(stream, pl, size)
 	if c == none {
 		return pages(size) // a new segment, mapped from its start
 	}

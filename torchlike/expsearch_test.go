@@ -1,0 +1,241 @@
+package torchlike
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"membench/strategies"
+)
+
+// replayExpandable replays a random program through an allocator with
+// expandable segments on a 1 GiB card and returns what it did (the
+// segment actions, each failed allocation, the final layout) and how many
+// unmapped ranges find_expandable_block's searches looked at. Besides
+// single allocations and frees it fragments: a run of page-sized blocks,
+// every other one freed, then an empty_cache, which leaves unmapped
+// ranges a page long between allocated pages for the searches to pass
+// over. Some frees go through FreeRequested and FreeCompleted, a block
+// pending in between (unless a release has completed it, as a replay
+// does). Check runs every 16 steps, and with it the check of
+// what the searches learnt (checkExpandableMemo).
+func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, int64) {
+	cfg := parseTorch(t, knobs)
+	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
+	a := New(cfg, strategies.NewMemory(&dev))
+	var out strings.Builder
+	a.OnTrace = func(act string, addr, size, stream int64) {
+		fmt.Fprintf(&out, "%s %x %d %d\n", act, addr, size, stream)
+	}
+	r := rand.New(rand.NewPCG(seed, 21))
+	page := cfg.LargeSegmentSize
+	var live, pending []strategies.Handle
+	malloc := func(size, stream int64) {
+		if h, ok := a.Malloc(size, stream); ok {
+			live = append(live, h)
+		} else {
+			o := a.LastOOM()
+			fmt.Fprintf(&out, "oom %d %d %d %d\n", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
+		}
+	}
+	free := func(k int) {
+		h := live[k]
+		live[k] = live[len(live)-1]
+		live = live[:len(live)-1]
+		if r.IntN(8) == 0 {
+			a.FreeRequested(h)
+			pending = append(pending, h)
+		} else {
+			a.Free(h)
+		}
+	}
+	for step := range n {
+		if step%16 == 0 {
+			if err := a.Check(); err != nil {
+				t.Fatalf("%s seed %d step %d: %v", knobs, seed, step, err)
+			}
+		}
+		stream := int64(r.IntN(2))
+		switch x := r.IntN(100); {
+		case x < 40:
+			var size int64
+			switch r.IntN(3) {
+			case 0:
+				size = int64(1 + r.IntN(1<<20)) // the small pool
+			case 1:
+				size = int64(1+r.IntN(4)) * page
+			default:
+				size = int64(1 + r.IntN(int(3*page)))
+			}
+			malloc(size, stream)
+		case x < 80 && len(live) > 0:
+			free(r.IntN(len(live)))
+		case x < 85 && len(pending) > 0:
+			k := r.IntN(len(pending))
+			if a.IsPending(pending[k]) { // else a release completed it
+				a.FreeCompleted(pending[k])
+			}
+			pending[k] = pending[len(pending)-1]
+			pending = pending[:len(pending)-1]
+		case x < 92:
+			first := len(live)
+			for range 2 + r.IntN(12) {
+				malloc(page, stream)
+			}
+			for k := len(live) - 1; k >= first; k -= 2 {
+				free(k)
+			}
+		default:
+			a.EmptyCache()
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatalf("%s seed %d at the end: %v", knobs, seed, err)
+	}
+	fmt.Fprintf(&out, "reserved %d\n", a.mem.Reserved())
+	a.Layout(func(s strategies.Segment) { fmt.Fprintf(&out, "%+v\n", s) })
+	return out.String(), a.expWalked
+}
+
+// TestExpandableSearchAsWalk: find_expandable_block's search, started
+// where the last one stopped, finds what upstream's walk from the lowest
+// address finds (walkFromStart), event for event, on random programs that
+// fragment expandable segments, fail allocations, leave blocks pending and
+// empty the cache; and it looks at fewer ranges, or the test would test
+// nothing.
+func TestExpandableSearchAsWalk(t *testing.T) {
+	for _, knobs := range []string{
+		"expandable_segments=true",
+		"expandable_segments=true,large_segment_size_mb=11",
+		"expandable_segments=true,large_segment_size_mb=12,garbage_collection_threshold=0.5,per_process_memory_fraction=0.6",
+		"expandable_segments=true,large_segment_size_mb=16,max_split_size_mb=40",
+	} {
+		var walked, walkedRef int64
+		for seed := range uint64(10) {
+			got, w := replayExpandable(t, seed, knobs, 1500)
+			walkFromStart = true
+			want, wRef := replayExpandable(t, seed, knobs, 1500)
+			walkFromStart = false
+			if got != want {
+				t.Fatalf("%s seed %d: the search that resumes did otherwise than the walk from the start:\n%s", knobs, seed, firstDiff(got, want))
+			}
+			if w > wRef {
+				t.Errorf("%s seed %d: %d ranges looked at, the walk from the start %d", knobs, seed, w, wRef)
+			}
+			walked, walkedRef = walked+w, walkedRef+wRef
+		}
+		if walked >= walkedRef {
+			t.Errorf("%s: the searches looked at %d ranges, the walks from the start %d: nothing skipped", knobs, walked, walkedRef)
+		}
+	}
+}
+
+// TestExpandableStormLinear: with a thousand unmapped ranges a page long
+// between allocated pages, allocations of two pages that fail look at a
+// bounded number of ranges each, where the walk from the lowest address
+// looked at all of them every time (1,000 ranges and 100,000 failed
+// allocations took 1.0 s in a replay, 2026-11-25). It also covers the
+// card with one page left, where each failure maps a page and the release
+// unmaps it again, a new range each time (unmapBlock's part).
+func TestExpandableStormLinear(t *testing.T) {
+	for _, spare := range []int64{0, 1} {
+		cfg := parseTorch(t, "expandable_segments=true")
+		page := cfg.LargeSegmentSize
+		dev, _ := strategies.ParseDevice("a100-40g:capacity=40GiB")
+		a := New(cfg, strategies.NewMemory(&dev))
+		var hs []strategies.Handle
+		for {
+			h, ok := a.Malloc(page, 0)
+			if !ok {
+				break
+			}
+			hs = append(hs, h)
+		}
+		for i := 0; i < len(hs); i += 2 {
+			a.Free(hs[i])
+		}
+		a.EmptyCache()
+		if a.large.unmapped.Len() < 900 {
+			t.Fatalf("%d unmapped ranges: the test does not reach the storm", a.large.unmapped.Len())
+		}
+		// Fill the card with two-page blocks, then leave spare pages.
+		for {
+			if _, ok := a.Malloc(2*page, 0); !ok {
+				break
+			}
+		}
+		for range spare {
+			if _, ok := a.Malloc(page, 0); ok {
+				t.Fatal("a page fitted on a full card")
+			}
+		}
+		if spare > 0 {
+			// Free one page: the card has room for one page, not two.
+			a.Free(hs[1])
+			a.EmptyCache()
+		}
+		before := a.expWalked
+		const tries = 20000
+		for range tries {
+			if _, ok := a.Malloc(2*page, 0); ok {
+				t.Fatal("two pages fitted on a full card")
+			}
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if w := a.expWalked - before; w > 3*tries {
+			t.Errorf("spare %d: %d failed allocations over %d unmapped ranges looked at %d ranges", spare, tries, a.large.unmapped.Len(), w)
+		}
+	}
+}
+
+// TestExpandableSearchAfterFree: a free that joins two unmapped ranges
+// a page long into a run of three pages makes the lowest of them the
+// candidate for two pages again, though the search before it, which
+// found none there, started the next one above them. The free is a plain
+// one, or the completion of a block left pending by FreeRequested before
+// that search (the pool's frees are counted apart then: poolFrees).
+func TestExpandableSearchAfterFree(t *testing.T) {
+	for _, pending := range []bool{false, true} {
+		a := newTorch(t, "expandable_segments=true", "a100-40g")
+		page := a.cfg.LargeSegmentSize
+		var p []strategies.Handle
+		for range 8 {
+			h, ok := a.Malloc(page, 0)
+			if !ok {
+				t.Fatal("a page did not fit")
+			}
+			p = append(p, h)
+		}
+		base := a.arena[p[0]].addr
+		for k, h := range p {
+			if a.arena[h].addr != base+int64(k)*page {
+				t.Fatalf("page %d at %#x, not %#x", k, a.arena[h].addr, base+int64(k)*page)
+			}
+		}
+		a.Free(p[1])
+		a.Free(p[3])
+		a.EmptyCache() // p[1] and p[3] unmapped, p[2] between them
+		if pending {
+			a.FreeRequested(p[2])
+		}
+		h, ok := a.Malloc(2*page, 0)
+		if !ok || a.arena[h].addr != base+8*page {
+			t.Fatalf("pending %v: two pages at %#x (%v), want the top at %#x", pending, a.arena[h].addr, ok, base+8*page)
+		}
+		if pending {
+			a.FreeCompleted(p[2])
+		} else {
+			a.Free(p[2])
+		}
+		h, ok = a.Malloc(2*page, 0)
+		if !ok || a.arena[h].addr != base+page {
+			t.Errorf("pending %v: two pages at %#x (%v), want page 1 at %#x", pending, a.arena[h].addr, ok, base+page)
+		}
+		if err := a.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+}
