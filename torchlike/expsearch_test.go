@@ -3,7 +3,6 @@ package torchlike
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"membench/strategies"
@@ -22,12 +21,7 @@ import (
 // what the searches learnt (checkExpandableMemo).
 func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, int64) {
 	cfg := parseTorch(t, knobs)
-	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
-	a := New(cfg, strategies.NewMemory(&dev))
-	var out strings.Builder
-	a.OnTrace = func(act string, addr, size, stream int64) {
-		fmt.Fprintf(&out, "%s %x %d %d\n", act, addr, size, stream)
-	}
+	a, out := tracedOn1GiB(cfg)
 	r := rand.New(rand.NewPCG(seed, 21))
 	page := cfg.LargeSegmentSize
 	var live, pending []strategies.Handle
@@ -36,7 +30,7 @@ func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, i
 			live = append(live, h)
 		} else {
 			o := a.LastOOM()
-			fmt.Fprintf(&out, "oom %d %d %d %d\n", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
+			fmt.Fprintf(out, "oom %d %d %d %d\n", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
 		}
 	}
 	free := func(k int) {
@@ -93,8 +87,8 @@ func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, i
 	if err := a.Check(); err != nil {
 		t.Fatalf("%s seed %d at the end: %v", knobs, seed, err)
 	}
-	fmt.Fprintf(&out, "reserved %d\n", a.mem.Reserved())
-	a.Layout(func(s strategies.Segment) { fmt.Fprintf(&out, "%+v\n", s) })
+	fmt.Fprintf(out, "reserved %d\n", a.mem.Reserved())
+	a.Layout(func(s strategies.Segment) { fmt.Fprintf(out, "%+v\n", s) })
 	return out.String(), a.expWalked
 }
 

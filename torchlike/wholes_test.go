@@ -18,12 +18,7 @@ import (
 // (Check). It makes no free with pending stream uses (replayAdversarial
 // does).
 func replayRandom(seed uint64, cfg Config, n int) string {
-	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
-	a := New(cfg, strategies.NewMemory(&dev))
-	var out strings.Builder
-	a.OnTrace = func(act string, addr, size, stream int64) {
-		fmt.Fprintf(&out, "%s %x %d %d\n", act, addr, size, stream)
-	}
+	a, out := tracedOn1GiB(cfg)
 	r := rand.New(rand.NewPCG(seed, 7))
 	var live []strategies.Handle
 	for step := range n {
@@ -39,7 +34,7 @@ func replayRandom(seed uint64, cfg Config, n int) string {
 				live = append(live, h)
 			} else {
 				o := a.LastOOM()
-				fmt.Fprintf(&out, "oom %d %d %d %d\n", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
+				fmt.Fprintf(out, "oom %d %d %d %d\n", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
 			}
 		case x < 97 && len(live) > 0:
 			k := r.IntN(len(live))
@@ -50,9 +45,21 @@ func replayRandom(seed uint64, cfg Config, n int) string {
 			a.EmptyCache()
 		}
 	}
-	fmt.Fprintf(&out, "reserved %d\n", a.mem.Reserved())
-	a.Layout(func(s strategies.Segment) { fmt.Fprintf(&out, "%+v\n", s) })
+	fmt.Fprintf(out, "reserved %d\n", a.mem.Reserved())
+	a.Layout(func(s strategies.Segment) { fmt.Fprintf(out, "%+v\n", s) })
 	return out.String()
+}
+
+// tracedOn1GiB is an allocator on a 1 GiB card whose segment actions are
+// written to out, one line each, for replays to compare.
+func tracedOn1GiB(cfg Config) (*Allocator, *strings.Builder) {
+	dev, _ := strategies.ParseDevice("a100-40g:capacity=1GiB")
+	a := New(cfg, strategies.NewMemory(&dev))
+	out := new(strings.Builder)
+	a.OnTrace = func(act string, addr, size, stream int64) {
+		fmt.Fprintf(out, "%s %x %d %d\n", act, addr, size, stream)
+	}
+	return a, out
 }
 
 // TestReleaseWholesAsScan: release_cached_blocks by the blocks Free noted
