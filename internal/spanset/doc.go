@@ -534,4 +534,21 @@
 //     and the touch could walk to the free's leaf at once instead of at
 //     the next touch: tpurt's doc has the figures (about 2 % at 10^6 in
 //     the replay, less than the harness's cost of the wider entry).
+//
+// # The fourteenth session (2026-11-25)
+//
+// In perf at 10^6 live buffers the touch's walk (walk) waited most on
+// the load of a child's index, after the separators, in the lower inner
+// nodes. Tried and not kept: the walk in two stages, Prefetch walking
+// down to the lowest inner node and asking for its separators' and
+// children's lines, the next Prefetch (or a Join at that address)
+// finishing the descent and asking for the leaf, so that the lowest
+// inner node's lines had a touch's time to come in. In one process
+// (internal/livepair, tpurt's live benchmark, 2,000,000 events, three
+// runs each way) the model at 10^6 live buffers cost 1.12-1.21 times the
+// one-stage walk's time with the one-stage model built first and
+// 1.07-1.14 with it built second; 10^3 was unchanged (the set there is
+// never asked ahead). The leaf, asked for a touch later, has less time
+// to come in before the Join, and the lowest inner node was not the wait
+// the stage could hide.
 package spanset
