@@ -282,3 +282,34 @@ func TestExpandableSearchAfterUnmap(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandableSearchAfterSeed: a segment seeded (SeedExpandable) after
+// a search has learnt where to start brings unmapped ranges that no free
+// and no unmap made, here below where the search stopped; the next search
+// must see them, as upstream's walk from the lowest address does. The
+// validator seeds before its first allocation, but the seeds are the
+// package's API and Check would call the layout broken.
+func TestExpandableSearchAfterSeed(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		walkFromStart = walk
+		a := newTorch(t, "expandable_segments=true", "a100-40g")
+		page := a.cfg.LargeSegmentSize
+		h, ok := a.Malloc(page, 0)
+		if !ok {
+			t.Fatal("a page did not fit")
+		}
+		top := a.arena[h].addr
+		low := top - 1<<40 // a reservation far below the first
+		if _, err := a.SeedExpandable(low, 0, false, []SeedRun{{Addr: low, Size: page}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Check(); err != nil {
+			t.Errorf("walk %v: after the seed: %v", walk, err)
+		}
+		h, ok = a.Malloc(2*page, 0)
+		walkFromStart = false
+		if !ok || a.arena[h].addr != low {
+			t.Errorf("walk %v: two pages at %#x (%v), want the seeded reservation's free page and the range after it at %#x", walk, a.arena[h].addr, ok, low)
+		}
+	}
+}
