@@ -55,7 +55,7 @@ func (s *expSide) attach(a *Allocator, mem *strategies.Memory) {
 // resumes where its last search stopped and one that walks from the lowest
 // address as upstream does (walkFromStart), step by step: their segment
 // actions, failures and answers (Malloc's success, LastOOM, WouldRelease,
-// IsPending) must agree after every step, and Check, with its check of
+// IsPending, a warm start's seed) must agree after every step, and Check, with its check of
 // what the searches learnt, must pass on both.
 func runExpDiff(t *testing.T, data []byte) {
 	if len(data) < 2 {
@@ -137,8 +137,9 @@ func runExpDiff(t *testing.T, data []byte) {
 		*hs = (*hs)[:len(*hs)-1]
 		return h
 	}
+	seeds := 0
 	for step := 0; pos < len(data); step++ {
-		switch op := next() % 12; op {
+		switch op := next() % 13; op {
 		case 0, 1, 2:
 			size, stream := sizeOf(), int64(next()%3)
 			do(fmt.Sprintf("malloc %d %d", size, stream), func(s *expSide) string { return malloc(s, size, stream) })
@@ -203,6 +204,42 @@ func runExpDiff(t *testing.T, data []byte) {
 			size, stream := sizeOf(), int64(next()%3)
 			do(fmt.Sprintf("would_release %d %d", size, stream), func(s *expSide) string {
 				return fmt.Sprint(s.a.WouldRelease(size, stream))
+			})
+		case 11:
+			// A warm start's seed (SeedExpandable), far below the
+			// reservations the model makes: a few mapped runs, each
+			// with a live or pending block at its start.
+			x, y := next(), next()
+			if seeds == 16 { // 16 TiB apart, below the model's own
+				break
+			}
+			stream, small := int64(x%3), x&4 != 0
+			pg := page
+			if small {
+				pg = SmallBuffer
+			}
+			base := int64(0x2000_0000_0000) + int64(seeds)<<40
+			seeds++
+			var runs []SeedRun
+			for j := range 1 + y%4 {
+				at := base + int64(2*j+y%2)*pg
+				runs = append(runs, SeedRun{Addr: at, Size: int64(1+(y>>j)%2) * pg,
+					Live: []SeedBlock{{Addr: at, Size: pg / 2, Requested: pg / 2, Pending: (y>>(j+4))%2 == 1}}})
+			}
+			do(fmt.Sprintf("seed %d %v %x", stream, small, y), func(s *expSide) string {
+				rs := append([]SeedRun(nil), runs...)
+				hss, err := s.a.SeedExpandable(base, stream, small, rs)
+				if err != nil {
+					return err.Error()
+				}
+				for j, hs := range hss {
+					if rs[j].Live[0].Pending {
+						s.pending = append(s.pending, hs...)
+					} else {
+						s.live = append(s.live, hs...)
+					}
+				}
+				return "seeded"
 			})
 		default:
 			// The validator's competing readings replay on clones.
