@@ -125,8 +125,10 @@ func runExpDiff(t *testing.T, data []byte) {
 	malloc := func(s *expSide, size, stream int64) string {
 		h, ok := s.a.Malloc(size, stream)
 		if ok {
+			// The address too: a search that finds a free block
+			// long enough maps nothing, so the trace would not tell.
 			s.live = append(s.live, h)
-			return "ok"
+			return fmt.Sprintf("ok %#x", s.a.Addr(h))
 		}
 		o := s.a.LastOOM()
 		return fmt.Sprintf("oom %d %d %d %d", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
