@@ -84,11 +84,16 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // the last one stopped (pool.expKnown and the rest), when it asks for as
 // much or more on the same stream: every range below that address was too
 // short then, and is still, unless a run of free and unmapped blocks has
-// grown since. Only two changes grow one: a block freed (any free in
-// the pool makes the search start from the lowest address again:
-// poolFrees) and a free block unmapped, which makes a new range
-// (unmapBlock moves the start down to it, as does a new segment to its
-// base). Allocating and mapping only shorten runs or keep them. Check
+// grown since. Only two changes make one reach far enough: a block freed
+// (any free in the pool makes the search start from the lowest address
+// again: poolFrees) and a free block unmapped, which lengthens no run
+// but gives the run through it a range to start from, lower than the
+// one it had if it went on into an unmapped range above (the release
+// after a failed mapping unmaps the free block before the range the
+// search found: TestExpandableSearchAfterUnmap), so unmapBlock moves the
+// start down to it, as a new segment does to its base; a warm start's seed, which brings ranges of its own, makes the
+// search forget what it learnt (SeedExpandable). Allocating and mapping
+// only shorten runs or keep them. Check
 // verifies the claim after every event in --check replays and the
 // property tests.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {

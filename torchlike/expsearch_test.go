@@ -233,3 +233,77 @@ func TestExpandableSearchAfterFree(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandableSearchAfterUnmap: the release on an allocation's failed
+// mapping unmaps a free page that stood before the unmapped top of the
+// segment, so the range the failed search found (at the top) now starts a
+// page lower, below where the search stopped, with no free in between;
+// the retry must find it there, as upstream's walk does, not pass over it
+// to a new segment. This is why unmapBlock lowers pool.expFrom. Five
+// pages fill a card of five; pages 1 and 4 are freed (page 4 next to the
+// unmapped top); two pages fit no free block, the search takes page 4 and
+// the range above it, and mapping a sixth page fails; empty_cache's part
+// of the retry unmaps pages 1 and 4, and two pages then fit from page 4.
+func TestExpandableSearchAfterUnmap(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		walkFromStart = walk
+		a := newTorch(t, "expandable_segments=true", "a100-40g:capacity=100MiB")
+		page := a.cfg.LargeSegmentSize
+		if 5*page != a.mem.Dev.Total {
+			t.Fatalf("page %d: the card is not five pages", page)
+		}
+		var p []strategies.Handle
+		for range 5 {
+			h, ok := a.Malloc(page, 0)
+			if !ok {
+				t.Fatal("a page did not fit")
+			}
+			p = append(p, h)
+		}
+		base := a.arena[p[0]].addr
+		a.Free(p[1])
+		a.Free(p[4])
+		h, ok := a.Malloc(2*page, 0)
+		walkFromStart = false
+		if !ok || a.arena[h].addr != base+4*page {
+			t.Errorf("walk %v: two pages at %#x (%v), want page 4 at %#x", walk, a.arena[h].addr, ok, base+4*page)
+		}
+		if a.stats.NumAllocRetries != 1 {
+			t.Errorf("walk %v: %d retries, want the one after the release", walk, a.stats.NumAllocRetries)
+		}
+		if err := a.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestExpandableSearchAfterSeed: a segment seeded (SeedExpandable) after
+// a search has learnt where to start brings unmapped ranges that no free
+// and no unmap made, here below where the search stopped; the next search
+// must see them, as upstream's walk from the lowest address does. The
+// validator seeds before its first allocation, but the seeds are the
+// package's API and Check would call the layout broken.
+func TestExpandableSearchAfterSeed(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		walkFromStart = walk
+		a := newTorch(t, "expandable_segments=true", "a100-40g")
+		page := a.cfg.LargeSegmentSize
+		h, ok := a.Malloc(page, 0)
+		if !ok {
+			t.Fatal("a page did not fit")
+		}
+		top := a.arena[h].addr
+		low := top - 1<<40 // a reservation far below the first
+		if _, err := a.SeedExpandable(low, 0, false, []SeedRun{{Addr: low, Size: page}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Check(); err != nil {
+			t.Errorf("walk %v: after the seed: %v", walk, err)
+		}
+		h, ok = a.Malloc(2*page, 0)
+		walkFromStart = false
+		if !ok || a.arena[h].addr != low {
+			t.Errorf("walk %v: two pages at %#x (%v), want the seeded reservation's free page and the range after it at %#x", walk, a.arena[h].addr, ok, low)
+		}
+	}
+}

@@ -163,6 +163,10 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	if !a.cfg.ExpandableSegments {
 		return nil, fmt.Errorf("seeding an expandable segment into an allocator without expandable_segments")
 	}
+	// The seed's unmapped ranges and free blocks come from no free and
+	// no unmap, so what find_expandable_block's last search learnt
+	// (pool.expKnown) may no longer hold below where it stopped.
+	a.small.expKnown, a.large.expKnown = false, false
 	page := a.cfg.LargeSegmentSize
 	if small {
 		page = SmallBuffer
