@@ -87,15 +87,21 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // grown since. Only two changes make one reach far enough: a block freed
 // (any free in the pool makes the search start from the lowest address
 // again: poolFrees) and a free block unmapped, which lengthens no run
-// but gives the run through it a range to start from, lower than the
-// one it had if it went on into an unmapped range above (the release
-// after a failed mapping unmaps the free block before the range the
-// search found: TestExpandableSearchAfterUnmap), so unmapBlock moves the
-// start down to it, as a new segment does to its base; a warm start's seed, which brings ranges of its own, makes the
-// search forget what it learnt (SeedExpandable). Allocating and mapping
-// only shorten runs or keep them. Check
-// verifies the claim after every event in --check replays and the
-// property tests.
+// but gives the run through it a range to start from, lower than the one
+// it had if it went on into an unmapped range above (the release after a
+// failed mapping unmaps the free block before the range the search
+// found: TestExpandableSearchAfterUnmap), so unmapBlock moves the start
+// down to it, as a new segment does to its base. A warm start's seed,
+// which brings ranges of its own, makes the search forget what it learnt
+// (SeedExpandable). Allocating and mapping only shorten runs or keep
+// them. Check verifies the claim after every event in --check replays
+// and the property tests (FuzzExpandableSearch compares the two searches
+// step by step).
+//
+// The search still looks at every range below the one that holds the
+// request when the requests alternate between streams or between a
+// larger and a smaller size, or when a free comes between them: it
+// remembers one stream and one size, and a free makes it forget.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
 	var from int64
 	if a.expKnown(pl) && pl.expStream == stream && size >= pl.expSize && !walkFromStart {
