@@ -10,6 +10,7 @@ import (
 
 	"membench/internal/binset"
 	"membench/internal/freeset"
+	"membench/internal/hugemem"
 	"membench/internal/prefetch"
 	"membench/strategies"
 )
@@ -1053,10 +1054,23 @@ func (a *Allocator) takeDone(pl *pool, i int32, size, stream, orig, bSize, minRe
 // allocation, and a call per slot cost about 15 instructions a slot more
 // than the append in line it replaced.
 //
+// The arena grows in huge pages once it passes 4 MiB (hugemem.Grow, as
+// the TPU model's records and the BFC's do), and so do the free sets'
+// node arrays (binset, freeset): with 10^6 live blocks a free reads its
+// block and its two neighbours at random in some 100 MB of records, each
+// in a 4 KiB page of its own, a miss in the processor's address
+// translation too (and the touch's prefetches of them waited for the
+// page walks). Three interleaved runs of each binary
+// (harness.BenchmarkReplayLiveSteady, 2026-11-25): torch's 10^6 side
+// 133-147 -> 122-126 cpu-ns/event, with expandable segments 135-157 ->
+// 127-130; BenchmarkReplayLivePaired 105-122 -> 98-111 and 109-134 ->
+// 100-110; gpt-generate, whose arena stays small, unchanged.
+//
 //go:noinline
 func (a *Allocator) growArena() {
 	n := len(a.arena)
-	a.arena = append(a.arena, make([]block, arenaGrowth)...)
+	a.arena = hugemem.Grow(a.arena, n+arenaGrowth)[:n+arenaGrowth]
+	clear(a.arena[n:]) // a released arena's old records lie past its length
 	for i := n + arenaGrowth - 1; i >= n; i-- {
 		a.freeB = append(a.freeB, int32(i))
 	}

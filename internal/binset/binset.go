@@ -117,6 +117,7 @@ import (
 	"math/bits"
 
 	"membench/internal/freeset"
+	"membench/internal/hugemem"
 )
 
 const (
@@ -687,7 +688,7 @@ func (s *Set) Insert(k freeset.Key) {
 	case m == 1:
 		// A second key: both go to a chunk, a free one or a new one.
 		if s.freeC == 0 {
-			s.chunks = append(s.chunks, chunk{})
+			s.chunks = append(hugemem.Grow(s.chunks, len(s.chunks)+1), chunk{})
 			s.freeChunk(int32(len(s.chunks) - 1))
 		}
 		i := s.freeC - 1

@@ -1,5 +1,7 @@
 package binset
 
+import "membench/internal/hugemem"
+
 // A spilled class keeps its keys in a B+tree of its own, ordered by
 // address alone (unsigned): every key of a class has the class stream and
 // the class's size, so the address is all that orders them. The trees of
@@ -76,7 +78,7 @@ func (s *Set) newCLeaf() int32 {
 		s.cl[i] = cleaf{prev: nilNode, next: nilNode}
 		return i
 	}
-	s.cl = append(s.cl, cleaf{prev: nilNode, next: nilNode})
+	s.cl = append(hugemem.Grow(s.cl, len(s.cl)+1), cleaf{prev: nilNode, next: nilNode})
 	return int32(len(s.cl) - 1)
 }
 
@@ -87,7 +89,7 @@ func (s *Set) newCInner() int32 {
 		s.ci[i].n = 0
 		return i
 	}
-	s.ci = append(s.ci, cinner{})
+	s.ci = append(hugemem.Grow(s.ci, len(s.ci)+1), cinner{})
 	return int32(len(s.ci) - 1)
 }
 

@@ -1,5 +1,7 @@
 package freeset
 
+import "membench/internal/hugemem"
+
 // Key orders free blocks as PyTorch's BlockComparatorSize does
 // (allocator-spec §1.3): stream, then size, then address, streams and
 // addresses compared as unsigned pointers; BFC, which has no streams, uses
@@ -106,7 +108,7 @@ func (s *Set) newLeaf() int32 {
 		s.leaves[i] = leaf{prev: nilNode, next: nilNode}
 		return i
 	}
-	s.leaves = append(s.leaves, leaf{prev: nilNode, next: nilNode})
+	s.leaves = append(hugemem.Grow(s.leaves, len(s.leaves)+1), leaf{prev: nilNode, next: nilNode})
 	return int32(len(s.leaves) - 1)
 }
 
@@ -117,7 +119,7 @@ func (s *Set) newInner() int32 {
 		s.inners[i].n = 0
 		return i
 	}
-	s.inners = append(s.inners, inner{})
+	s.inners = append(hugemem.Grow(s.inners, len(s.inners)+1), inner{})
 	return int32(len(s.inners) - 1)
 }
 
