@@ -195,15 +195,7 @@ func TestExpandableSearchAfterFree(t *testing.T) {
 	for _, pending := range []bool{false, true} {
 		a := newTorch(t, "expandable_segments=true", "a100-40g")
 		page := a.cfg.LargeSegmentSize
-		var p []strategies.Handle
-		for range 8 {
-			h, ok := a.Malloc(page, 0)
-			if !ok {
-				t.Fatal("a page did not fit")
-			}
-			p = append(p, h)
-		}
-		base := a.arena[p[0]].addr
+		p, base := pages(t, a, 8)
 		for k, h := range p {
 			if a.arena[h].addr != base+int64(k)*page {
 				t.Fatalf("page %d at %#x, not %#x", k, a.arena[h].addr, base+int64(k)*page)
@@ -234,6 +226,21 @@ func TestExpandableSearchAfterFree(t *testing.T) {
 	}
 }
 
+// pages allocates n blocks of a page each on stream 0 and returns them
+// with the address of the first.
+func pages(t *testing.T, a *Allocator, n int) ([]strategies.Handle, int64) {
+	t.Helper()
+	var p []strategies.Handle
+	for range n {
+		h, ok := a.Malloc(a.cfg.LargeSegmentSize, 0)
+		if !ok {
+			t.Fatal("a page did not fit")
+		}
+		p = append(p, h)
+	}
+	return p, a.arena[p[0]].addr
+}
+
 // TestExpandableSearchAfterUnmap: the release on an allocation's failed
 // mapping unmaps a free page that stood before the unmapped top of the
 // segment, so the range the failed search found (at the top) now starts a
@@ -252,15 +259,7 @@ func TestExpandableSearchAfterUnmap(t *testing.T) {
 		if 5*page != a.mem.Dev.Total {
 			t.Fatalf("page %d: the card is not five pages", page)
 		}
-		var p []strategies.Handle
-		for range 5 {
-			h, ok := a.Malloc(page, 0)
-			if !ok {
-				t.Fatal("a page did not fit")
-			}
-			p = append(p, h)
-		}
-		base := a.arena[p[0]].addr
+		p, base := pages(t, a, 5)
 		a.Free(p[1])
 		a.Free(p[4])
 		h, ok := a.Malloc(2*page, 0)
