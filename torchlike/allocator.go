@@ -99,15 +99,24 @@ type pool struct {
 	// byte so that Free, which notes a whole block if either is, tests
 	// one value.
 	trust uint8
-	// expKnown, expStream, expSize, expFrom and expFrees are what the
-	// last search of find_expandable_block learnt (expandableCandidate):
-	// while expKnown and the pool's frees are still expFrees
-	// (Allocator.poolFrees), every unmapped range of stream expStream
-	// below address expFrom is too short, with the blocks after it, for
-	// expSize bytes or more.
-	expKnown                              bool
-	expStream, expSize, expFrom, expFrees int64
+	// exp holds what the last searches of find_expandable_block learnt
+	// (expandableCandidate): while the pool's frees are still expFrees
+	// (Allocator.poolFrees), for each of the first expN entries, every
+	// unmapped range of its stream below its address is too short, with
+	// the blocks after it, for its size or more. expAt is the entry the
+	// next search that finds no entry of its stream and size replaces
+	// when all are taken.
+	exp         [expMemos]expMemo
+	expN, expAt int
+	expFrees    int64
 }
+
+// expMemo is one search's lesson (pool.exp).
+type expMemo struct{ stream, size, from int64 }
+
+// expMemos is how many searches' lessons a pool keeps: a trace that
+// alternates between a few streams or sizes finds its own.
+const expMemos = 8
 
 // The bits of pool.trust.
 const (

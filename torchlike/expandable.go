@@ -51,7 +51,7 @@ func (a *Allocator) allocatable(i int32) bool {
 // whose consecutive free and unmapped blocks reach size; else a new segment.
 func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int32 {
 	found, at := a.expandableCandidate(stream, pl, size)
-	pl.expKnown, pl.expStream, pl.expSize, pl.expFrom, pl.expFrees = true, stream, size, at, a.poolFrees(pl)
+	a.learn(pl, stream, size, at)
 	if found != none {
 		return found
 	}
@@ -66,7 +66,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	a.exp = append(a.exp, es)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))
-	pl.expFrom = min(pl.expFrom, es.base)
+	pl.lower(es.base)
 	return i
 }
 
@@ -81,8 +81,8 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // then released), then allocations of two pages that fail, each walking
 // every range before the one that holds it (1,000 ranges and 100,000
 // failed allocations took 1.0 s, 2026-11-25). So the search starts where
-// the last one stopped (pool.expKnown and the rest), when it asks for as
-// much or more on the same stream: every range below that address was too
+// an earlier one stopped (pool.exp), when it asks for as much or more on
+// the same stream: every range below that address was too
 // short then, and is still, unless a run of free and unmapped blocks has
 // grown since. Only two changes make one reach far enough: a block freed
 // (any free in the pool makes the search start from the lowest address
@@ -98,14 +98,20 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // and the property tests (FuzzExpandableSearch compares the two searches
 // step by step).
 //
-// The search still looks at every range below the one that holds the
-// request when the requests alternate between streams or between a
-// larger and a smaller size, or when a free comes between them: it
-// remembers one stream and one size, and a free makes it forget.
+// The pool keeps the lessons of the last expMemos searches of different
+// streams or sizes, so that requests alternating between a few streams or
+// sizes each start where theirs stopped. The search still looks at every
+// range below the one that holds the request when a free comes between
+// two searches, or when the requests cycle through more streams and
+// sizes than that.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
 	var from int64
-	if a.expKnown(pl) && pl.expStream == stream && size >= pl.expSize && !walkFromStart {
-		from = pl.expFrom
+	if a.expKnown(pl) && !walkFromStart {
+		for _, m := range pl.exp[:pl.expN] {
+			if m.stream == stream && m.size <= size {
+				from = max(from, m.from)
+			}
+		}
 	}
 	found, at := int32(none), int64(math.MaxInt64)
 	pl.unmapped.Ascend(freeset.Key{Stream: stream, Addr: from}, func(k freeset.Key) bool {
@@ -123,11 +129,46 @@ func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int
 	return found, at
 }
 
-// expKnown says whether what the last search learnt holds still: no
+// expKnown says whether what the last searches learnt holds still: no
 // block of the pool has been freed since.
 func (a *Allocator) expKnown(pl *pool) bool {
-	return pl.expKnown && pl.expFrees == a.poolFrees(pl)
+	return pl.expN > 0 && pl.expFrees == a.poolFrees(pl)
 }
+
+// learn keeps a search's lesson: no unmapped range of stream below at
+// holds size bytes. The lessons learnt before a free are dropped; one of
+// the same stream and size is replaced, else a free entry taken, else
+// the oldest replaced.
+func (a *Allocator) learn(pl *pool, stream, size, at int64) {
+	if frees := a.poolFrees(pl); pl.expFrees != frees {
+		pl.expN, pl.expAt, pl.expFrees = 0, 0, frees
+	}
+	m := expMemo{stream, size, at}
+	for i := range pl.exp[:pl.expN] {
+		if e := &pl.exp[i]; e.stream == stream && e.size == size {
+			*e = m
+			return
+		}
+	}
+	if pl.expN < expMemos {
+		pl.exp[pl.expN] = m
+		pl.expN++
+		return
+	}
+	pl.exp[pl.expAt] = m
+	pl.expAt = (pl.expAt + 1) % expMemos
+}
+
+// lower moves every lesson's start down to addr, where a new unmapped
+// range may begin (unmapBlock, a new segment).
+func (pl *pool) lower(addr int64) {
+	for i := range pl.exp[:pl.expN] {
+		pl.exp[i].from = min(pl.exp[i].from, addr)
+	}
+}
+
+// forget drops every lesson (SeedExpandable).
+func (pl *pool) forget() { pl.expN, pl.expAt = 0, 0 }
 
 // poolFrees counts the frees of pl's blocks, from its statistics, so that
 // Free, the replay's commonest step, need not tell the search anything:
@@ -251,7 +292,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	a.tryMerge(i, a.arena[i].next)
 	b = &a.arena[i]
 	pl.unmapped.Insert(key(b, i))
-	pl.expFrom = min(pl.expFrom, b.addr) // a new range (expandableCandidate)
+	pl.lower(b.addr) // a new range (expandableCandidate)
 	a.mem.Unmap(uSize, end-begin)
 	a.stats.decrease(sReservedBytes, b.small, uSize)
 	a.stats.NumDeviceFree++

@@ -133,14 +133,28 @@ func TestExpandableSearchAsWalk(t *testing.T) {
 // card with one page left, where each failure maps a page and the release
 // unmaps it again, a new range each time (unmapBlock's part).
 func TestExpandableStormLinear(t *testing.T) {
-	for _, spare := range []int64{0, 1} {
+	for _, c := range []struct {
+		name    string
+		spare   int64 // pages left free on the card
+		streams int64 // the requests turn through streams 0..streams-1
+		sizes   bool  // the requests alternate two pages and a little less
+	}{
+		{"one size and stream", 0, 1, false},
+		{"a page spare", 1, 1, false},
+		{"alternating sizes", 0, 1, true},
+		{"alternating streams", 0, 2, false},
+		{"both", 0, 2, true},
+	} {
 		cfg := parseTorch(t, "expandable_segments=true")
 		page := cfg.LargeSegmentSize
 		dev, _ := strategies.ParseDevice("a100-40g:capacity=40GiB")
 		a := New(cfg, strategies.NewMemory(&dev))
+		// Pages two by two on each stream in turn, so that freeing
+		// every other page leaves every stream's segment a page free,
+		// a page allocated.
 		var hs []strategies.Handle
-		for {
-			h, ok := a.Malloc(page, 0)
+		for k := 0; ; k++ {
+			h, ok := a.Malloc(page, int64(k/2)%c.streams)
 			if !ok {
 				break
 			}
@@ -151,36 +165,37 @@ func TestExpandableStormLinear(t *testing.T) {
 		}
 		a.EmptyCache()
 		if a.large.unmapped.Len() < 900 {
-			t.Fatalf("%d unmapped ranges: the test does not reach the storm", a.large.unmapped.Len())
+			t.Fatalf("%s: %d unmapped ranges: the test does not reach the storm", c.name, a.large.unmapped.Len())
 		}
 		// Fill the card with two-page blocks, then leave spare pages.
-		for {
-			if _, ok := a.Malloc(2*page, 0); !ok {
-				break
+		for s := range c.streams {
+			for {
+				if _, ok := a.Malloc(2*page, s); !ok {
+					break
+				}
 			}
 		}
-		for range spare {
-			if _, ok := a.Malloc(page, 0); ok {
-				t.Fatal("a page fitted on a full card")
-			}
-		}
-		if spare > 0 {
+		if c.spare > 0 {
 			// Free one page: the card has room for one page, not two.
 			a.Free(hs[1])
 			a.EmptyCache()
 		}
 		before := a.expWalked
 		const tries = 20000
-		for range tries {
-			if _, ok := a.Malloc(2*page, 0); ok {
-				t.Fatal("two pages fitted on a full card")
+		for k := range tries {
+			size := 2 * page
+			if c.sizes && k%4 >= 2 {
+				size -= 4096
+			}
+			if _, ok := a.Malloc(size, int64(k)%c.streams); ok {
+				t.Fatalf("%s: two pages fitted on a full card", c.name)
 			}
 		}
 		if err := a.Check(); err != nil {
 			t.Fatal(err)
 		}
 		if w := a.expWalked - before; w > 3*tries {
-			t.Errorf("spare %d: %d failed allocations over %d unmapped ranges looked at %d ranges", spare, tries, a.large.unmapped.Len(), w)
+			t.Errorf("%s: %d failed allocations over %d unmapped ranges looked at %d ranges", c.name, tries, a.large.unmapped.Len(), w)
 		}
 	}
 }
@@ -246,7 +261,7 @@ func pages(t *testing.T, a *Allocator, n int) ([]strategies.Handle, int64) {
 // segment, so the range the failed search found (at the top) now starts a
 // page lower, below where the search stopped, with no free in between;
 // the retry must find it there, as upstream's walk does, not pass over it
-// to a new segment. This is why unmapBlock lowers pool.expFrom. Five
+// to a new segment. This is why unmapBlock lowers the lessons' starts (pool.lower). Five
 // pages fill a card of five; pages 1 and 4 are freed (page 4 next to the
 // unmapped top); two pages fit no free block, the search takes page 4 and
 // the range above it, and mapping a sixth page fails; empty_cache's part

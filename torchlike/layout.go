@@ -179,27 +179,30 @@ func (a *Allocator) Check() error {
 	return nil
 }
 
-// checkExpandableMemo checks what find_expandable_block's last search
-// learnt (expandableCandidate): every unmapped range of its stream below
-// the address it keeps is still too short for its size.
+// checkExpandableMemo checks what find_expandable_block's searches
+// learnt (expandableCandidate, pool.exp): for each lesson, every unmapped
+// range of its stream below the address it keeps is still too short for
+// its size.
 func (a *Allocator) checkExpandableMemo() error {
 	for _, pl := range []*pool{&a.small, &a.large} {
 		if !a.expKnown(pl) {
 			continue
 		}
-		var err error
-		pl.unmapped.Ascend(freeset.Key{Stream: pl.expStream}, func(k freeset.Key) bool {
-			if k.Stream != pl.expStream || k.Addr >= pl.expFrom {
-				return false
+		for _, m := range pl.exp[:pl.expN] {
+			var err error
+			pl.unmapped.Ascend(freeset.Key{Stream: m.stream}, func(k freeset.Key) bool {
+				if k.Stream != m.stream || k.Addr >= m.from {
+					return false
+				}
+				if n := a.expandableRun(a.expandableStart(k.B), m.size); n >= m.size {
+					err = fmt.Errorf("unmapped range at %#x on stream %d reaches %d B, but the search for %d B starts above it at %#x", k.Addr, k.Stream, n, m.size, m.from)
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				return err
 			}
-			if n := a.expandableRun(a.expandableStart(k.B), pl.expSize); n >= pl.expSize {
-				err = fmt.Errorf("unmapped range at %#x on stream %d reaches %d B, but the search for %d B starts above it at %#x", k.Addr, k.Stream, n, pl.expSize, pl.expFrom)
-				return false
-			}
-			return true
-		})
-		if err != nil {
-			return err
 		}
 	}
 	return nil

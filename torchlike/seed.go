@@ -165,8 +165,9 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	// The seed's unmapped ranges and free blocks come from no free and
 	// no unmap, so what find_expandable_block's last search learnt
-	// (pool.expKnown) may no longer hold below where it stopped.
-	a.small.expKnown, a.large.expKnown = false, false
+	// (pool.exp) may no longer hold below where it stopped.
+	a.small.forget()
+	a.large.forget()
 	page := a.cfg.LargeSegmentSize
 	if small {
 		page = SmallBuffer
