@@ -99,19 +99,25 @@ type pool struct {
 	// byte so that Free, which notes a whole block if either is, tests
 	// one value.
 	trust uint8
-	// exp holds what the last searches of find_expandable_block learnt
-	// (expandableCandidate): while the pool's frees are still expFrees
-	// (Allocator.poolFrees), for each of the first expN entries, every
-	// unmapped range of its stream below its address is too short, with
-	// the blocks after it, for its size or more. expAt is the entry the
-	// next search that finds no entry of its stream and size replaces
-	// when all are taken.
-	exp         [expMemos]expMemo
-	expN, expAt int
-	expFrees    int64
 }
 
-// expMemo is one search's lesson (pool.exp).
+// lessons are what the last searches of find_expandable_block in a pool
+// learnt (expandableCandidate): while the pool's frees are still frees
+// (Allocator.poolFrees), for each of the first n entries, every unmapped
+// range of its stream below its address is too short, with the blocks
+// after it, for its size or more. at is the entry that the next search
+// finding no entry of its stream and size replaces when all are taken.
+// The allocator keeps them apart (Allocator.lessons), made at the first
+// search: in the pools, or in the allocator's record, they made that
+// record longer, and gpt-generate's replay with expandable segments read
+// 3 % slower with the same instructions (eight runs of each binary).
+type lessons struct {
+	m     [expMemos]expMemo
+	n, at int
+	frees int64
+}
+
+// expMemo is one search's lesson (lessons).
 type expMemo struct{ stream, size, from int64 }
 
 // expMemos is how many searches' lessons a pool keeps: a trace that
@@ -171,6 +177,10 @@ type Allocator struct {
 	// own synchronize_and_free_events completed (empty_cache or a malloc's
 	// release path) after FreeRequested: its handle is then dead.
 	OnComplete func(h strategies.Handle)
+	// lessons are each pool's (by pi) lessons of find_expandable_block's
+	// searches, made at the first (lessonsOf).
+	lessons *[2]lessons
+
 	// AddrHook, if set, is asked for the device address of every new
 	// segment and expandable reservation; returning 0 keeps the device
 	// model's address. The validator gives the recorded addresses, so

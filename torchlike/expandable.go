@@ -66,7 +66,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	a.exp = append(a.exp, es)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))
-	pl.lower(es.base)
+	a.lower(pl, es.base)
 	return i
 }
 
@@ -81,7 +81,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // then released), then allocations of two pages that fail, each walking
 // every range before the one that holds it (1,000 ranges and 100,000
 // failed allocations took 1.0 s, 2026-11-25). So the search starts where
-// an earlier one stopped (pool.exp), when it asks for as much or more on
+// an earlier one stopped (lessons), when it asks for as much or more on
 // the same stream: every range below that address was too
 // short then, and is still, unless a run of free and unmapped blocks has
 // grown since. Only two changes make one reach far enough: a block freed
@@ -106,8 +106,8 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // sizes than that.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
 	var from int64
-	if a.expKnown(pl) && !walkFromStart {
-		for _, m := range pl.exp[:pl.expN] {
+	if l := a.lessonsOf(pl); a.expKnown(pl) && !walkFromStart {
+		for _, m := range l.m[:l.n] {
 			if m.stream == stream && m.size <= size {
 				from = max(from, m.from)
 			}
@@ -129,10 +129,19 @@ func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int
 	return found, at
 }
 
+// lessonsOf returns pl's lessons, made at the first call.
+func (a *Allocator) lessonsOf(pl *pool) *lessons {
+	if a.lessons == nil {
+		a.lessons = new([2]lessons)
+	}
+	return &a.lessons[pi(pl.small)&1]
+}
+
 // expKnown says whether what the last searches learnt holds still: no
 // block of the pool has been freed since.
 func (a *Allocator) expKnown(pl *pool) bool {
-	return pl.expN > 0 && pl.expFrees == a.poolFrees(pl)
+	l := a.lessonsOf(pl)
+	return l.n > 0 && l.frees == a.poolFrees(pl)
 }
 
 // learn keeps a search's lesson: no unmapped range of stream below at
@@ -140,35 +149,34 @@ func (a *Allocator) expKnown(pl *pool) bool {
 // the same stream and size is replaced, else a free entry taken, else
 // the oldest replaced.
 func (a *Allocator) learn(pl *pool, stream, size, at int64) {
-	if frees := a.poolFrees(pl); pl.expFrees != frees {
-		pl.expN, pl.expAt, pl.expFrees = 0, 0, frees
+	l := a.lessonsOf(pl)
+	if frees := a.poolFrees(pl); l.frees != frees {
+		l.n, l.at, l.frees = 0, 0, frees
 	}
 	m := expMemo{stream, size, at}
-	for i := range pl.exp[:pl.expN] {
-		if e := &pl.exp[i]; e.stream == stream && e.size == size {
+	for i := range l.m[:l.n] {
+		if e := &l.m[i]; e.stream == stream && e.size == size {
 			*e = m
 			return
 		}
 	}
-	if pl.expN < expMemos {
-		pl.exp[pl.expN] = m
-		pl.expN++
+	if l.n < expMemos {
+		l.m[l.n] = m
+		l.n++
 		return
 	}
-	pl.exp[pl.expAt] = m
-	pl.expAt = (pl.expAt + 1) % expMemos
+	l.m[l.at] = m
+	l.at = (l.at + 1) % expMemos
 }
 
 // lower moves every lesson's start down to addr, where a new unmapped
-// range may begin (unmapBlock, a new segment).
-func (pl *pool) lower(addr int64) {
-	for i := range pl.exp[:pl.expN] {
-		pl.exp[i].from = min(pl.exp[i].from, addr)
+// range of pl may begin (unmapBlock, a new segment).
+func (a *Allocator) lower(pl *pool, addr int64) {
+	l := a.lessonsOf(pl)
+	for i := range l.m[:l.n] {
+		l.m[i].from = min(l.m[i].from, addr)
 	}
 }
-
-// forget drops every lesson (SeedExpandable).
-func (pl *pool) forget() { pl.expN, pl.expAt = 0, 0 }
 
 // poolFrees counts the frees of pl's blocks, from its statistics, so that
 // Free, the replay's commonest step, need not tell the search anything:
@@ -292,7 +300,7 @@ func (a *Allocator) unmapBlock(i int32) {
 	a.tryMerge(i, a.arena[i].next)
 	b = &a.arena[i]
 	pl.unmapped.Insert(key(b, i))
-	pl.lower(b.addr) // a new range (expandableCandidate)
+	a.lower(pl, b.addr) // a new range (expandableCandidate)
 	a.mem.Unmap(uSize, end-begin)
 	a.stats.decrease(sReservedBytes, b.small, uSize)
 	a.stats.NumDeviceFree++

@@ -261,7 +261,7 @@ func pages(t *testing.T, a *Allocator, n int) ([]strategies.Handle, int64) {
 // segment, so the range the failed search found (at the top) now starts a
 // page lower, below where the search stopped, with no free in between;
 // the retry must find it there, as upstream's walk does, not pass over it
-// to a new segment. This is why unmapBlock lowers the lessons' starts (pool.lower). Five
+// to a new segment. This is why unmapBlock lowers the lessons' starts (Allocator.lower). Five
 // pages fill a card of five; pages 1 and 4 are freed (page 4 next to the
 // unmapped top); two pages fit no free block, the search takes page 4 and
 // the range above it, and mapping a sixth page fails; empty_cache's part
@@ -318,6 +318,39 @@ func TestExpandableSearchAfterSeed(t *testing.T) {
 		walkFromStart = false
 		if !ok || a.arena[h].addr != low {
 			t.Errorf("walk %v: two pages at %#x (%v), want the seeded reservation's free page and the range after it at %#x", walk, a.arena[h].addr, ok, low)
+		}
+	}
+}
+
+// TestCloneKeepsLessons: a clone's lessons of the expandable search are
+// its own. The original and its clone each free one page (so that their
+// pools' free counts agree); the clone's search then learns that nothing
+// below the top holds two pages, where in the original the freed page
+// joined two unmapped ranges into three pages that do. Shared lessons
+// would send the original's search past them.
+func TestCloneKeepsLessons(t *testing.T) {
+	a := newTorch(t, "expandable_segments=true", "a100-40g")
+	page := a.cfg.LargeSegmentSize
+	p, base := pages(t, a, 8)
+	a.Free(p[1])
+	a.Free(p[3])
+	a.EmptyCache() // p[1] and p[3] unmapped, p[2] between them
+	if h, ok := a.Malloc(2*page, 0); !ok || a.arena[h].addr != base+8*page {
+		t.Fatalf("two pages at %#x (%v), want the top at %#x", a.arena[h].addr, ok, base+8*page)
+	}
+	mem := *a.mem
+	c := a.Clone(&mem)
+	c.Free(p[5])
+	if h, ok := c.Malloc(2*page, 0); !ok || c.arena[h].addr != base+10*page {
+		t.Fatalf("clone: two pages at %#x (%v), want the top at %#x", c.arena[h].addr, ok, base+10*page)
+	}
+	a.Free(p[2])
+	if h, ok := a.Malloc(2*page, 0); !ok || a.arena[h].addr != base+page {
+		t.Errorf("two pages at %#x (%v), want page 1 at %#x", a.arena[h].addr, ok, base+page)
+	}
+	for _, x := range []*Allocator{a, c} {
+		if err := x.Check(); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -180,7 +180,7 @@ func (a *Allocator) Check() error {
 }
 
 // checkExpandableMemo checks what find_expandable_block's searches
-// learnt (expandableCandidate, pool.exp): for each lesson, every unmapped
+// learnt (expandableCandidate, lessons): for each lesson, every unmapped
 // range of its stream below the address it keeps is still too short for
 // its size.
 func (a *Allocator) checkExpandableMemo() error {
@@ -188,7 +188,8 @@ func (a *Allocator) checkExpandableMemo() error {
 		if !a.expKnown(pl) {
 			continue
 		}
-		for _, m := range pl.exp[:pl.expN] {
+		l := a.lessonsOf(pl)
+		for _, m := range l.m[:l.n] {
 			var err error
 			pl.unmapped.Ascend(freeset.Key{Stream: m.stream}, func(k freeset.Key) bool {
 				if k.Stream != m.stream || k.Addr >= m.from {

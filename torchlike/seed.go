@@ -165,9 +165,8 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	// The seed's unmapped ranges and free blocks come from no free and
 	// no unmap, so what find_expandable_block's last search learnt
-	// (pool.exp) may no longer hold below where it stopped.
-	a.small.forget()
-	a.large.forget()
+	// (lessons) may no longer hold below where it stopped.
+	a.lessons = nil
 	page := a.cfg.LargeSegmentSize
 	if small {
 		page = SmallBuffer
@@ -319,6 +318,10 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)
 	c.extents = nil
+	if a.lessons != nil {
+		l := *a.lessons // the clone's own, as the notes below
+		c.lessons = &l
+	}
 	c.small.blocks, c.small.unmapped = a.small.blocks.Clone(), a.small.unmapped.Clone()
 	c.large.blocks, c.large.unmapped = a.large.blocks.Clone(), a.large.unmapped.Clone()
 	// The notes too: appends to a shared array would write each other's.
