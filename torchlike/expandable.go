@@ -106,13 +106,23 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // sizes than that.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
 	var from int64
-	if l := a.lessonsOf(pl); a.expKnown(pl) && !walkFromStart {
+	if a.expKnown(pl) && !walkFromStart {
+		l := a.lessonsOf(pl)
 		for _, m := range l.m[:l.n] {
 			if m.stream == stream && m.size <= size {
 				from = max(from, m.from)
 			}
 		}
 	}
+	return a.firstFit(pl, stream, size, from)
+}
+
+// firstFit is find_expandable_block's walk from address from on: the
+// first unmapped range of stream at or above it whose run (from the free
+// block before it, if any) holds size bytes, as the block the run starts
+// at and the range's address, or none and math.MaxInt64. It counts the
+// ranges it looks at (Allocator.expWalked).
+func (a *Allocator) firstFit(pl *pool, stream, size, from int64) (int32, int64) {
 	found, at := int32(none), int64(math.MaxInt64)
 	pl.unmapped.Ascend(freeset.Key{Stream: stream, Addr: from}, func(k freeset.Key) bool {
 		if k.Stream != stream {
@@ -129,10 +139,11 @@ func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int
 	return found, at
 }
 
-// lessonsOf returns pl's lessons, made at the first call.
+// lessonsOf returns pl's lessons, nil before the first search learnt
+// any.
 func (a *Allocator) lessonsOf(pl *pool) *lessons {
 	if a.lessons == nil {
-		a.lessons = new([2]lessons)
+		return nil
 	}
 	return &a.lessons[pi(pl.small)&1]
 }
@@ -141,7 +152,7 @@ func (a *Allocator) lessonsOf(pl *pool) *lessons {
 // block of the pool has been freed since.
 func (a *Allocator) expKnown(pl *pool) bool {
 	l := a.lessonsOf(pl)
-	return l.n > 0 && l.frees == a.poolFrees(pl)
+	return l != nil && l.n > 0 && l.frees == a.poolFrees(pl)
 }
 
 // learn keeps a search's lesson: no unmapped range of stream below at
@@ -149,6 +160,9 @@ func (a *Allocator) expKnown(pl *pool) bool {
 // the same stream and size is replaced, else a free entry taken, else
 // the oldest replaced.
 func (a *Allocator) learn(pl *pool, stream, size, at int64) {
+	if a.lessons == nil {
+		a.lessons = new([2]lessons)
+	}
 	l := a.lessonsOf(pl)
 	if frees := a.poolFrees(pl); l.frees != frees {
 		l.n, l.at, l.frees = 0, 0, frees
@@ -173,6 +187,9 @@ func (a *Allocator) learn(pl *pool, stream, size, at int64) {
 // range of pl may begin (unmapBlock, a new segment).
 func (a *Allocator) lower(pl *pool, addr int64) {
 	l := a.lessonsOf(pl)
+	if l == nil {
+		return
+	}
 	for i := range l.m[:l.n] {
 		l.m[i].from = min(l.m[i].from, addr)
 	}
