@@ -233,6 +233,10 @@ type Set struct {
 	freeCI []int32
 	path   [ctHeight]int32
 	idx    [ctHeight]int32
+	// marked counts the leaves whose touch (touchLeaf) matched its
+	// mark: a count that nothing reads, kept so that the touch's loads
+	// stay.
+	marked int
 }
 
 // New returns an empty set.
