@@ -551,4 +551,24 @@
 // never asked ahead). The leaf, asked for a touch later, has less time
 // to come in before the Join, and the lowest inner node was not the wait
 // the stage could hide.
+//
+// # The steady state (fifteenth session, 2026-11-25)
+//
+// In harness.BenchmarkReplayLiveSteady (16 untimed events a live buffer
+// before the timed ones) the set at 10^6 live buffers has four inner
+// levels, and the replay costs 190-202 cpu-ns/event against 50-52 at
+// 10^3. perf (3×10^6 timed events) splits the model's part about evenly
+// between the placement (lastFitBy, highestFit, carryMax and resizeAt:
+// about 25 % of the process's samples) and the touch's walk to a free's
+// leaf (childAt and walk 16 %, the leaf's and the record's prefetches 11
+// %), the Join itself about 8 %. Not tried, for a later session: a
+// directory from address buckets (the heap in 2^18 buckets, 1 MB of leaf
+// indexes) to the leaf whose separators hold the bucket's start, kept as
+// leaves split and go, with each leaf's parent and bounds in compact
+// arrays, so that the touch reads one entry (and a bound or two) instead
+// of walking four levels, and a Join reaches its ancestors, when their
+// maxima change or a node splits, through the parents and childAt
+// rather than a kept path. By the figures above it would take at most
+// the walk's sixth of the samples, about 30 ns an event at 10^6: short
+// of issue 15's ≤ 2 by itself.
 package spanset
