@@ -133,11 +133,17 @@ func runExpDiff(t *testing.T, data []byte) {
 		o := s.a.LastOOM()
 		return fmt.Sprintf("oom %d %d %d %d", o.Requested, o.Rounded, o.Reserved, o.LargestFree)
 	}
-	take := func(hs *[]strategies.Handle, k int) strategies.Handle {
+	// take removes the handle at k (modulo the list's length) from hs,
+	// false when hs is empty.
+	take := func(hs *[]strategies.Handle, k int) (strategies.Handle, bool) {
+		if len(*hs) == 0 {
+			return 0, false
+		}
+		k %= len(*hs)
 		h := (*hs)[k]
 		(*hs)[k] = (*hs)[len(*hs)-1]
 		*hs = (*hs)[:len(*hs)-1]
-		return h
+		return h, true
 	}
 	seeds, clones := 0, 0
 	for step := 0; pos < len(data); step++ {
@@ -148,19 +154,20 @@ func runExpDiff(t *testing.T, data []byte) {
 		case 3, 4:
 			k := next()
 			do("free", func(s *expSide) string {
-				if len(s.live) == 0 {
+				h, ok := take(&s.live, k)
+				if !ok {
 					return "none"
 				}
-				s.a.Free(take(&s.live, k%len(s.live)))
+				s.a.Free(h)
 				return "done"
 			})
 		case 5:
 			k := next()
 			do("free_requested", func(s *expSide) string {
-				if len(s.live) == 0 {
+				h, ok := take(&s.live, k)
+				if !ok {
 					return "none"
 				}
-				h := take(&s.live, k%len(s.live))
 				s.a.FreeRequested(h)
 				s.pending = append(s.pending, h)
 				return "done"
@@ -168,10 +175,10 @@ func runExpDiff(t *testing.T, data []byte) {
 		case 6:
 			k := next()
 			do("free_completed", func(s *expSide) string {
-				if len(s.pending) == 0 {
+				h, ok := take(&s.pending, k)
+				if !ok {
 					return "none"
 				}
-				h := take(&s.pending, k%len(s.pending))
 				if !s.a.IsPending(h) { // a release completed it
 					return "completed already"
 				}
@@ -190,7 +197,8 @@ func runExpDiff(t *testing.T, data []byte) {
 					r.WriteString(malloc(s, page, stream) + ";")
 				}
 				for k := len(s.live) - 1; k >= first; k -= 2 {
-					s.a.Free(take(&s.live, k))
+					h, _ := take(&s.live, k)
+					s.a.Free(h)
 				}
 				return r.String()
 			})
