@@ -571,4 +571,72 @@
 // rather than a kept path. By the figures above it would save at most
 // the walk's sixth of the samples, about 40 ns an event at 10^6 (190 to
 // about 150, a ratio near 3): short of issue 15's ≤ 2 by itself.
+//
+// # The directory, built and measured (sixteenth session, 2026-11-25)
+//
+// The sketch above, built: a directory of 2^18 leaf indexes by address
+// bucket (dir[x>>shift], the shift fitting the largest end inserted), each
+// leaf's parent and slot kept in compact arrays (maintained wherever
+// children move: insertChild, the splits, removeChild, the root's
+// changes; Check verified them), Prefetch taking the directory's leaf
+// instead of walking, and a Join accepting that guess when the leaf holds
+// a span on either side of the address (which proves the address is in
+// its range), raising the largest sizes through the parents, else
+// descending and pointing the directory at the leaf found. How often it
+// could serve (tpurt BenchmarkLiveShape, 10^6 live buffers): the guess was
+// the Join's leaf for 77 % of the Joins after 10^6 events and 84 % after
+// 8×10^6; 94 % of the Joins land strictly inside their leaf; and 85 % of
+// the Joins make a span larger than the leaf's recorded largest, so that
+// nearly every Join must raise the maxima above its leaf (hence the
+// parents). A wrong guess costs a descent at the Join, with the right leaf
+// not asked for, so the guess was checked ahead: the directory's entry
+// asked for at one Prefetch, read at the next (the guessed leaf asked
+// for), the guess checked at the one after (and walked to when wrong),
+// later the parent's lines asked for too. In the replay, interleaved runs
+// against the base (harness.BenchmarkReplayLivePaired and
+// BenchmarkReplayLiveSteady, jax on tpu-v5e, 1000000x, cpu-ns/event at
+// 10^6): the window 141 and 135 against 173 and 133, with the parent's
+// lines 144 and 142 against 189 and 142; the steady state 198 and 198
+// against 197 and 191, and 199 and 197 against 209 and 196. No gain, for
+// reasons not all settled: the directory's entry is one more line a free
+// asks for (1 MiB read at random), the wrong guesses (16-23 %) walk as
+// before, and without the parent's lines asked for, the Join's raise
+// waited for them (perf: a tenth of the samples in joinAt, on the loads
+// of the parent's largest sizes), which asking for them did not turn
+// into a gain. The model alone (BenchmarkLive, whose touch comes one
+// event pair before the free, too soon for three stages) was 20 %
+// slower. Not kept.
+//
+// Where the lines go (cachegrind with a 2 MiB first-level cache standing
+// for the second-level cache, no prefetch simulated: tpurt
+// BenchmarkLiveShape at 9×10^6 events less 8×10^6, four inner levels,
+// 28,386 leaves of 15.9 spans): an event pair misses about 3.2 lines in
+// the leaf's starts (rankAll), 2.1 in its header and sizes (joinTree),
+// 0.55 in insertAt's and removeAt's moves, 1.0 in the record (Touch):
+// all asked for ahead by the touch, and the walk's inner nodes 0.65,
+// which are not. The placement misses 0.16 lines an event pair: its
+// nodes and leaves stay in 2 MiB, and what it costs at 10^6 (perf: a
+// quarter of the samples, most on lastFitBy's first loads) is a chain
+// of about ten dependent loads each served by the second-level cache
+// instead of the first. On this machine (prefetch.BenchmarkRandomLines,
+// an array in huge pages) a load that waits for the one before costs 6
+// ns in 1 MiB, 108 in 16 MiB and 175 in 256 MiB, and a line asked for
+// eight iterations before it is read still costs 5.5-8 ns of throughput
+// in 16 MiB and 12.5-20 in 256 MiB (sixteen lines or one an iteration),
+// so the touch's eight to nine lines an event pair are 50-110 ns of the
+// 10^6 side's event pair by themselves, and each level of a descent out
+// of the first-level cache adds its wait.
+//
+// The window's transient (the same day): in BenchmarkReplayLivePaired the
+// free set grows from the warm-up's one span to about 300,000 in the
+// timed events, and its arrays grow with it (hugemem.Grow doubles them,
+// copying into fresh memory the kernel zeroes). With the leaves and inner
+// nodes presized before the replay (an experiment only: every set would
+// pay for 18 MB), the TPU model's x-live1k-cpu read 2.34-2.38 in seven
+// runs, with 0-4 sys-ns/event at 10^6, against 2.51-3.39 and 3-51 for
+// the base interleaved with them; growing by eight times instead of two
+// above 4 MiB read 2.43-2.68 against 2.41-3.10 (four runs each). So the
+// window's spread is the growth transient, and without it the window
+// would still read about 2.35, above issue 15's 2. The steady state has
+// no transient (its sys-ns/event is near 0) and reads 3.7-4.0.
 package spanset
