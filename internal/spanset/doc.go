@@ -618,7 +618,10 @@
 // nodes and leaves stay in 2 MiB, and what it costs at 10^6 (perf: a
 // quarter of the samples, most on lastFitBy's first loads) is a chain
 // of about ten dependent loads each served by the second-level cache
-// instead of the first. On this machine (prefetch.BenchmarkRandomLines,
+// instead of the first. This revises the thirteenth session's reading
+// that a placement waits for its leaf two times in three: that counted
+// whether the leaf was among the recent placements' leaves, not whether
+// it was still in the cache. On this machine (prefetch.BenchmarkRandomLines,
 // an array in huge pages) a load that waits for the one before costs 6
 // ns in 1 MiB, 108 in 16 MiB and 175 in 256 MiB, and a line asked for
 // eight iterations before it is read still costs 5.5-8 ns of throughput
@@ -638,5 +641,6 @@
 // above 4 MiB read 2.43-2.68 against 2.41-3.10 (four runs each). So the
 // window's spread is the growth transient, and without it the window
 // would still read about 2.35, above issue 15's 2. The steady state has
-// no transient (its sys-ns/event is near 0) and reads 3.7-4.0.
+// no transient (its sys-ns/event is near 0) and reads 3.6-4.0 (3.59-3.66
+// in the session's last rounds).
 package spanset
