@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"membench/strategies"
 )
@@ -100,17 +101,74 @@ func (p *Planner) Plan(ls []strategies.Lifetime) error {
 	if p.planned {
 		return fmt.Errorf("planner: the trace was already planned")
 	}
-	bufs := make([]Buffer, len(ls))
-	for i, l := range ls {
-		bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
-	}
-	r, err := Pack(bufs, p.cfg.Options)
-	if err != nil {
-		return fmt.Errorf("planner: %w", err)
+	r, ok := recall(ls, p.cfg.Options)
+	if !ok {
+		bufs := make([]Buffer, len(ls))
+		for i, l := range ls {
+			bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
+		}
+		var err error
+		if r, err = Pack(bufs, p.cfg.Options); err != nil {
+			return fmt.Errorf("planner: %w", err)
+		}
+		remember(ls, p.cfg.Options, r)
 	}
 	p.chunks, p.order, p.heap, p.planned = r.Chunks, r.Order, r.HeapSize, true
 	p.live = make([]bool, len(ls))
 	return nil
+}
+
+// plans keeps the last packings planners made, by their input. A capacity
+// search (harness.MinCapacity: `membench run`'s verdict in a table,
+// `membench capacity`, `membench report`) replays one trace a dozen
+// times or more on devices of different capacities, and the plan, which
+// depends on the lifetimes and the options alone, never on the device,
+// was made again at every replay: on gpt-generate, 13 of the 14 packings
+// behind `membench run --strategy planner`'s table, 5.3 of its 5.8 s
+// (2026-11-25). A Plan of the same lifetimes (compared whole) with the
+// same options takes the packing from here instead; its chunks are
+// shared, which no planner writes. Two entries, so that two planner specs
+// searched at once by two workers do not push each other out, and only
+// traces of up to memoMax allocations, so that what the memo holds (40
+// bytes an allocation, beside the planner's own 16) stays bounded.
+var plans struct {
+	sync.Mutex
+	memo [2]plan
+	next int
+}
+
+// plan is one packing and its input.
+type plan struct {
+	opts Options
+	ls   []strategies.Lifetime
+	res  Result
+}
+
+// memoMax is the most allocations a plan may have to be kept in plans.
+const memoMax = 1 << 21
+
+// recall returns the packing of ls with opts if plans holds it.
+func recall(ls []strategies.Lifetime, opts Options) (Result, bool) {
+	plans.Lock()
+	defer plans.Unlock()
+	for _, e := range plans.memo {
+		if e.ls != nil && e.opts == opts && slices.Equal(e.ls, ls) {
+			return e.res, true
+		}
+	}
+	return Result{}, false
+}
+
+// remember keeps r, the packing of ls with opts, in plans, in place of
+// the older entry.
+func remember(ls []strategies.Lifetime, opts Options, r Result) {
+	if len(ls) > memoMax {
+		return
+	}
+	plans.Lock()
+	defer plans.Unlock()
+	plans.memo[plans.next] = plan{opts, slices.Clone(ls), r}
+	plans.next = (plans.next + 1) % len(plans.memo)
 }
 
 // HeapSize is the planned heap: the arena the plan needs.

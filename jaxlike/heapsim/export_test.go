@@ -1,0 +1,4 @@
+package heapsim
+
+// ForgetPlans is forgetPlans for the external tests.
+var ForgetPlans = forgetPlans
