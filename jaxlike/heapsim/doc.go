@@ -65,8 +65,8 @@
 // costs tens of microseconds to place in both orders (BenchmarkPlanner).
 // Everything is decided by total orders (id, then index), never by a map,
 // so the same input gives the same packing. That is also why a planner
-// given the lifetimes and options of one of the last two plans takes that
-// plan instead of packing again (Planner.Plan's memo): a capacity search
+// given the lifetimes and options of a recent plan takes that plan instead
+// of packing again (Planner.Plan's memo): a capacity search
 // replays one trace at a dozen capacities or more, and the plan does not
 // depend on the device (gpt-generate's search 5.10 s to 0.71 s,
 // BenchmarkPlannerCapacity).

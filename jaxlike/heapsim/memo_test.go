@@ -81,8 +81,9 @@ func TestPlanMemo(t *testing.T) {
 		}
 	}
 	// The memo keeps its own copy: lifetimes changed in place after
-	// their plan are new lifetimes.
-	ls := slices.Clone(base)
+	// their plan are new lifetimes (ones never planned before, so that
+	// the memo does not hold them already).
+	ls := lifetimesOf(randomBuffers(rng, 200, false))
 	planOf(t, ls, optss[0])
 	ls[0].Size += 4096
 	if p, want := planOf(t, ls, optss[0]), packDirect(t, ls, optss[0]); p.heap != want.HeapSize || !slices.Equal(p.chunks, want.Chunks) {
@@ -90,23 +91,64 @@ func TestPlanMemo(t *testing.T) {
 	}
 }
 
-// TestPlanMemoBounded: a trace of more than memoMax allocations is
-// planned every time, not kept.
+// TestPlanMemoBounded: the memo keeps no plan of more than memoMax
+// allocations, no more than memoEntries plans and no more than memoMax
+// allocations in all, the least recently asked for leaving first.
 func TestPlanMemoBounded(t *testing.T) {
-	ls := make([]strategies.Lifetime, memoMax+1)
-	for i := range ls {
-		ls[i] = strategies.Lifetime{Size: 1, Start: int64(i), End: int64(i)}
+	defer forgetPlans()
+	forgetPlans()
+	long := func(n int) []strategies.Lifetime {
+		ls := make([]strategies.Lifetime, n)
+		for i := range ls {
+			ls[i] = strategies.Lifetime{Size: 1, Start: int64(i), End: int64(i)}
+		}
+		return ls
 	}
-	remember(ls, Options{Alignment: 1}, Result{HeapSize: 1})
-	if _, ok := recall(ls, Options{Alignment: 1}); ok {
-		t.Fatalf("a plan of %d allocations was kept (memoMax %d)", len(ls), memoMax)
+	one := Options{Alignment: 1}
+	huge := long(memoMax + 1)
+	remember(huge, one, Result{HeapSize: 1})
+	if _, ok := recall(huge, one); ok {
+		t.Fatalf("a plan of %d allocations was kept (memoMax %d)", len(huge), memoMax)
+	}
+	// By count: memoEntries+1 small plans push the first out, unless it
+	// was asked for again in between.
+	small := make([][]strategies.Lifetime, memoEntries+2)
+	for i := range small {
+		small[i] = []strategies.Lifetime{{Size: int64(i + 1), Start: 0, End: 1}}
+	}
+	for i := range memoEntries {
+		remember(small[i], one, Result{HeapSize: int64(i)})
+	}
+	if _, ok := recall(small[0], one); !ok { // now the most recently asked for
+		t.Fatal("a plan kept was not recalled")
+	}
+	remember(small[memoEntries], one, Result{})
+	if _, ok := recall(small[1], one); ok {
+		t.Fatal("the least recently asked for plan stayed past memoEntries")
+	}
+	if r, ok := recall(small[0], one); !ok || r.HeapSize != 0 {
+		t.Fatalf("the plan asked for again left first (%v) or changed (%d)", ok, r.HeapSize)
+	}
+	// By size: two plans of more than half memoMax allocations do not
+	// fit together.
+	a, b := long(memoMax/2+1), long(memoMax/2+2)
+	remember(a, one, Result{HeapSize: 2})
+	remember(b, one, Result{HeapSize: 3})
+	if _, ok := recall(a, one); ok {
+		t.Fatal("plans of more than memoMax allocations in all were kept")
+	}
+	if r, ok := recall(b, one); !ok || r.HeapSize != 3 {
+		t.Fatal("the plan just kept was not recalled")
+	}
+	if plans.held > memoMax || len(plans.memo) > memoEntries {
+		t.Fatalf("the memo holds %d plans of %d allocations", len(plans.memo), plans.held)
 	}
 }
 
 // forgetPlans empties the planners' memo, for a benchmark that times a
-// capacity search from cold (export_test.go).
+// capacity search from cold (export_test.go) and for the tests.
 func forgetPlans() {
 	plans.Lock()
 	defer plans.Unlock()
-	plans.memo, plans.next = [len(plans.memo)]plan{}, 0
+	plans.memo, plans.held = nil, 0
 }

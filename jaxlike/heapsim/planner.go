@@ -127,14 +127,15 @@ func (p *Planner) Plan(ls []strategies.Lifetime) error {
 // behind `membench run --strategy planner`'s table, 5.3 of its 5.8 s
 // (2026-11-25). A Plan of the same lifetimes (compared whole) with the
 // same options takes the packing from here instead; its chunks are
-// shared, which no planner writes. Two entries, so that two planner specs
-// searched at once by two workers do not push each other out, and only
-// traces of up to memoMax allocations, so that what the memo holds (40
-// bytes an allocation, beside the planner's own 16) stays bounded.
+// shared, which no planner writes. The searches of several jobs run at
+// once on the workers, each plan asked for again and again, so the memo
+// keeps up to memoEntries plans, the least recently asked for leaving
+// first, and no more than memoMax allocations in all (40 bytes each,
+// beside the planner's own 16): a larger trace is planned every time.
 var plans struct {
 	sync.Mutex
-	memo [2]plan
-	next int
+	memo []plan // the most recently asked for last
+	held int    // allocations the plans of memo hold
 }
 
 // plan is one packing and its input.
@@ -144,31 +145,47 @@ type plan struct {
 	res  Result
 }
 
-// memoMax is the most allocations a plan may have to be kept in plans.
-const memoMax = 1 << 21
+const (
+	// memoEntries is the most plans plans keeps: a search per worker
+	// on a machine of up to 16 cores.
+	memoEntries = 16
+	// memoMax is the most allocations the plans kept hold together.
+	memoMax = 1 << 21
+)
 
-// recall returns the packing of ls with opts if plans holds it.
+// recall returns the packing of ls with opts if plans holds it, which
+// then becomes the most recently asked for.
 func recall(ls []strategies.Lifetime, opts Options) (Result, bool) {
 	plans.Lock()
 	defer plans.Unlock()
-	for _, e := range plans.memo {
-		if e.ls != nil && e.opts == opts && slices.Equal(e.ls, ls) {
+	m := plans.memo
+	for i := len(m) - 1; i >= 0; i-- {
+		if e := m[i]; e.opts == opts && slices.Equal(e.ls, ls) {
+			copy(m[i:], m[i+1:])
+			m[len(m)-1] = e
 			return e.res, true
 		}
 	}
 	return Result{}, false
 }
 
-// remember keeps r, the packing of ls with opts, in plans, in place of
-// the older entry.
+// remember keeps r, the packing of ls with opts, in plans, after making
+// room for it: the least recently asked for plans leave.
 func remember(ls []strategies.Lifetime, opts Options, r Result) {
 	if len(ls) > memoMax {
 		return
 	}
 	plans.Lock()
 	defer plans.Unlock()
-	plans.memo[plans.next] = plan{opts, slices.Clone(ls), r}
-	plans.next = (plans.next + 1) % len(plans.memo)
+	n := 0 // plans that leave
+	for n < len(plans.memo) && (len(plans.memo)-n >= memoEntries || plans.held+len(ls) > memoMax) {
+		plans.held -= len(plans.memo[n].ls)
+		n++
+	}
+	plans.memo = append(plans.memo[:0], plans.memo[n:]...)
+	clear(plans.memo[len(plans.memo):cap(plans.memo)])
+	plans.memo = append(plans.memo, plan{opts, slices.Clone(ls), r})
+	plans.held += len(ls)
 }
 
 // HeapSize is the planned heap: the arena the plan needs.
