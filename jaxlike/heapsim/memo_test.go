@@ -22,11 +22,7 @@ func lifetimesOf(bufs []Buffer) []strategies.Lifetime {
 // reference every Plan must agree with.
 func packDirect(t *testing.T, ls []strategies.Lifetime, opts Options) Result {
 	t.Helper()
-	bufs := make([]Buffer, len(ls))
-	for i, l := range ls {
-		bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
-	}
-	r, err := Pack(bufs, opts)
+	r, err := Pack(buffersOf(ls), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +136,8 @@ func TestPlanMemoBounded(t *testing.T) {
 	if r, ok := recall(b, one); !ok || r.HeapSize != 3 {
 		t.Fatal("the plan just kept was not recalled")
 	}
-	if plans.held > memoMax || len(plans.memo) > memoEntries {
-		t.Fatalf("the memo holds %d plans of %d allocations", len(plans.memo), plans.held)
+	if held() > memoMax || len(plans.memo) > memoEntries {
+		t.Fatalf("the memo holds %d plans of %d allocations", len(plans.memo), held())
 	}
 }
 
@@ -150,5 +146,5 @@ func TestPlanMemoBounded(t *testing.T) {
 func forgetPlans() {
 	plans.Lock()
 	defer plans.Unlock()
-	plans.memo, plans.held = nil, 0
+	plans.memo = nil
 }

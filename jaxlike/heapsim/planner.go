@@ -103,12 +103,8 @@ func (p *Planner) Plan(ls []strategies.Lifetime) error {
 	}
 	r, ok := recall(ls, p.cfg.Options)
 	if !ok {
-		bufs := make([]Buffer, len(ls))
-		for i, l := range ls {
-			bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
-		}
 		var err error
-		if r, err = Pack(bufs, p.cfg.Options); err != nil {
+		if r, err = Pack(buffersOf(ls), p.cfg.Options); err != nil {
 			return fmt.Errorf("planner: %w", err)
 		}
 		remember(ls, p.cfg.Options, r)
@@ -116,6 +112,16 @@ func (p *Planner) Plan(ls []strategies.Lifetime) error {
 	p.chunks, p.order, p.heap, p.planned = r.Chunks, r.Order, r.HeapSize, true
 	p.live = make([]bool, len(ls))
 	return nil
+}
+
+// buffersOf is the heap simulator's input for a trace's lifetimes: a
+// buffer each, named by its index.
+func buffersOf(ls []strategies.Lifetime) []Buffer {
+	bufs := make([]Buffer, len(ls))
+	for i, l := range ls {
+		bufs[i] = Buffer{ID: int64(i), Size: l.Size, Start: l.Start, End: l.End}
+	}
+	return bufs
 }
 
 // plans keeps the last packings planners made, by their input. A capacity
@@ -135,7 +141,6 @@ func (p *Planner) Plan(ls []strategies.Lifetime) error {
 var plans struct {
 	sync.Mutex
 	memo []plan // the most recently asked for last
-	held int    // allocations the plans of memo hold
 }
 
 // plan is one packing and its input.
@@ -177,15 +182,19 @@ func remember(ls []strategies.Lifetime, opts Options, r Result) {
 	}
 	plans.Lock()
 	defer plans.Unlock()
-	n := 0 // plans that leave
-	for n < len(plans.memo) && (len(plans.memo)-n >= memoEntries || plans.held+len(ls) > memoMax) {
-		plans.held -= len(plans.memo[n].ls)
-		n++
+	for len(plans.memo) > 0 && (len(plans.memo) >= memoEntries || held()+len(ls) > memoMax) {
+		plans.memo = slices.Delete(plans.memo, 0, 1)
 	}
-	plans.memo = append(plans.memo[:0], plans.memo[n:]...)
-	clear(plans.memo[len(plans.memo):cap(plans.memo)])
 	plans.memo = append(plans.memo, plan{opts, slices.Clone(ls), r})
-	plans.held += len(ls)
+}
+
+// held is the allocations the plans kept hold, plans locked.
+func held() int {
+	n := 0
+	for _, e := range plans.memo {
+		n += len(e.ls)
+	}
+	return n
 }
 
 // HeapSize is the planned heap: the arena the plan needs.
