@@ -62,11 +62,11 @@
 // ahead: given each allocation's size a few events before it, the walk
 // to the leaf the placement would end in is the placement's own, and it
 // cost more than the leaf it brought in saved (tried and removed;
-// package spanset's doc has the figures). At 10^3
+// docs/spanset-notes.md has the figures). At 10^3
 // live buffers none of this costs anything (70.7 and 70.8 ns an event
-// before and after, 12 interleaved runs each); the package spanset's
-// doc has the figures at 10^6 and why issue 15's ≤ 2× growth is still
-// not met. With the free set's scans made branch-free (2026-11-25) the
+// before and after, 12 interleaved runs each); docs/spanset-notes.md
+// has the figures at 10^6 and why issue 15's ≤ 2× growth is still not
+// met. With the free set's scans made branch-free (2026-11-25) the
 // model alone costs 123.8 cpu-ns an event at 10^6 and 55.8 at 10^3,
 // against 161.0 and 75.2 before (BenchmarkLive, eight interleaved
 // pairs of runs).

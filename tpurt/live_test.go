@@ -91,7 +91,7 @@ func TestHugePagesPlaceAlike(t *testing.T) {
 // BenchmarkLiveShape runs BenchmarkLive's events at 10^6 live buffers
 // and reports the shape of the free set after them (spanset's Set.Shape):
 // its inner levels, the nodes of the two levels above the leaves, the
-// leaves and their average count of spans. The package doc of spanset
+// leaves and their average count of spans. docs/spanset-notes.md
 // quotes it (-test.benchtime 2000000x: 10^6 event pairs).
 func BenchmarkLiveShape(b *testing.B) {
 	d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")

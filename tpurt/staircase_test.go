@@ -20,7 +20,7 @@ import (
 // save. It runs b.N placements (and as many frees) after three million
 // events of warming up, and looks at one in 64: run it with a fixed
 // count, -benchtime 12800x. The figures and what they rule out are in
-// package spanset's doc.
+// docs/spanset-notes.md.
 func BenchmarkStaircase(b *testing.B) {
 	d, _ := strategies.ParseDevice("tpu-v5e:capacity=64GiB")
 	a := New(Options{}, strategies.NewMemory(&d))

@@ -11,7 +11,7 @@ import (
 
 // BenchmarkRandomLines measures what a cache line read at random costs on
 // the machine at hand, the figure that bounds every model's cost at 10^6
-// live blocks (package spanset's doc cites it), in an array of mb MiB in
+// live blocks (docs/spanset-notes.md cites it), in an array of mb MiB in
 // huge pages (hugemem.Grow), filled before the timer starts so that no
 // page is first touched while timed. ns/line is the time per line read:
 //

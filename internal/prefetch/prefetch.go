@@ -21,5 +21,5 @@ func Lines(p unsafe.Pointer, n uintptr) { lines(uintptr(p), n) }
 // test for each line, 33 of the 41 instructions a call took). The TPU
 // model's free set asks for a leaf of nine lines before every free at
 // 10^6 live buffers and for none at 10^3, so that its cost fell on the
-// large set alone (package spanset's doc has the figures).
+// large set alone (docs/spanset-notes.md has the figures).
 func Lines9(p unsafe.Pointer) { lines9(uintptr(p)) }
