@@ -105,7 +105,7 @@ func replay(t *testing.T, name string, open func() traces.Reader, spec, device s
 		t.Fatal(err)
 	}
 	opts := harness.DefaultOptions
-	opts.KeepLayout = true
+	opts.FindPeakReserved = true
 	res, err := harness.Replay(name, open(), spec, dev, opts)
 	if err != nil {
 		t.Fatal(err)

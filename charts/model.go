@@ -49,8 +49,11 @@ type Run struct {
 	// LiveLayout is the allocator's layout right after the event of peak
 	// live bytes (Result.PeakLiveEvent): the moment of highest demand,
 	// the same event for every strategy that did not run out of memory.
-	// Result.PeakLayout (Options.KeepLayout) is the layout at peak
-	// reserved. Either may be nil; the state map draws what is there.
+	// Result.PeakLayout is the layout at peak reserved
+	// (Result.PeakReservedEvent, Options.FindPeakReserved), which the
+	// report fills only when the map would draw it: when neither this nor
+	// FootprintLayout is there. Any may be nil; the map draws what is
+	// there.
 	LiveLayout []strategies.Segment
 	// FootprintLayout is the layout right after Result.PeakFootprintEvent
 	// (harness.LayoutAt): the state map draws it rather than PeakLayout,

@@ -5,7 +5,7 @@
 // packages' constructors, and it is the only place here that names a
 // framework. Beyond the Allocator contract, the harness reaches a model
 // only through the optional capabilities package strategies declares:
-// Layouter for the layouts the report draws (Options.KeepLayout, LayoutAt),
+// Layouter for the layouts the report draws (LayoutAt, Options.FindPeakReserved),
 // Defragmenter for defrag-events and defrag-moved-B, and Noter, whose
 // notes of the model's own assumptions a Result carries (Result.Notes)
 // beside its device's (Result.DeviceNotes) for the CLI and the report to

@@ -23,10 +23,16 @@ type Options struct {
 	// state, so checking every event of a long trace costs O(n) per event,
 	// and a stride keeps the test suite's campaigns cheap.
 	CheckEvery int64
-	// KeepLayout records the allocator's layout at peak reserved memory
-	// (for the report's state map). It costs a layout walk at each new
-	// peak.
-	KeepLayout bool
+	// FindPeakReserved notes the event after which reserved memory
+	// last rose above its peak (Result.PeakReservedEvent), for the
+	// report's state map, which shows the allocator's layout then
+	// (LayoutAt) when it has no other moment to show. The layout was
+	// once taken at each new peak instead, and a trace that raises the
+	// peak at each of n events (each allocation on a stream of its own,
+	// with expandable segments a segment each) walked a layout of up to
+	// n segments each time: 12,500 streams took 12 s in membench
+	// report.
+	FindPeakReserved bool
 	// MaxMarks bounds the phase marks kept for charts.
 	MaxMarks int
 	// cut says the trace was cut at a chosen event (LayoutAt's prefix),
@@ -103,8 +109,16 @@ type Result struct {
 	OOMCount      int64
 	Timeline      []Sample
 	Marks         []Mark
-	PeakLayout    []strategies.Segment
-	DeviceNotes   []string
+	// PeakLayout is the allocator's layout right after
+	// PeakReservedEvent, which a caller fills (LayoutAt); the replay
+	// leaves it nil.
+	PeakLayout []strategies.Segment
+	// PeakReservedEvent, with Options.FindPeakReserved and an allocator
+	// that declares strategies.Layouter, is the last event after which
+	// the reserved memory stood above its peak before the event; -1
+	// otherwise.
+	PeakReservedEvent int64
+	DeviceNotes       []string
 	// Notes are the allocator's own assumptions (strategies.Noter), as
 	// the device's are DeviceNotes.
 	Notes []string
@@ -242,7 +256,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 		}
 	}
 	mem := a.Memory()
-	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes, Offline: offline}
+	res := &Result{Trace: name, Device: mem.Dev.Label(), Strategy: label, Meta: r.Meta(), DeviceNotes: mem.Dev.Notes, Offline: offline, PeakReservedEvent: -1}
 	res.TraceNotes = TraceNotes(res.Meta)
 	if n, ok := a.(strategies.Noter); ok {
 		res.Notes = n.Notes()
@@ -280,7 +294,7 @@ func ReplayWith(name string, r traces.Reader, a strategies.Allocator, label stri
 	rp.onTPU = rp.compiled && rp.tpu && rp.loader != nil
 	// perEvent: an event needs more than the plain path (checking, or
 	// layouts on every event).
-	rp.perEvent = opts.Check || (opts.KeepLayout && rp.layouter != nil)
+	rp.perEvent = opts.Check || (opts.FindPeakReserved && rp.layouter != nil)
 	// Events come in batches (traces.BatchReader) where the reader can:
 	// one call per batch, and an event is read where it lies instead of
 	// copied. Other readers fill a batch of one.
@@ -678,13 +692,11 @@ func (rp *replayer) oom(ev *traces.Event, i int64) error {
 }
 
 // everyEvent is what a replay does after each event only when asked:
-// keep the layout at each new peak of reserved memory (reserved now, above
-// peakReserved before the event), and check the allocator's invariants.
+// note each new peak of reserved memory (reserved now, above peakReserved
+// before the event), and check the allocator's invariants.
 func (rp *replayer) everyEvent(ev *traces.Event, i, reserved, peakReserved int64) error {
-	res := rp.res
-	if rp.opts.KeepLayout && rp.layouter != nil && reserved > peakReserved {
-		res.PeakLayout = res.PeakLayout[:0]
-		rp.layouter.Layout(func(s strategies.Segment) { res.PeakLayout = append(res.PeakLayout, s) })
+	if rp.opts.FindPeakReserved && rp.layouter != nil && reserved > peakReserved {
+		rp.res.PeakReservedEvent = i
 	}
 	if rp.opts.Check && (rp.opts.CheckEvery <= 1 || i%rp.opts.CheckEvery == 0) {
 		if err := rp.a.Check(); err != nil {

@@ -11,8 +11,9 @@ import (
 // dev and returns the allocator's layout right after event: the report's
 // allocator state at a chosen moment, such as a Result's PeakLiveEvent,
 // which is the same moment for every strategy, or its PeakFootprintEvent.
-// (Options.KeepLayout gives the layout at peak reserved, which for a
-// preallocating allocator is its first event.) It costs a replay of that prefix. A model that does not
+// (Options.FindPeakReserved gives the moment of peak reserved, which for
+// a preallocating allocator is its first event.) It costs a replay of
+// that prefix. A model that does not
 // declare strategies.Layouter has no layout to give: nil. An offline
 // plan (strategies.Offline) is made on the whole of r, as Replay makes it,
 // and shown at event: a plan whose arena does not fit never ran and has

@@ -71,7 +71,7 @@ func reportCommand() *cli.Command {
 				rep.Sources = append(rep.Sources, charts.Source{Name: p, Results: len(ms)})
 			}
 			opts := harness.DefaultOptions
-			opts.KeepLayout = true
+			opts.FindPeakReserved = true
 			tick, clear := progress(c.App.ErrWriter, len(m.jobs), "replays")
 			rep.Runs, err = harness.RunJobs(m.jobs, workers(c), func(j harness.Job) (charts.Run, error) {
 				return reportRun(j, opts)
@@ -107,10 +107,10 @@ func reportCommand() *cli.Command {
 	}
 }
 
-// reportRun is one job of the report: the replay, keeping the layout at
-// peak reserved, and the layouts at its peak-live and peak-footprint
-// events (a preallocated region's layout at peak reserved is its first
-// event).
+// reportRun is one job of the report: the replay, and the layouts at its
+// peak-live and peak-footprint events, or when it has neither (nothing
+// was ever live) at peak reserved (a preallocated region's layout at
+// peak reserved is its first event).
 func reportRun(j harness.Job, opts harness.Options) (charts.Run, error) {
 	res, err := harness.ReplayJob(j, opts)
 	if err != nil {
@@ -122,6 +122,10 @@ func reportRun(j harness.Job, opts harness.Options) (charts.Run, error) {
 	}
 	if err == nil && res.PeakFootprintEvent != res.PeakLiveEvent {
 		run.FootprintLayout, err = harness.LayoutAtJob(j, res.PeakFootprintEvent)
+	}
+	if err == nil && run.LiveLayout == nil && run.FootprintLayout == nil && res.PeakReservedEvent >= 0 {
+		// The state map's last resort (charts.Run).
+		res.PeakLayout, err = harness.LayoutAtJob(j, res.PeakReservedEvent)
 	}
 	return run, err
 }

@@ -125,7 +125,7 @@ func TestPlannerCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		replayPlanner(t, name, r, "planner", harness.Options{Check: true, KeepLayout: true})
+		replayPlanner(t, name, r, "planner", harness.Options{Check: true, FindPeakReserved: true})
 		r.Close()
 	}
 }
