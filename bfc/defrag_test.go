@@ -1,0 +1,168 @@
+package bfc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"membench/strategies"
+)
+
+// defragProgram runs a random program of allocations and frees, many of
+// them too large to fit, through a BFC with defragmentation on, and
+// returns what it did: each allocation's chunk or failure, the
+// relocations, and the regions at the end.
+func defragProgram(t *testing.T, o Options, seed uint64) string {
+	t.Helper()
+	d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
+	a := New(o, strategies.NewMemory(&d))
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var out strings.Builder
+	var live []strategies.Handle
+	for i := range 600 {
+		if len(live) > 0 && rng.IntN(5) < 2 {
+			k := rng.IntN(len(live))
+			a.Free(live[k])
+			live = append(live[:k], live[k+1:]...)
+			continue
+		}
+		n := rng.Int64N(mib) + 1
+		if rng.IntN(4) == 0 {
+			n = rng.Int64N(8*mib) + 1
+		}
+		if h, ok := a.Malloc(n, 0); ok {
+			live = append(live, h)
+			fmt.Fprintf(&out, "%d: %d at %d\n", i, n, a.chunks[h].ptr)
+		} else {
+			fmt.Fprintf(&out, "%d: %d failed\n", i, n)
+		}
+		if i%32 == 0 {
+			if err := a.Check(); err != nil {
+				t.Fatalf("%+v seed %d step %d: %v", o, seed, i, err)
+			}
+		}
+	}
+	fmt.Fprintf(&out, "defrags %d moved %d\n", a.stats.DefragEvents, a.stats.DefragMovedBytes)
+	a.Layout(func(s strategies.Segment) { fmt.Fprintf(&out, "%+v\n", s) })
+	return out.String()
+}
+
+// TestDefragShortcutsAsWalk: defragment, which learns the regions' free
+// bytes by reading every chunk only where the pool's free bytes, its
+// regions or what it learnt last do not say, relocates what it does when
+// it reads every chunk each time (defragWalkAlways), on random programs
+// in one region and in many, and it reads fewer chunks, or the test would
+// test nothing.
+func TestDefragShortcutsAsWalk(t *testing.T) {
+	for _, o := range []Options{
+		{Limit: 24 * mib, Defrag: true},
+		{Limit: 24 * mib, AllowGrowth: true, Defrag: true},
+		{Limit: 24 * mib, AllowGrowth: true, GarbageCollection: true, Defrag: true},
+	} {
+		var defrags int
+		for seed := range uint64(20) {
+			got := defragProgram(t, o, seed)
+			defragWalkAlways = true
+			want := defragProgram(t, o, seed)
+			defragWalkAlways = false
+			if got != want {
+				t.Fatalf("%+v seed %d: the shortcuts did otherwise than reading every chunk:\n%s\nwant\n%s", o, seed, got, want)
+			}
+			if !strings.Contains(got, "defrags 0 ") {
+				defrags++
+			}
+		}
+		if defrags == 0 {
+			t.Errorf("%+v: no program relocated anything", o)
+		}
+	}
+}
+
+// TestDefragStormBounded: allocations that fail with defragmentation on
+// read the chunks at most once in all while nothing changes, where each
+// failure read every chunk (100,000 live chunks and as many failures
+// took 26.6 s in a replay, 2026-11-25): in one region, where the pool's
+// free bytes answer, and in several, each holding too few free bytes
+// though together they would hold the request.
+func TestDefragStormBounded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    Options
+		// request is what fails, given the chunks (2 MiB each, every
+		// other one freed).
+		request int64
+	}{
+		{"one region, more than the free bytes", Options{Limit: 64 * mib, Defrag: true}, 40 * mib},
+		// Regions of 2, 4, 8, 16 and 32 MiB: 62 MiB, 31 of them free,
+		// 16 in the largest region.
+		{"regions, each too short", Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true}, 20 * mib},
+	} {
+		d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
+		a := New(c.o, strategies.NewMemory(&d))
+		var hs []strategies.Handle
+		for {
+			h, ok := a.Malloc(2*mib, 0)
+			if !ok {
+				break
+			}
+			hs = append(hs, h)
+		}
+		for i := 0; i < len(hs); i += 2 {
+			a.Free(hs[i])
+		}
+		free := a.stats.PoolBytes - a.stats.BytesInUse
+		if c.request <= 2*mib || (c.o.AllowGrowth && (free < c.request || len(a.order) < 2)) {
+			t.Fatalf("%s: %d regions, %d bytes free: the storm would not reach the walk", c.name, len(a.order), free)
+		}
+		for range 1000 {
+			if _, ok := a.Malloc(c.request, 0); ok {
+				t.Fatalf("%s: %d bytes fit", c.name, c.request)
+			}
+		}
+		if chunks := int64(len(hs)); a.walked > chunks {
+			t.Errorf("%s: 1,000 failures read %d chunks, want at most %d (one reading)", c.name, a.walked, chunks)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDefragAfterAllocAndFree: an allocation and a free of the same size
+// leave the bytes in use as they were but may move free bytes from one
+// region to another, so what defragment learnt before them no longer
+// holds: a region that now holds the request is compacted.
+func TestDefragAfterAllocAndFree(t *testing.T) {
+	d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
+	// Regions of 2, 4, 8, 16 and 32 MiB, chunks of 2 MiB, every other
+	// one freed: 16 MiB free in the last region, 8 in the one before.
+	a := New(Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true}, strategies.NewMemory(&d))
+	var hs []strategies.Handle
+	for {
+		h, ok := a.Malloc(2*mib, 0)
+		if !ok {
+			break
+		}
+		hs = append(hs, h)
+	}
+	for i := 0; i < len(hs); i += 2 {
+		a.Free(hs[i])
+	}
+	if _, ok := a.Malloc(18*mib, 0); ok || a.walked == 0 {
+		t.Fatalf("18 MiB fit (%v) or defragment read no chunk (%d): the test does not reach its case", ok, a.walked)
+	}
+	// The best fit for 2 MiB is the lowest free chunk, in the first
+	// region; the free is of a live chunk in the last (the chunks of odd
+	// index are live).
+	if _, ok := a.Malloc(2*mib, 0); !ok {
+		t.Fatal("2 MiB did not fit")
+	}
+	a.Free(hs[len(hs)-2])
+	if _, ok := a.Malloc(18*mib, 0); !ok {
+		t.Errorf("18 MiB did not fit after the last region's free bytes rose to 18 MiB")
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
