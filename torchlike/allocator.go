@@ -163,6 +163,10 @@ type Allocator struct {
 	// pagedSearched counts pagedBlocks' searches, for the tests that
 	// bound them.
 	pagedSearched int64
+	// expLargest is the largest expandable segment each pool (small,
+	// large) has made: no run of free and unmapped blocks is longer
+	// (expandableCandidate).
+	expLargest [2]int64
 
 	small, large pool
 	exp          []expSeg

@@ -64,6 +64,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
 	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
+	a.expLargest[pi(pl.small)&1] = max(a.expLargest[pi(pl.small)&1], es.size)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))
 	a.lower(pl, es.base)
@@ -103,8 +104,17 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 // sizes each start where theirs stopped. The search still looks at every
 // range below the one that holds the request when a free comes between
 // two searches, or when the requests cycle through more streams and
-// sizes than that.
+// sizes than that. A request larger than every segment the pool has made
+// (expLargest) looks at none: no run is longer than its segment.
 func (a *Allocator) expandableCandidate(stream int64, pl *pool, size int64) (int32, int64) {
+	if size > a.expLargest[pi(pl.small)&1] && !walkFromStart {
+		// A run ends where its segment does, and no segment of the
+		// pool is that large: the walk would find nothing. Each such
+		// request makes a segment of its own, so that the walks of a
+		// run of them were quadratic (100,000 failed allocations of 2
+		// GiB on a 1 GiB card, nine sizes: 5.3 s).
+		return none, math.MaxInt64
+	}
 	var from int64
 	if a.expKnown(pl) && !walkFromStart {
 		l := a.lessonsOf(pl)

@@ -12,7 +12,8 @@ import (
 // expandable segments on a 1 GiB card and returns what it did (the
 // segment actions, each failed allocation, the final layout) and how many
 // unmapped ranges find_expandable_block's searches looked at. Besides
-// single allocations and frees it fragments: a run of page-sized blocks,
+// single allocations (a few of most of a segment, and a few larger than
+// any segment, which make segments of their own) and frees it fragments: a run of page-sized blocks,
 // every other one freed, then an empty_cache, which leaves unmapped
 // ranges a page long between allocated pages for the searches to pass
 // over. Some frees go through FreeRequested and FreeCompleted, a block
@@ -54,11 +55,17 @@ func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, i
 		switch x := r.IntN(100); {
 		case x < 40:
 			var size int64
-			switch r.IntN(3) {
-			case 0:
+			switch r.IntN(16) {
+			case 0, 1, 2, 3, 4:
 				size = int64(1 + r.IntN(1<<20)) // the small pool
-			case 1:
+			case 5, 6, 7, 8, 9:
 				size = int64(1+r.IntN(4)) * page
+			case 10:
+				// Larger than any segment of the card: a segment of
+				// its own, whose map fails.
+				size = 2<<30 + int64(r.IntN(9))*page
+			case 11:
+				size = int64(300+r.IntN(700)) << 20 // most of a segment
 			default:
 				size = int64(1 + r.IntN(int(3*page)))
 			}
@@ -425,5 +432,27 @@ func TestReleaseStormStreams(t *testing.T) {
 	storm()
 	if n := a.pagedSearched - before; n < fails*(streams-1) {
 		t.Errorf("releasing every time searched %d times, want %d or more: the storm does not reach the search", n, fails*(streams-1))
+	}
+}
+
+// TestExpandableBeyondSegments: allocations larger than any expandable
+// segment of the card, which fail, look at no unmapped range, where each
+// walked every range the ones before had left: a segment of its own for
+// each, whose map fails (100,000 failed allocations of nine sizes above 2
+// GiB on a 1 GiB card took 5.3 s in a replay, 2026-11-25). Each still
+// makes its segment, as upstream's find_expandable_block does.
+func TestExpandableBeyondSegments(t *testing.T) {
+	a := newTorch(t, "expandable_segments=true", "a100-40g:capacity=1GiB")
+	const fails = 2000
+	for i := range int64(fails) {
+		if _, ok := a.Malloc(2<<30+i%9*(2<<20), 0); ok {
+			t.Fatal("2 GiB fit on a 1 GiB card")
+		}
+	}
+	if a.expWalked != 0 || len(a.exp) < fails {
+		t.Errorf("%d failed allocations looked at %d ranges and made %d segments, want none and %d or more", fails, a.expWalked, len(a.exp), fails)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -175,6 +175,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	n := (total + total/8 + page - 1) / page
 	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true}
 	a.exp = append(a.exp, es)
+	a.expLargest[pi(small)&1] = max(a.expLargest[pi(small)&1], es.size)
 	ei := int32(len(a.exp) - 1)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Addr < runs[j].Addr })
 	var out [][]strategies.Handle
