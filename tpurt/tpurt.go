@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -108,6 +109,8 @@ type Allocator struct {
 	lastOOM                    strategies.OOM
 	notes                      []string
 	scratch                    []int32
+	// keyed is defragment's scratch for sorting by address (byAddrDown).
+	keyed, keyed2 []keyedBuf
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
@@ -360,7 +363,7 @@ func (a *Allocator) defragment() {
 			a.scratch = append(a.scratch, int32(i))
 		}
 	}
-	slices.SortFunc(a.scratch, func(x, y int32) int { return cmp.Compare(a.bufs.At(y).addr, a.bufs.At(x).addr) })
+	a.scratch = a.byAddrDown(a.scratch)
 	at := a.limit
 	var moved int64
 	for _, h := range a.scratch {
@@ -380,6 +383,61 @@ func (a *Allocator) defragment() {
 	a.stats.DefragEvents++
 	a.stats.DefragMoved += moved
 	a.mem.Move(moved, a.opts.DefragViaHost)
+}
+
+// keyedBuf is a buffer and its sort key (byAddrDown).
+type keyedBuf struct {
+	key uint64
+	h   int32
+}
+
+// byAddrDown sorts the buffers hs, all live, from the highest address
+// down, as defragment packs them, by a least-significant-digit radix sort
+// of the addresses (11 bits a pass, from the lowest bit any address sets
+// to the highest): linear where a comparison sort was most of each
+// defragmentation's time (a run of failed allocations each of which
+// defragments a full heap: 100,000 events, 14,285 defragmentations, 28
+// s, nine tenths in the sort). Live buffers never share an address, so
+// the order is the comparison sort's.
+func (a *Allocator) byAddrDown(hs []int32) []int32 {
+	if len(hs) < 64 {
+		slices.SortFunc(hs, func(x, y int32) int { return cmp.Compare(a.bufs.At(y).addr, a.bufs.At(x).addr) })
+		return hs
+	}
+	ks := a.keyed[:0]
+	var set uint64 // every bit any key sets
+	for _, h := range hs {
+		k := uint64(a.limit - a.bufs.At(h).addr) // the highest address first
+		set |= k
+		ks = append(ks, keyedBuf{k, h})
+	}
+	a.keyed = ks
+	if cap(a.keyed2) < len(ks) {
+		a.keyed2 = make([]keyedBuf, len(ks))
+	}
+	spare := a.keyed2[:len(ks)]
+	const digit = 11
+	var count [1 << digit]int
+	for shift := uint(bits.TrailingZeros64(set | 1<<63)); shift < 64 && set>>shift != 0; shift += digit {
+		clear(count[:])
+		for _, k := range ks {
+			count[k.key>>shift&(1<<digit-1)]++
+		}
+		sum := 0
+		for d, n := range count {
+			count[d], sum = sum, sum+n
+		}
+		for _, k := range ks {
+			d := k.key >> shift & (1<<digit - 1)
+			spare[count[d]] = k
+			count[d]++
+		}
+		ks, spare = spare, ks
+	}
+	for i, k := range ks {
+		hs[i] = k.h
+	}
+	return hs
 }
 
 // LoadProgram reserves size bytes at the bottom of the heap, directly
