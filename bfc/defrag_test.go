@@ -79,6 +79,25 @@ func TestDefragShortcutsAsWalk(t *testing.T) {
 	}
 }
 
+// halfFreed is a BFC on a 64 MiB card filled with chunks of 2 MiB, every
+// other one then freed (those of even index), and the chunks.
+func halfFreed(o Options) (*Allocator, []strategies.Handle) {
+	d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
+	a := New(o, strategies.NewMemory(&d))
+	var hs []strategies.Handle
+	for {
+		h, ok := a.Malloc(2*mib, 0)
+		if !ok {
+			break
+		}
+		hs = append(hs, h)
+	}
+	for i := 0; i < len(hs); i += 2 {
+		a.Free(hs[i])
+	}
+	return a, hs
+}
+
 // TestDefragStormBounded: allocations that fail with defragmentation on
 // read the chunks at most once in all while nothing changes, where each
 // failure read every chunk (100,000 live chunks and as many failures
@@ -98,19 +117,7 @@ func TestDefragStormBounded(t *testing.T) {
 		// 16 in the largest region.
 		{"regions, each too short", Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true}, 20 * mib},
 	} {
-		d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
-		a := New(c.o, strategies.NewMemory(&d))
-		var hs []strategies.Handle
-		for {
-			h, ok := a.Malloc(2*mib, 0)
-			if !ok {
-				break
-			}
-			hs = append(hs, h)
-		}
-		for i := 0; i < len(hs); i += 2 {
-			a.Free(hs[i])
-		}
+		a, hs := halfFreed(c.o)
 		free := a.stats.PoolBytes - a.stats.BytesInUse
 		if c.request <= 2*mib || (c.o.AllowGrowth && (free < c.request || len(a.order) < 2)) {
 			t.Fatalf("%s: %d regions, %d bytes free: the storm would not reach the walk", c.name, len(a.order), free)
@@ -134,21 +141,9 @@ func TestDefragStormBounded(t *testing.T) {
 // region to another, so what defragment learnt before them no longer
 // holds: a region that now holds the request is compacted.
 func TestDefragAfterAllocAndFree(t *testing.T) {
-	d, _ := strategies.ParseDevice("gpu:capacity=64MiB")
 	// Regions of 2, 4, 8, 16 and 32 MiB, chunks of 2 MiB, every other
 	// one freed: 16 MiB free in the last region, 8 in the one before.
-	a := New(Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true}, strategies.NewMemory(&d))
-	var hs []strategies.Handle
-	for {
-		h, ok := a.Malloc(2*mib, 0)
-		if !ok {
-			break
-		}
-		hs = append(hs, h)
-	}
-	for i := 0; i < len(hs); i += 2 {
-		a.Free(hs[i])
-	}
+	a, hs := halfFreed(Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true})
 	if _, ok := a.Malloc(18*mib, 0); ok || a.walked == 0 {
 		t.Fatalf("18 MiB fit (%v) or defragment read no chunk (%d): the test does not reach its case", ok, a.walked)
 	}

@@ -11,7 +11,7 @@ import (
 // replayExpandable replays a random program through an allocator with
 // expandable segments on a 1 GiB card and returns what it did (the
 // segment actions, each failed allocation, the final layout) and how many
-// unmapped ranges find_expandable_block's searches looked at. Besides
+// allocator. Besides
 // single allocations (a few of most of a segment, and a few larger than
 // any segment, which make segments of their own) and frees it fragments: a run of page-sized blocks,
 // every other one freed, then an empty_cache, which leaves unmapped
@@ -20,7 +20,7 @@ import (
 // pending in between (unless a release has completed it, as a replay
 // does). Check runs every 16 steps, and with it the check of
 // what the searches learnt (checkExpandableMemo).
-func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, int64) {
+func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, *Allocator) {
 	cfg := parseTorch(t, knobs)
 	a, out := tracedOn1GiB(cfg)
 	r := rand.New(rand.NewPCG(seed, 21))
@@ -96,40 +96,56 @@ func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, i
 	}
 	fmt.Fprintf(out, "reserved %d\n", a.mem.Reserved())
 	a.Layout(func(s strategies.Segment) { fmt.Fprintf(out, "%+v\n", s) })
-	return out.String(), a.expWalked
+	return out.String(), a
+}
+
+// expandableKnobs are the configurations the random programs of
+// replayExpandable run under.
+var expandableKnobs = []string{
+	"expandable_segments=true",
+	"expandable_segments=true,large_segment_size_mb=11",
+	"expandable_segments=true,large_segment_size_mb=12,garbage_collection_threshold=0.5,per_process_memory_fraction=0.6",
+	"expandable_segments=true,large_segment_size_mb=16,max_split_size_mb=40",
+}
+
+// asReference runs replayExpandable's random programs under every
+// configuration, with a shortcut of the model and with *off set, which
+// takes it away (the reference), and fails at the first difference in
+// what the allocator did; work counts what each did of the work the
+// shortcut saves. It fails too when the shortcut did as much work as the
+// reference on every seed of a configuration, or more on one: the test
+// would then test nothing.
+func asReference(t *testing.T, off *bool, what string, work func(*Allocator) int64) {
+	t.Helper()
+	for _, knobs := range expandableKnobs {
+		var done, doneRef int64
+		for seed := range uint64(10) {
+			got, a := replayExpandable(t, seed, knobs, 1500)
+			*off = true
+			want, ref := replayExpandable(t, seed, knobs, 1500)
+			*off = false
+			if got != want {
+				t.Fatalf("%s seed %d: %s did otherwise than the reference:\n%s", knobs, seed, what, firstDiff(got, want))
+			}
+			w, wRef := work(a), work(ref)
+			if w > wRef {
+				t.Errorf("%s seed %d: %s worked %d, the reference %d", knobs, seed, what, w, wRef)
+			}
+			done, doneRef = done+w, doneRef+wRef
+		}
+		if done >= doneRef {
+			t.Errorf("%s: %s worked %d, the reference %d: nothing saved", knobs, what, done, doneRef)
+		}
+	}
 }
 
 // TestExpandableSearchAsWalk: find_expandable_block's search, started
 // where the last one stopped, finds what upstream's walk from the lowest
 // address finds (walkFromStart), event for event, on random programs that
 // fragment expandable segments, fail allocations, leave blocks pending and
-// empty the cache; and it looks at fewer ranges, or the test would test
-// nothing.
+// empty the cache, and it looks at fewer ranges.
 func TestExpandableSearchAsWalk(t *testing.T) {
-	for _, knobs := range []string{
-		"expandable_segments=true",
-		"expandable_segments=true,large_segment_size_mb=11",
-		"expandable_segments=true,large_segment_size_mb=12,garbage_collection_threshold=0.5,per_process_memory_fraction=0.6",
-		"expandable_segments=true,large_segment_size_mb=16,max_split_size_mb=40",
-	} {
-		var walked, walkedRef int64
-		for seed := range uint64(10) {
-			got, w := replayExpandable(t, seed, knobs, 1500)
-			walkFromStart = true
-			want, wRef := replayExpandable(t, seed, knobs, 1500)
-			walkFromStart = false
-			if got != want {
-				t.Fatalf("%s seed %d: the search that resumes did otherwise than the walk from the start:\n%s", knobs, seed, firstDiff(got, want))
-			}
-			if w > wRef {
-				t.Errorf("%s seed %d: %d ranges looked at, the walk from the start %d", knobs, seed, w, wRef)
-			}
-			walked, walkedRef = walked+w, walkedRef+wRef
-		}
-		if walked >= walkedRef {
-			t.Errorf("%s: the searches looked at %d ranges, the walks from the start %d: nothing skipped", knobs, walked, walkedRef)
-		}
-	}
+	asReference(t, &walkFromStart, "the search that resumes", func(a *Allocator) int64 { return a.expWalked })
 }
 
 // TestExpandableStormLinear: with a thousand unmapped ranges a page long
@@ -367,25 +383,9 @@ func TestCloneKeepsLessons(t *testing.T) {
 // allocator does what it does when every release searches
 // (releaseEveryTime), event for event, on random programs that fragment
 // expandable segments, fail allocations, leave blocks pending and empty
-// the cache; and some releases are skipped, or the test would test
-// nothing.
+// the cache, and it searches less.
 func TestReleaseSkippedAsDone(t *testing.T) {
-	for _, knobs := range []string{
-		"expandable_segments=true",
-		"expandable_segments=true,large_segment_size_mb=11",
-		"expandable_segments=true,large_segment_size_mb=12,garbage_collection_threshold=0.5,per_process_memory_fraction=0.6",
-		"expandable_segments=true,large_segment_size_mb=16,max_split_size_mb=40",
-	} {
-		for seed := range uint64(10) {
-			got, _ := replayExpandable(t, seed, knobs, 1500)
-			releaseEveryTime = true
-			want, _ := replayExpandable(t, seed, knobs, 1500)
-			releaseEveryTime = false
-			if got != want {
-				t.Fatalf("%s seed %d: skipping the releases that would change nothing did otherwise than releasing every time:\n%s", knobs, seed, firstDiff(got, want))
-			}
-		}
-	}
+	asReference(t, &releaseEveryTime, "skipping the releases that would change nothing", func(a *Allocator) int64 { return a.pagedSearched })
 }
 
 // TestReleaseStormStreams: with a small block live on each of many
