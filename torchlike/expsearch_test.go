@@ -10,16 +10,16 @@ import (
 
 // replayExpandable replays a random program through an allocator with
 // expandable segments on a 1 GiB card and returns what it did (the
-// segment actions, each failed allocation, the final layout) and how many
-// allocator. Besides
-// single allocations (a few of most of a segment, and a few larger than
-// any segment, which make segments of their own) and frees it fragments: a run of page-sized blocks,
-// every other one freed, then an empty_cache, which leaves unmapped
-// ranges a page long between allocated pages for the searches to pass
-// over. Some frees go through FreeRequested and FreeCompleted, a block
-// pending in between (unless a release has completed it, as a replay
-// does). Check runs every 16 steps, and with it the check of
-// what the searches learnt (checkExpandableMemo).
+// segment actions, each failed allocation, the final layout) and the
+// allocator. Besides single allocations (a few of most of a segment, and
+// a few larger than any segment, which make segments of their own) and
+// frees it fragments: a run of page-sized blocks, every other one freed,
+// then an empty_cache, which leaves unmapped ranges a page long between
+// allocated pages for the searches to pass over. Some frees go through
+// FreeRequested and FreeCompleted, a block pending in between (unless a
+// release has completed it, as a replay does). Check runs every 16 steps,
+// and with it the check of what the searches learnt
+// (checkExpandableMemo).
 func replayExpandable(t *testing.T, seed uint64, knobs string, n int) (string, *Allocator) {
 	cfg := parseTorch(t, knobs)
 	a, out := tracedOn1GiB(cfg)
