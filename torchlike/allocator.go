@@ -12,6 +12,7 @@ import (
 	"membench/internal/freeset"
 	"membench/internal/hugemem"
 	"membench/internal/prefetch"
+	"membench/internal/spanset"
 	"membench/strategies"
 )
 
@@ -214,6 +215,9 @@ type Allocator struct {
 	// that best-fit ties between segments break as they did on the real
 	// device; nothing else sees addresses.
 	AddrHook func(size int64) int64
+	// mappedSet is the device memory the model has mapped, once Overlaps
+	// has been asked (mapped.go).
+	mappedSet *spanset.Set
 }
 
 // place returns the address of a new device range of size bytes: the
@@ -402,6 +406,9 @@ func (a *Allocator) eraseFromBlocks(i int32) {
 }
 
 func (a *Allocator) trace(act string, addr, size, stream int64) {
+	if a.mappedSet != nil {
+		a.traceMapped(act, addr, size)
+	}
 	if a.OnTrace != nil {
 		a.OnTrace(act, addr, size, stream)
 	}
@@ -1862,6 +1869,7 @@ func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) 
 		return -1, false
 	}
 	addr = a.place(orig, addr)
+	a.markMapped(addr, orig)
 	small := orig <= SmallSize
 	i := a.newBlock(block{addr: addr, size: orig, req: orig, stream: stream, small: small, prev: none, next: none, es: none, st: stMapped | stAllocated})
 	a.noCacheBytes += orig
@@ -1871,6 +1879,7 @@ func (a *Allocator) mallocNoCache(orig, stream int64) (strategies.Handle, bool) 
 func (a *Allocator) freeNoCache(h strategies.Handle) {
 	b := a.arena[h]
 	a.mem.Free(b.size)
+	a.unmarkMapped(b.addr, b.size)
 	a.noCacheBytes -= b.size
 	a.deleteBlock(int32(h))
 }

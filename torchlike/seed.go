@@ -32,6 +32,7 @@ func (a *Allocator) SeedSegment(addr, size, stream int64, small bool, live []See
 		return nil, err
 	}
 	a.mem.Seed(size)
+	a.markMapped(addr, size)
 	a.stats.increase(sSegment, small, 1)
 	a.stats.increase(sReservedBytes, small, size)
 	if size >= a.cfg.MaxSplitSize {
@@ -214,6 +215,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 			a.exp[ei].mapped[p] = true
 		}
 		a.mem.Seed(r.Size)
+		a.markMapped(r.Addr, r.Size)
 		a.stats.increase(sReservedBytes, small, r.Size)
 		at = r.Addr + r.Size
 	}
@@ -315,6 +317,7 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c := *a
 	c.mem = mem
 	c.OnTrace, c.OnComplete, c.AddrHook = nil, nil, nil
+	c.mappedSet = nil // built again if the clone is asked (Overlaps)
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)
@@ -336,17 +339,4 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 		c.exp[i] = e
 	}
 	return &c
-}
-
-// Overlaps reports whether [addr, addr+size) overlaps memory the model has
-// mapped. The validator uses it to refuse a recorded address for a new
-// segment when a damaged recording would make two segments share memory.
-func (a *Allocator) Overlaps(addr, size int64) bool {
-	for i := range a.arena {
-		b := &a.arena[i]
-		if b.inUse() && b.mapped() && addr < b.addr+b.size && b.addr < addr+size {
-			return true
-		}
-	}
-	return false
 }

@@ -9,7 +9,10 @@
 //
 // It is a B+tree whose nodes sit in slices, linked by index, with removed
 // nodes recycled: a steady-state replay allocates nothing. It imports
-// internal/prefetch and internal/hugemem only; tpurt imports it.
+// internal/prefetch and internal/hugemem only; tpurt imports it, and
+// torchlike keeps in one the device memory it has mapped, for the
+// validator's question whether a recorded address overlaps it
+// (torchlike.Allocator.Overlaps).
 //
 // Every choice below was timed; docs/spanset-notes.md holds each
 // measurement, kept or not, with its date and figures, and this overview

@@ -1,0 +1,78 @@
+package torchlike
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"membench/strategies"
+)
+
+// overlapsScan is Overlaps as it was, a pass over every block: the
+// reference TestOverlapsAsScan compares with.
+func overlapsScan(a *Allocator, addr, size int64) bool {
+	for i := range a.arena {
+		b := &a.arena[i]
+		if b.inUse() && b.mapped() && addr < b.addr+b.size && b.addr < addr+size {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOverlapsAsScan: Overlaps, a search of the mapped ranges the model
+// keeps from its device events once asked, answers as the pass over every
+// block did, on random programs of allocations (some failing), frees and
+// releases, with and without expandable segments and with caching off,
+// asked about ranges at, inside, across and between blocks, first at
+// random steps and then at every step.
+func TestOverlapsAsScan(t *testing.T) {
+	for _, knobs := range []string{"", "expandable_segments=true", "expandable_segments=true,large_segment_size_mb=11", "PYTORCH_NO_CUDA_MEMORY_CACHING=1"} {
+		for seed := range uint64(6) {
+			a := newTorch(t, knobs, "a100-40g:capacity=1GiB")
+			rng := rand.New(rand.NewPCG(seed, 5))
+			var live []strategies.Handle
+			asked, yes := 0, 0
+			for step := range 3000 {
+				switch x := rng.IntN(100); {
+				case x < 50:
+					size := int64(1 + rng.IntN(64<<20))
+					if rng.IntN(4) == 0 {
+						size = int64(1 + rng.IntN(1<<20))
+					}
+					if h, ok := a.Malloc(size, int64(rng.IntN(3))); ok {
+						live = append(live, h)
+					}
+				case x < 95 && len(live) > 0:
+					k := rng.IntN(len(live))
+					a.Free(live[k])
+					live[k] = live[len(live)-1]
+					live = live[:len(live)-1]
+				default:
+					a.EmptyCache()
+				}
+				if step < 1000 && rng.IntN(50) != 0 {
+					continue
+				}
+				for range 8 {
+					var addr int64
+					if len(a.arena) > 0 {
+						b := &a.arena[rng.IntN(len(a.arena))]
+						addr = b.addr + rng.Int64N(max(b.size, 1)+1<<20) - 1<<19
+					}
+					size := 1 + rng.Int64N(4<<20)
+					got, want := a.Overlaps(addr, size), overlapsScan(a, addr, size)
+					if got != want {
+						t.Fatalf("%q seed %d step %d: Overlaps(%#x, %d) %v, the scan %v", knobs, seed, step, addr, size, got, want)
+					}
+					asked++
+					if want {
+						yes++
+					}
+				}
+			}
+			if yes == 0 || yes == asked {
+				t.Fatalf("%q seed %d: %d of %d ranges overlap: the test asks nothing worth asking", knobs, seed, yes, asked)
+			}
+		}
+	}
+}
