@@ -2,8 +2,10 @@ package tpurt
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"membench/strategies"
@@ -40,5 +42,74 @@ func TestByAddrDown(t *testing.T) {
 		if got := a.byAddrDown(hs); !slices.Equal(got, want) {
 			t.Errorf("%d buffers below %d on %d B: radix order differs from the comparison sort's", c.n, c.limit, c.gran)
 		}
+	}
+}
+
+// defragProgram runs a random program of allocations and frees on a
+// small heap with defragmentation on, and returns what it did: each
+// allocation's offset or failure, each relocation, and the counters.
+func defragProgram(t *testing.T, seed uint64) string {
+	t.Helper()
+	d, _ := strategies.ParseDevice("tpu-v5e:capacity=64MiB")
+	a := New(Options{Defrag: true}, strategies.NewMemory(&d))
+	var out strings.Builder
+	a.SetTracer(func(e strategies.TraceEvent) {
+		if e.Action == strategies.TraceMove {
+			fmt.Fprintf(&out, "move %d from %d\n", e.Addr, e.From)
+		}
+	})
+	rng := rand.New(rand.NewPCG(seed, 13))
+	var live []strategies.Handle
+	for i := range 4000 {
+		if len(live) > 0 && rng.IntN(100) < 45 {
+			k := rng.IntN(len(live))
+			a.Free(live[k])
+			live[k] = live[len(live)-1]
+			live = live[:len(live)-1]
+			continue
+		}
+		n := 1 + rng.Int64N(256<<10)
+		if rng.IntN(8) == 0 {
+			n = 1 + rng.Int64N(4<<20)
+		}
+		if h, ok := a.Malloc(n, 0); ok {
+			live = append(live, h)
+			off, _ := a.Block(h)
+			fmt.Fprintf(&out, "%d: %d at %d\n", i, n, off)
+		} else {
+			fmt.Fprintf(&out, "%d: %d failed\n", i, n)
+		}
+		if i%64 == 0 {
+			if err := a.Check(); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, i, err)
+			}
+		}
+	}
+	st := a.Stats()
+	fmt.Fprintf(&out, "defrags %d moved %d\n", st.DefragEvents, st.DefragMoved)
+	return out.String()
+}
+
+// TestDefragAsAll: defragment, which sorts and slides only the buffers
+// below the highest free range, relocates what it did when it took every
+// live buffer (defragAll), buffer for buffer, on random programs that
+// defragment often.
+func TestDefragAsAll(t *testing.T) {
+	var defrags int
+	for seed := range uint64(8) {
+		got := defragProgram(t, seed)
+		defragAll = true
+		want := defragProgram(t, seed)
+		defragAll = false
+		if got != want {
+			t.Fatalf("seed %d: sliding the buffers below the highest free range did otherwise than sliding all", seed)
+		}
+		var n, moved int
+		fmt.Sscanf(got[strings.LastIndex(got, "defrags"):], "defrags %d moved %d", &n, &moved)
+		defrags += n
+	}
+	t.Logf("%d defragmentations", defrags)
+	if defrags < 100 {
+		t.Errorf("%d defragmentations in all: the programs do not reach the case", defrags)
 	}
 }

@@ -356,15 +356,26 @@ func (a *Allocator) noteFootprint() {
 // the programs. Assumption: the runtime's algorithm is not public (E0100
 // says only that it defragments and retries); costed as each moved
 // buffer copied once.
+//
+// The buffers above the highest free range tile the heap from its end
+// down to that range, so they stay where they are: only the buffers below
+// it are sorted and slid, from that range's end down. Why: at a capacity
+// where each of thousands of allocations defragments, each sorted every
+// live buffer to move a few (a capacity search of tf on a TPU trace of
+// executables, 7,118 defragmentations of 40,000 live buffers that moved 4
+// KiB each: 3.3 s in one replay).
 func (a *Allocator) defragment() {
+	at := a.limit
+	if sp, ok := a.free.Floor(math.MaxInt64); ok && !defragAll {
+		at = sp.End()
+	}
 	a.scratch = a.scratch[:0]
 	for i, b := range a.bufs.All() {
-		if b.live() {
+		if b.live() && b.addr < at {
 			a.scratch = append(a.scratch, int32(i))
 		}
 	}
 	a.scratch = a.byAddrDown(a.scratch)
-	at := a.limit
 	var moved int64
 	for _, h := range a.scratch {
 		b := a.bufs.At(h)
@@ -384,6 +395,10 @@ func (a *Allocator) defragment() {
 	a.stats.DefragMoved += moved
 	a.mem.Move(moved, a.opts.DefragViaHost)
 }
+
+// defragAll makes defragment sort and slide every live buffer, as it once
+// did: the reference the tests compare with.
+var defragAll = false
 
 // keyedBuf is a buffer and its sort key (byAddrDown).
 type keyedBuf struct {
