@@ -161,13 +161,6 @@ type Allocator struct {
 	// expWalked counts the unmapped ranges find_expandable_block's
 	// searches have looked at, for the tests that bound them.
 	expWalked int64
-	// pagedSearched counts pagedBlocks' searches, for the tests that
-	// bound them.
-	pagedSearched int64
-	// expLargest is the largest expandable segment each pool (small,
-	// large) has made: no run of free and unmapped blocks is longer
-	// (expandableCandidate).
-	expLargest [2]int64
 
 	small, large pool
 	exp          []expSeg
@@ -218,6 +211,16 @@ type Allocator struct {
 	// mappedSet is the device memory the model has mapped, once Overlaps
 	// has been asked (mapped.go).
 	mappedSet *spanset.Set
+	// The fields of this session's bounds sit last, so that the ones
+	// every event reads keep their places (the record's layout moved
+	// gpt-generate's x-decode-cpu by a few hundredths before).
+	// pagedSearched counts pagedBlocks' searches, for the tests that
+	// bound them.
+	pagedSearched int64
+	// expLargest is the largest expandable segment each pool (small,
+	// large) has made: no run of free and unmapped blocks is longer
+	// (expandableCandidate).
+	expLargest [2]int64
 }
 
 // place returns the address of a new device range of size bytes: the
