@@ -211,9 +211,10 @@ type Allocator struct {
 	// mappedSet is the device memory the model has mapped, once Overlaps
 	// has been asked (mapped.go).
 	mappedSet *spanset.Set
-	// The fields of this session's bounds sit last, so that the ones
-	// every event reads keep their places (the record's layout moved
-	// gpt-generate's x-decode-cpu by a few hundredths before).
+	// The fields below are read only on failures and by tests; they sit
+	// last, so that the ones every event reads keep their places (the
+	// record's layout has moved gpt-generate's x-decode-cpu by a few
+	// hundredths).
 	// pagedSearched counts pagedBlocks' searches, for the tests that
 	// bound them.
 	pagedSearched int64
