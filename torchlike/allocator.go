@@ -211,7 +211,8 @@ type Allocator struct {
 	// mappedSet is the device memory the model has mapped, once Overlaps
 	// has been asked (mapped.go).
 	mappedSet *spanset.Set
-	// The fields below are read only on failures and by tests; they sit
+	// The fields below are read only when memory runs short (searches
+	// for expandable ranges, releases) and by tests; they sit
 	// last, so that the ones every event reads keep their places (the
 	// record's layout has moved gpt-generate's x-decode-cpu by a few
 	// hundredths).
