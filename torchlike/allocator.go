@@ -212,10 +212,10 @@ type Allocator struct {
 	// has been asked (mapped.go).
 	mappedSet *spanset.Set
 	// The fields below are read only when memory runs short (searches
-	// for expandable ranges, releases) and by tests; they sit
-	// last, so that the ones every event reads keep their places (the
-	// record's layout has moved gpt-generate's x-decode-cpu by a few
-	// hundredths).
+	// for expandable ranges, releases) and by tests; they sit last, so
+	// that the ones every event reads keep their places (the record's
+	// layout has moved gpt-generate's x-decode-cpu by a few hundredths).
+
 	// pagedSearched counts pagedBlocks' searches, for the tests that
 	// bound them.
 	pagedSearched int64
