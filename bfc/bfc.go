@@ -117,10 +117,10 @@ type Allocator struct {
 	footprint, peakFootprint int64
 	// tracer receives region and relocation events (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
-	// shortAt and short say that when the allocator was last in the
-	// state shortAt, no region had short or more free bytes
-	// (defragment); walked counts the chunks defragment has read to
-	// learn the regions' free bytes, for the tests that bound it.
+	// shortAt and short say that in the state shortAt no region had
+	// short or more free bytes (defragment); walked counts the chunks
+	// defragment has read to learn the regions' free bytes, for the
+	// tests that bound it.
 	shortAt       defragStamp
 	short, walked int64
 }
@@ -623,10 +623,10 @@ func (a *Allocator) largestFree() int64 {
 // Learning the regions' free bytes reads every chunk, so it is skipped
 // where the answer is known: when the pool's free bytes fall short of r
 // (no region's can reach them), when one region holds all of them, and
-// when nothing has changed since a walk found no region with r bytes
-// free or fewer. A run of failed allocations with defragmentation on read every
-// chunk at each failure (100,000 live chunks, then as many failures:
-// 26.6 s).
+// when nothing has changed since a reading found every region short of
+// a request no larger than r. A run of failed allocations with
+// defragmentation on read every chunk at each failure (100,000 live
+// chunks, then as many failures: 26.6 s).
 func (a *Allocator) defragment(r int64) bool {
 	if a.stats.PoolBytes-a.stats.BytesInUse < r && !defragWalkAlways {
 		return false

@@ -109,7 +109,8 @@ type Allocator struct {
 	lastOOM                    strategies.OOM
 	notes                      []string
 	scratch                    []int32
-	// keyed is defragment's scratch for sorting by address (byAddrDown).
+	// keyed and keyed2 are byAddrDown's scratch: the buffers with their
+	// sort keys, and the radix sort's second array.
 	keyed, keyed2 []keyedBuf
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
