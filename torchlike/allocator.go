@@ -1632,10 +1632,7 @@ var releaseEveryTime = false
 // noteReleased records the pool's state after a release of its paged
 // blocks (releasedAlready).
 func (a *Allocator) noteReleased(pl *pool) {
-	if a.lessons == nil {
-		a.lessons = new([2]lessons)
-	}
-	l := a.lessonsOf(pl)
+	l := a.lessonsMade(pl)
 	l.released, l.releasedOK = a.releaseStamp(pl), true
 }
 
@@ -1843,12 +1840,9 @@ func (a *Allocator) collect(pl *pool, ks []freeset.Key, target int64) []freeset.
 // between read every cached block at each (with a small block live on
 // each of 12,500 streams, 7 % of a replay's time).
 func (a *Allocator) largestFree() int64 {
-	if a.lessons == nil {
-		a.lessons = new([2]lessons)
-	}
 	var m int64
 	for _, pl := range []*pool{&a.small, &a.large} {
-		l, at := a.lessonsOf(pl), a.releaseStamp(pl)
+		l, at := a.lessonsMade(pl), a.releaseStamp(pl)
 		if !l.largestOK || l.largestAt != at || releaseEveryTime {
 			var big int64
 			for _, k := range pl.blocks.Items() {

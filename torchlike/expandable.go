@@ -158,6 +158,15 @@ func (a *Allocator) lessonsOf(pl *pool) *lessons {
 	return &a.lessons[pi(pl.small)&1]
 }
 
+// lessonsMade returns pl's lessons, making the allocator's at the first
+// call.
+func (a *Allocator) lessonsMade(pl *pool) *lessons {
+	if a.lessons == nil {
+		a.lessons = new([2]lessons)
+	}
+	return a.lessonsOf(pl)
+}
+
 // expKnown says whether what the last searches learnt holds still: no
 // block of the pool has been freed since.
 func (a *Allocator) expKnown(pl *pool) bool {
@@ -170,10 +179,7 @@ func (a *Allocator) expKnown(pl *pool) bool {
 // the same stream and size is replaced, else a free entry taken, else
 // the oldest replaced.
 func (a *Allocator) learn(pl *pool, stream, size, at int64) {
-	if a.lessons == nil {
-		a.lessons = new([2]lessons)
-	}
-	l := a.lessonsOf(pl)
+	l := a.lessonsMade(pl)
 	if frees := a.poolFrees(pl); l.frees != frees {
 		l.n, l.at, l.frees = 0, 0, frees
 	}

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
 
 	"membench/internal/prefetch"
+	"membench/internal/radix"
 	"membench/internal/slab"
 	"membench/internal/spanset"
 	"membench/internal/units"
@@ -111,7 +111,7 @@ type Allocator struct {
 	scratch                    []int32
 	// keyed and keyed2 are byAddrDown's scratch: the buffers with their
 	// sort keys, and the radix sort's second array.
-	keyed, keyed2 []keyedBuf
+	keyed, keyed2 []radix.Keyed
 	// tracer receives the heap, program and relocation events
 	// (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
@@ -401,16 +401,9 @@ func (a *Allocator) defragment() {
 // did: the reference the tests compare with.
 var defragAll = false
 
-// keyedBuf is a buffer and its sort key (byAddrDown).
-type keyedBuf struct {
-	key uint64
-	h   int32
-}
-
 // byAddrDown sorts the buffers hs, all live, from the highest address
-// down, as defragment packs them, by a least-significant-digit radix sort
-// of the addresses (11 bits a pass, from the lowest bit any address sets
-// to the highest): linear where a comparison sort was most of each
+// down, as defragment packs them, by a radix sort of the addresses
+// (package radix): linear where a comparison sort was most of each
 // defragmentation's time (a run of failed allocations each of which
 // defragments a full heap: 100,000 events, 14,285 defragmentations, 28
 // s, nine tenths in the sort). Live buffers never share an address, so
@@ -421,37 +414,14 @@ func (a *Allocator) byAddrDown(hs []int32) []int32 {
 		return hs
 	}
 	ks := a.keyed[:0]
-	var set uint64 // every bit any key sets
 	for _, h := range hs {
-		k := uint64(a.limit - a.bufs.At(h).addr) // the highest address first
-		set |= k
-		ks = append(ks, keyedBuf{k, h})
+		// The highest address first.
+		ks = append(ks, radix.Keyed{Key: uint64(a.limit - a.bufs.At(h).addr), I: h})
 	}
+	ks, a.keyed2 = radix.Sort(ks, a.keyed2)
 	a.keyed = ks
-	if cap(a.keyed2) < len(ks) {
-		a.keyed2 = make([]keyedBuf, len(ks))
-	}
-	spare := a.keyed2[:len(ks)]
-	const digit = 11
-	var count [1 << digit]int
-	for shift := uint(bits.TrailingZeros64(set | 1<<63)); shift < 64 && set>>shift != 0; shift += digit {
-		clear(count[:])
-		for _, k := range ks {
-			count[k.key>>shift&(1<<digit-1)]++
-		}
-		sum := 0
-		for d, n := range count {
-			count[d], sum = sum, sum+n
-		}
-		for _, k := range ks {
-			d := k.key >> shift & (1<<digit - 1)
-			spare[count[d]] = k
-			count[d]++
-		}
-		ks, spare = spare, ks
-	}
 	for i, k := range ks {
-		hs[i] = k.h
+		hs[i] = k.I
 	}
 	return hs
 }

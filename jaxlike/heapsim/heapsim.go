@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"membench/internal/radix"
 )
 
 // Buffer is one value the heap simulator places: a size and the logical
@@ -270,8 +272,9 @@ type packer struct {
 	leaf  []int32 // leaf of each buffer in idx (meaningless for size 0)
 	used  []Chunk
 	free  []piece
-	// scratch is sortByOffset's second buffer.
+	// scratch is sortByOffset's second buffer, keyed its radix sort's.
 	scratch []Chunk
+	keyed   [2][]radix.Keyed
 }
 
 // piece is a free piece of the heap, [start, end); the tail's end is
@@ -359,7 +362,7 @@ func (p *packer) find(r int32, preferred int64) int64 {
 	for _, m := range p.members(r) {
 		used = p.idx.appendOverlapping(used, p.bufs[m].Start, p.bufs[m].End)
 	}
-	used, p.scratch = sortByOffset(used, p.scratch)
+	used, p.scratch = sortByOffset(used, p.scratch, &p.keyed)
 	p.used = used
 	p.free = freePieces(p.free[:0], used, p.bufs[r].Size, p.align)
 	return choose(p.free, p.size[r], p.align, preferred)
@@ -441,40 +444,24 @@ const radixMin = 256
 // chunks in use, and returns them with the spare buffer (the two may have
 // swapped). The chunks overlapping a long-lived buffer number in the
 // thousands on a training trace, so the sort is most of a placement's
-// cost: a least-significant-digit radix sort on the offset, 11 bits a
-// pass and only as many passes as the largest offset needs, makes it
-// linear, with no allocation once the buffers have grown. Chunks of equal
-// offset keep their order (the merge that follows does not depend on it).
-func sortByOffset(c, spare []Chunk) (sorted, rest []Chunk) {
+// cost: a radix sort of their offsets (package radix, with ks as its
+// scratch) makes it linear, with no allocation once the buffers have
+// grown. Chunks of equal offset keep their order (the merge that follows
+// does not depend on it).
+func sortByOffset(c, spare []Chunk, ks *[2][]radix.Keyed) (sorted, rest []Chunk) {
 	if len(c) < radixMin {
 		slices.SortFunc(c, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) })
 		return c, spare
 	}
-	var top int64
-	for _, x := range c {
-		top = max(top, x.Offset)
+	k := ks[0][:0]
+	for i, x := range c {
+		k = append(k, radix.Keyed{Key: uint64(x.Offset), I: int32(i)})
 	}
-	if cap(spare) < len(c) {
-		spare = make([]Chunk, len(c), 2*len(c))
+	k, ks[1] = radix.Sort(k, ks[1])
+	ks[0] = k
+	spare = slices.Grow(spare[:0], len(c))
+	for _, x := range k {
+		spare = append(spare, c[x.I])
 	}
-	spare = spare[:len(c)]
-	const bits = 11
-	var count [1 << bits]int
-	for shift := uint(0); shift < 64 && top>>shift > 0; shift += bits {
-		clear(count[:])
-		for _, x := range c {
-			count[(x.Offset>>shift)&(1<<bits-1)]++
-		}
-		sum := 0
-		for i, n := range count {
-			count[i], sum = sum, sum+n
-		}
-		for _, x := range c {
-			d := (x.Offset >> shift) & (1<<bits - 1)
-			spare[count[d]] = x
-			count[d]++
-		}
-		c, spare = spare, c
-	}
-	return c, spare
+	return spare, c
 }

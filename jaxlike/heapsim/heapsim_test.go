@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"membench/internal/radix"
 )
 
 // randomBuffers draws n buffers: sizes spread over six orders of
@@ -276,6 +278,7 @@ func BenchmarkPack(b *testing.B) {
 func TestSortByOffset(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var spare []Chunk
+	var keyed [2][]radix.Keyed
 	for _, n := range []int{0, 1, 255, 256, 3000, 10000} {
 		for _, top := range []int64{1, 1 << 11, 1 << 40, math.MaxInt64} {
 			c := make([]Chunk, n)
@@ -285,7 +288,7 @@ func TestSortByOffset(t *testing.T) {
 			want := slices.Clone(c)
 			slices.SortStableFunc(want, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) })
 			var got []Chunk
-			got, spare = sortByOffset(c, spare)
+			got, spare = sortByOffset(c, spare, &keyed)
 			if n >= radixMin && !slices.Equal(got, want) || !slices.IsSortedFunc(got, func(a, b Chunk) int { return cmp.Compare(a.Offset, b.Offset) }) {
 				t.Fatalf("n %d, offsets below %d: not sorted", n, top)
 			}
