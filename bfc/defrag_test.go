@@ -99,11 +99,13 @@ func halfFreed(o Options) (*Allocator, []strategies.Handle) {
 }
 
 // TestDefragStormBounded: allocations that fail with defragmentation on
-// read the chunks at most once in all while nothing changes, where each
-// failure read every chunk (100,000 live chunks and as many failures
-// took 26.6 s in a replay, 2026-11-25): in one region, where the pool's
-// free bytes answer, and in several, each holding too few free bytes
-// though together they would hold the request.
+// read no chunk to learn the regions' free bytes, which the regions keep,
+// whether or not an allocation and a free come between the failures.
+// Each failure read every chunk (100,000 live chunks and as many failures
+// took 26.6 s in a replay, 2026-11-25), then only after a change, which
+// an allocation and a free between every two failures made every time: in
+// one region, where the pool's free bytes answer, and in several, each
+// holding too few free bytes though together they would hold the request.
 func TestDefragStormBounded(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -117,21 +119,30 @@ func TestDefragStormBounded(t *testing.T) {
 		// 16 in the largest region.
 		{"regions, each too short", Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true}, 20 * mib},
 	} {
-		a, hs := halfFreed(c.o)
-		free := a.stats.PoolBytes - a.stats.BytesInUse
-		if c.request <= 2*mib || (c.o.AllowGrowth && (free < c.request || len(a.order) < 2)) {
-			t.Fatalf("%s: %d regions, %d bytes free: the storm would not reach the walk", c.name, len(a.order), free)
-		}
-		for range 1000 {
-			if _, ok := a.Malloc(c.request, 0); ok {
-				t.Fatalf("%s: %d bytes fit", c.name, c.request)
+		for _, between := range []bool{false, true} {
+			a, _ := halfFreed(c.o)
+			free := a.stats.PoolBytes - a.stats.BytesInUse
+			if c.request <= 2*mib || (c.o.AllowGrowth && (free < c.request || len(a.order) < 2)) {
+				t.Fatalf("%s: %d regions, %d bytes free: the storm would not reach the regions", c.name, len(a.order), free)
 			}
-		}
-		if chunks := int64(len(hs)); a.walked > chunks {
-			t.Errorf("%s: 1,000 failures read %d chunks, want at most %d (one reading)", c.name, a.walked, chunks)
-		}
-		if err := a.Check(); err != nil {
-			t.Fatal(err)
+			for range 1000 {
+				if _, ok := a.Malloc(c.request, 0); ok {
+					t.Fatalf("%s: %d bytes fit", c.name, c.request)
+				}
+				if between {
+					h, ok := a.Malloc(2*mib, 0)
+					if !ok {
+						t.Fatalf("%s: 2 MiB did not fit", c.name)
+					}
+					a.Free(h)
+				}
+			}
+			if a.walked != 0 {
+				t.Errorf("%s (an allocation and a free between failures: %v): 1,000 failures read %d chunks, want none", c.name, between, a.walked)
+			}
+			if err := a.Check(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -144,8 +155,11 @@ func TestDefragAfterAllocAndFree(t *testing.T) {
 	// Regions of 2, 4, 8, 16 and 32 MiB, chunks of 2 MiB, every other
 	// one freed: 16 MiB free in the last region, 8 in the one before.
 	a, hs := halfFreed(Options{Limit: 62 * mib, AllowGrowth: true, Defrag: true})
-	if _, ok := a.Malloc(18*mib, 0); ok || a.walked == 0 {
-		t.Fatalf("18 MiB fit (%v) or defragment read no chunk (%d): the test does not reach its case", ok, a.walked)
+	if free := a.stats.PoolBytes - a.stats.BytesInUse; free < 18*mib {
+		t.Fatalf("%d bytes free: defragment would not look at the regions", free)
+	}
+	if _, ok := a.Malloc(18*mib, 0); ok {
+		t.Fatal("18 MiB fit before the free: the test does not reach its case")
 	}
 	// The best fit for 2 MiB is the lowest free chunk, in the first
 	// region; the free is of a live chunk in the last (the chunks of odd
