@@ -121,8 +121,8 @@ type lessons struct {
 	frees int64
 	// released is the pool's state when releaseBlocks last unmapped
 	// its paged blocks (pagedBlocks), valid while releasedOK: a release
-	// of a pool in that state again would change nothing (releaseStamp).
-	released   releaseStamp
+	// of a pool in that state again would change nothing (pagedStamp).
+	released   pagedStamp
 	releasedOK bool
 	// largest is the pool's largest free block when the pool was in the
 	// state largestAt, valid while largestOK (largestFree).
@@ -137,6 +137,15 @@ type lessons struct {
 // of memory (a page mapped, unmapped or a segment released), and the
 // page its expandable segments map by.
 type releaseStamp struct{ allocs, frees, maps, unmaps, page int64 }
+
+// pagedStamp is what changes whenever a pool may hold a free, mapped
+// block that spans a page the last release did not find: a block of a
+// page or more entering its free set (binset.Set.BigInserts), the
+// device's maps and frees of memory, and the page.
+type pagedStamp struct {
+	bigIns             uint64
+	maps, unmaps, page int64
+}
 
 // expMemo is one search's lesson (lessons).
 type expMemo struct{ stream, size, from int64 }
@@ -1604,24 +1613,31 @@ func (a *Allocator) releaseBlocks(pl *pool) {
 }
 
 // releasedAlready reports whether the pool is as the last release of its
-// paged blocks left it. A release then would change nothing: it unmapped
-// every whole page of the free blocks and released every segment left
-// wholly unmapped, so the paged blocks it would find are the ones whose
-// pages it could not unmap. Why: each failed allocation releases the
-// cached blocks, and pagedBlocks searches once for each stream holding
-// blocks under a page; a trace whose allocations kept failing while a
-// small block stayed live on each of many streams paid that at every
-// failure (torch with expandable segments, 6,250 streams and 18,750
-// failed allocations: 5.6 s; 12,500 and 37,500: 25 s), and so did the
-// capacity searches of a trace that fits (membench capacity on 12,500
-// streams: 7.1 s), whose replays at too small a capacity fail allocation
-// after allocation.
+// paged blocks left it, as far as a release can tell: no block of a page
+// or more has entered its free set since, and no memory has been mapped
+// or unmapped. A release then would change nothing: it unmapped every
+// whole page of the free blocks and released every segment left wholly
+// unmapped, so the paged blocks it would find are the ones whose pages it
+// could not unmap, and blocks smaller than a page span none. Why: each
+// failed allocation releases the cached blocks, and pagedBlocks searches
+// once for each stream holding blocks under a page; a trace whose
+// allocations kept failing while a small block stayed live on each of
+// many streams paid that at every failure (torch with expandable
+// segments, 6,250 streams and 18,750 failed allocations: 5.6 s; 12,500
+// and 37,500: 25 s), and so did the capacity searches of a trace that
+// fits (membench capacity on 12,500 streams: 7.1 s), whose replays at too
+// small a capacity fail allocation after allocation. The pool's
+// allocations and frees once made part of the state, so that a small
+// allocation and free between every two failures still searched every
+// stream each time (6,250 streams, 6,250 such failures: 1.9 s; 12,500
+// and 12,500: 8.4 s).
 func (a *Allocator) releasedAlready(pl *pool) bool {
 	if releaseEveryTime {
 		return false
 	}
 	l := a.lessonsOf(pl)
-	return l != nil && l.releasedOK && l.released == a.releaseStamp(pl)
+	at, ok := a.pagedStamp(pl)
+	return ok && l != nil && l.releasedOK && l.released == at
 }
 
 // releaseEveryTime makes every release of a pool's paged blocks search
@@ -1632,19 +1648,41 @@ var releaseEveryTime = false
 // noteReleased records the pool's state after a release of its paged
 // blocks (releasedAlready).
 func (a *Allocator) noteReleased(pl *pool) {
-	l := a.lessonsMade(pl)
-	l.released, l.releasedOK = a.releaseStamp(pl), true
+	if at, ok := a.pagedStamp(pl); ok {
+		l := a.lessonsMade(pl)
+		l.released, l.releasedOK = at, true
+	}
 }
 
 // releaseStamp is the pool's releaseStamp now.
 func (a *Allocator) releaseStamp(pl *pool) releaseStamp {
-	page := a.cfg.LargeSegmentSize
-	if pl.small {
-		page = SmallBuffer
-	}
 	ps := &a.stats.pool[pi(pl.small)&1]
 	return releaseStamp{allocs: ps.g[sAllocation].allocated, frees: a.poolFrees(pl),
-		maps: a.stats.NumDeviceAlloc, unmaps: a.stats.NumDeviceFree, page: page}
+		maps: a.stats.NumDeviceAlloc, unmaps: a.stats.NumDeviceFree, page: a.pageOf(pl)}
+}
+
+// pagedStamp is the pool's pagedStamp now, and whether it has one: the
+// free set counts the blocks of a page or more that enter it from the
+// first stamp on (binset.Set.Watch), for pages no smaller than its
+// largest class (2 MiB, the small pool's page; the large pool's is 11 MiB
+// or more), and a pool of smaller pages, which only a test's settings
+// could give, has no stamp and releases every time.
+func (a *Allocator) pagedStamp(pl *pool) (pagedStamp, bool) {
+	page := a.pageOf(pl)
+	if page < binset.Classes*binset.Gran {
+		return pagedStamp{}, false
+	}
+	pl.blocks.Watch(page)
+	return pagedStamp{bigIns: pl.blocks.BigInserts(), maps: a.stats.NumDeviceAlloc,
+		unmaps: a.stats.NumDeviceFree, page: page}, true
+}
+
+// pageOf is the page by which pl's expandable segments map memory.
+func (a *Allocator) pageOf(pl *pool) int64 {
+	if pl.small {
+		return SmallBuffer
+	}
+	return a.cfg.LargeSegmentSize
 }
 
 // pagedBlocks is, with expandable segments on, the free blocks of pl that
@@ -1661,10 +1699,7 @@ func (a *Allocator) releaseStamp(pl *pool) releaseStamp {
 // replay quadratic (0.55 MB of allocations, 20,000 small blocks cached:
 // 3.4 s).
 func (a *Allocator) pagedBlocks(pl *pool) []int32 {
-	page := a.cfg.LargeSegmentSize
-	if pl.small {
-		page = SmallBuffer
-	}
+	page := a.pageOf(pl)
 	var out []int32
 	k, ok := pl.blocks.Min()
 	for ok {

@@ -237,6 +237,14 @@ type Set struct {
 	// mark: a count that nothing reads, kept so that the touch's loads
 	// stay.
 	marked int
+
+	// watch is the size from which an inserted key counts in
+	// BigInserts (Watch); treeBig counts those inserted into the tree,
+	// topIns the keys inserted into the largest class, which count when
+	// watch is that class's size. Neither is reset: a count that fell
+	// back could match one taken before.
+	watch           int64
+	treeBig, topIns uint64
 }
 
 // New returns an empty set.
@@ -265,6 +273,35 @@ func (s *Set) Reset() {
 
 // Len is the number of keys.
 func (s *Set) Len() int { return s.n + s.tree.Len() }
+
+// Watch makes BigInserts count the keys of size bytes or more inserted
+// from now on. size must be at least the largest class's, Classes × Gran
+// (it panics otherwise), so that of the classes only that one can hold
+// such keys, and the short paths, which make most insertions, test one
+// class index, a constant, rather than load a size.
+//
+// Why: torch with expandable segments releases, at each failed
+// allocation, the free blocks that span one of the pool's pages, and finds
+// them by a search per stream; the release can be skipped when no block of
+// a page or more has entered the pool since the last one, which the
+// pool's allocations and frees of smaller blocks do not tell.
+func (s *Set) Watch(size int64) {
+	if size < Classes*Gran {
+		panic("binset: watching sizes below the largest class")
+	}
+	s.watch = size
+}
+
+// BigInserts is how many keys of at least the size Watch was given have
+// been inserted (by Insert, Replace, Put or Move), counted from the set's
+// making: it only grows, Reset included.
+func (s *Set) BigInserts() uint64 {
+	n := s.treeBig
+	if s.watch == Classes*Gran {
+		n += s.topIns
+	}
+	return n
+}
 
 // exactClass is the class of size when it is one class's size.
 func exactClass(size int64) (int, bool) {
@@ -295,6 +332,9 @@ func (s *Set) toTree(k freeset.Key) {
 	s.tree.Insert(k)
 	if s.isOdd(k) {
 		s.odd++
+	}
+	if k.Size >= s.watch {
+		s.treeBig++
 	}
 }
 
@@ -683,6 +723,9 @@ func (s *Set) Insert(k freeset.Key) {
 		return
 	}
 	s.n++
+	if c == Classes-1 {
+		s.topIns++
+	}
 	cl := &s.cls[c]
 	switch m := cl.m; {
 	case m == 0:
@@ -792,6 +835,9 @@ func (s *Set) Replace(old, new freeset.Key) {
 		}
 		if s.isOdd(new) {
 			s.odd++
+		}
+		if new.Size >= s.watch {
+			s.treeBig++
 		}
 		return
 	}

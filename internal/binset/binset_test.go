@@ -32,6 +32,9 @@ var workloads = []workload{
 		return Gran * (1 + r.Int64N(40))
 	}, []int64{0, 5}, 1 << 10},
 	{"high-addresses", func(r *rand.Rand) int64 { return Gran * (1 + r.Int64N(8)) }, []int64{-1}, 1 << 10},
+	// The largest classes and the tree's sizes just above them, where
+	// BigInserts counts (Watch).
+	{"largest-classes", func(r *rand.Rand) int64 { return Gran * (Classes - 2 + r.Int64N(5)) }, []int64{0}, 1 << 10},
 }
 
 // probe draws a search key: often a key of the set, else anything.

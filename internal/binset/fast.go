@@ -97,6 +97,9 @@ func (s *Set) Move(old, new freeset.Key) bool {
 	w = cn / 64
 	s.bits[w] |= 1 << (cn % 64)
 	s.summary |= 1 << w
+	if cn == Classes-1 {
+		s.topIns++ // BigInserts
+	}
 	return true
 }
 
@@ -138,6 +141,9 @@ func (s *Set) Put(k freeset.Key) bool {
 		return false
 	}
 	s.n++
+	if c == Classes-1 {
+		s.topIns++ // BigInserts
+	}
 	return true
 }
 
@@ -236,6 +242,8 @@ func (s *Set) TakeFit(stream, size, minRem int64) (k freeset.Key, found, done bo
 		s.n--
 		return k, true, true
 	}
+	// The remainder is smaller than k, so never of the largest class:
+	// nothing for BigInserts.
 	*nl = class{addr: k.Addr + size, b: k.B, m: 1}
 	s.bits[(cn/64)%words] |= 1 << (cn % 64)
 	s.summary |= 1 << (cn / 64 % 64)

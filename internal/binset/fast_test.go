@@ -1,6 +1,7 @@
 package binset
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,20 +19,39 @@ import (
 // reports false must have changed nothing, which the general operation
 // applied after it would otherwise find (a key twice, a stale bit or
 // count). Fit's and TakeFit's keys must be LowerBound's.
+//
+// It also counts the keys inserted of at least the size the set watches,
+// by every path, and requires BigInserts to match at every step: watching
+// the largest class's size (whose keys the short paths insert) and a size
+// above every class (only the tree's keys).
 func TestShortPaths(t *testing.T) {
 	for _, w := range workloads {
-		t.Run(w.name, func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(len(w.name)), 7))
-			shortPaths(t, r, w, New(), 6000)
-		})
+		for _, watch := range []int64{Classes * Gran, Classes*Gran + Gran} {
+			t.Run(fmt.Sprintf("%s/watch=%d", w.name, watch), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(len(w.name)), 7))
+				s := New()
+				s.Watch(watch)
+				big := shortPaths(t, r, w, s, 6000)
+				if (w.name == "all-classes" || w.name == "largest-classes") && big == 0 {
+					t.Errorf("no key of %d bytes or more was inserted: BigInserts went untested", watch)
+				}
+			})
+		}
 	}
 }
 
 // shortPaths runs steps of TestShortPaths on s, empty, and counts how
 // often each short path reported true, so that the test fails if one
-// never does its work (and so is not tested).
-func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
+// never does its work (and so is not tested). It returns the keys of at
+// least s's watched size inserted, which BigInserts must have counted.
+func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) uint64 {
 	ref := freeset.New(false)
+	var big uint64 // the keys of at least s.watch bytes inserted
+	inserted := func(k freeset.Key) {
+		if k.Size >= s.watch {
+			big++
+		}
+	}
 	var in []freeset.Key
 	used := map[[2]int64]bool{} // (stream, addr) in the set
 	// Addresses are multiples of 2^32, so that a remainder's (the
@@ -62,6 +82,7 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 			} else {
 				s.Insert(k)
 			}
+			inserted(k)
 			ref.Insert(k)
 			in = append(in, k)
 		case op < 5:
@@ -96,6 +117,7 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 			} else {
 				s.Replace(old, k)
 			}
+			inserted(k)
 			ref.Replace(old, k)
 			in[j] = k
 		case op < 8:
@@ -141,6 +163,7 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 				if !done {
 					s.Replace(k, rem)
 				}
+				inserted(rem)
 				ref.Replace(k, rem)
 				in[j] = rem
 			} else {
@@ -163,12 +186,16 @@ func shortPaths(t *testing.T, r *rand.Rand, w workload, s *Set, steps int) {
 		if err := agree(r, w, s, ref, in); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
+		if got := s.BigInserts(); got != big {
+			t.Fatalf("step %d: BigInserts %d, %d keys of %d bytes or more inserted", step, got, big, s.watch)
+		}
 	}
 	for i, name := range []string{"Put", "Take", "Move", "Fit", "TakeFit"} {
 		if hits[i] == 0 {
 			t.Errorf("%s never took its short path", name)
 		}
 	}
+	return big
 }
 
 // TestRemoveAbsent checks that Remove and Replace of a key not in the set
