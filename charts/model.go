@@ -38,6 +38,9 @@ type Report struct {
 	// colours is each strategy's colour, set on build's own copy of the
 	// report (colourOf).
 	colours map[string]string
+	// tracePeaks is each trace's peak live bytes from the first of its
+	// groups that has them, also set on build's copy (peakLive).
+	tracePeaks map[string]float64
 }
 
 // Run is one replay.
@@ -115,9 +118,14 @@ type group struct {
 	measIndex     map[[2]string]float64 // metric's, made on first use
 }
 
+// groupsMade counts the calls of groups, each a pass over every result,
+// for the test that bounds them (TestManyCapacityGroups).
+var groupsMade int
+
 // groups collects runs and measurements by trace and device in order of
 // first appearance, runs first.
 func (rep *Report) groups() []*group {
+	groupsMade++
 	var gs []*group
 	// By a map: a results file may name thousands of traces, and a
 	// search of the groups for each result made the page quadratic

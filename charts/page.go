@@ -60,6 +60,7 @@ func build(rep *Report) (*page, error) {
 	for i, s := range rep.strategyOrder() {
 		own.colours[s] = colour(i)
 	}
+	own.tracePeaks = rep.tracePeaksOf()
 	rep = &own
 	p := &page{Title: rep.Title, Command: rep.Command, Sources: rep.Sources, ECharts: ECharts}
 	if p.Title == "" {
