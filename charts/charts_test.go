@@ -653,4 +653,22 @@ func TestManyCapacityGroups(t *testing.T) {
 	if found != 4 {
 		t.Errorf("%d groups have peak live bytes, want the first trace's 4", found)
 	}
+
+	// One group of 2,000 strategies, as capacity searches over a knob
+	// grid write: its peak live bytes are read from its results once
+	// a collection of the groups, not once for each strategy.
+	in.Reset()
+	for i := range 2000 {
+		fmt.Fprintf(&in, "BenchmarkCapacity/trace=t/device=a100-80g/strategy=torch:max_split_size_mb=%d 1 %d peak-live-B %d min-capacity-B\n", 21+i, 1<<20, 2<<20+i)
+	}
+	if ms, err = ReadResults(strings.NewReader(in.String()), "grid.txt"); err != nil {
+		t.Fatal(err)
+	}
+	before, reads := groupsMade, peakReads
+	if err := Write(io.Discard, &Report{Measurements: ms}); err != nil {
+		t.Fatal(err)
+	}
+	if n, made := peakReads-reads, groupsMade-before; n > made {
+		t.Errorf("a page of one group of 2,000 strategies read its peak live bytes %d times in %d collections of the groups", n, made)
+	}
 }

@@ -116,6 +116,11 @@ type group struct {
 	runs          []*Run // in Report order
 	meas          []*Measurement
 	measIndex     map[[2]string]float64 // metric's, made on first use
+	// peak is peakLive's answer, taken on first use (peakTaken): the
+	// charts ask for it once for each strategy of the report, and it
+	// reads every strategy of the group.
+	peak              float64
+	peakOK, peakTaken bool
 }
 
 // groupsMade counts the calls of groups, each a pass over every result,
