@@ -106,6 +106,7 @@ func (m *Measurement) Get(unit string) (float64, bool) {
 type runKey struct{ trace, device, strategy string }
 
 func (r *Run) key() runKey {
+	keysMade++
 	return runKey{harness.NameValue(r.Result.Trace), harness.NameValue(r.Result.Device), harness.NameValue(r.Result.Strategy)}
 }
 
@@ -116,6 +117,10 @@ type group struct {
 	runs          []*Run // in Report order
 	meas          []*Measurement
 	measIndex     map[[2]string]float64 // metric's, made on first use
+	// runIndex is each strategy's first run, made on first use
+	// (metric): a report may replay hundreds of strategies, and each
+	// metric searched the runs, naming each from its result.
+	runIndex map[string]*Run
 	// peak is peakLive's answer, taken on first use (peakTaken): the
 	// charts ask for it once for each strategy of the report, and it
 	// reads every strategy of the group.
@@ -124,8 +129,10 @@ type group struct {
 }
 
 // groupsMade counts the calls of groups, each a pass over every result,
-// for the test that bounds them (TestManyCapacityGroups).
-var groupsMade int
+// ordersMade those of strategyOrder, another, and keysMade those of
+// Run.key, each naming a run from its result, for the tests that bound
+// them (TestManyCapacityGroups, TestManyStrategiesReplayed).
+var groupsMade, ordersMade, keysMade int
 
 // groups collects runs and measurements by trace and device in order of
 // first appearance, runs first.
@@ -208,6 +215,7 @@ func (rep *Report) manyDevices() bool {
 // strategyOrder lists every strategy of the report in order of first
 // appearance: it fixes each strategy's colour across the page.
 func (rep *Report) strategyOrder() []string {
+	ordersMade++
 	var ss []string
 	seen := map[string]bool{}
 	for _, g := range rep.groups() {
@@ -243,10 +251,15 @@ func (rep *Report) colourOf(strategy string) string {
 // metric returns a strategy's value of unit in the group: from the run
 // when it was replayed here, else from the first measurement that has it.
 func (g *group) metric(strategy, unit string) (float64, bool) {
-	for _, r := range g.runs {
-		if r.key().strategy != strategy {
-			continue
+	if g.runIndex == nil && len(g.runs) > 0 {
+		g.runIndex = make(map[string]*Run, len(g.runs))
+		for _, r := range g.runs {
+			if s := r.key().strategy; g.runIndex[s] == nil {
+				g.runIndex[s] = r
+			}
 		}
+	}
+	if r := g.runIndex[strategy]; r != nil {
 		for _, m := range harness.Metrics {
 			if m.Unit == unit {
 				if m.Defined != nil && !m.Defined(r.Result) {

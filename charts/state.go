@@ -2,7 +2,6 @@ package charts
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
@@ -346,9 +345,20 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		below  bool
 	}
 	var rows []stateRow
+	// Each strategy's place in the report's order, found once: the order
+	// made again for each run made a report of 1,000 strategies take
+	// minutes (2026-11-25).
+	order := rep.strategyOrder()
+	place := make(map[string]int, len(order))
+	for i, s := range order {
+		place[s] = i
+	}
 	for _, r := range g.runs {
 		res := r.Result
-		ci := slices.Index(rep.strategyOrder(), r.key().strategy)
+		ci, ok := place[r.key().strategy]
+		if !ok {
+			ci = -1
+		}
 		failed := ""
 		if o := g.outcome(r.key().strategy); o.failed() {
 			failed = o.long()
@@ -395,7 +405,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		xName = "share of the row, segments in address order (unmapped ranges and unused preallocations drawn shortened)"
 	}
 	rich := map[string]any{"failed": map[string]any{"color": failedRed, "fontWeight": "bold"}}
-	for i, s := range rep.strategyOrder() {
+	for i, s := range order {
 		rich[fmt.Sprintf("s%d", i)] = map[string]any{"backgroundColor": rep.colourOf(s), "width": 10, "height": 10, "borderRadius": 2}
 	}
 	height := 110 + 66*len(rows)
