@@ -29,6 +29,13 @@ func (a *Allocator) trace(ev strategies.TraceEvent) {
 // its place in the reservation (programs lie in load order from the
 // bottom, as Layout shows them), then the move of each program above it.
 func (a *Allocator) traceUnload(p Program) {
+	if n := len(a.loaded); n > 0 && a.loaded[n-1] == p {
+		// The last loaded (an eviction's): nothing above it moves.
+		sz := a.programs[p].size
+		a.trace(strategies.TraceEvent{Action: strategies.TraceRelease, Addr: a.base + a.reserved - sz, Size: sz, Requested: sz})
+		return
+	}
+	a.orderRead += len(a.loaded)
 	at := a.base
 	gone := a.programs[p].size
 	after := false
