@@ -94,6 +94,10 @@ type region struct {
 	// exact only then.
 	inUse int64
 	first int32 // lowest chunk
+	// hole is a chunk at or below the region's lowest free chunk: every
+	// chunk below it is in use, so a compaction starts there (compact).
+	// Kept, like inUse, only with Options.Defrag on.
+	hole  int32
 	alive bool
 }
 
@@ -124,9 +128,9 @@ type Allocator struct {
 	// tracer receives region and relocation events (strategies.Tracer).
 	tracer func(strategies.TraceEvent)
 	// walked counts the chunks defragment has read to learn the
-	// regions' free bytes (only defragWalkAlways does), for the tests
-	// that bound it.
-	walked int64
+	// regions' free bytes (only defragWalkAlways does), and compacted
+	// those compact has read, for the tests that bound them.
+	walked, compacted int64
 }
 
 // buffers are the chunk records, their in-use bits and the list of free
@@ -436,7 +440,7 @@ func (a *Allocator) Free(hh strategies.Handle) {
 	a.setUse(h, false)
 	a.stats.BytesInUse -= c.size
 	if a.opts.Defrag {
-		a.freedIn(c)
+		a.freedIn(h, c)
 	}
 	if a.free.inFew {
 		a.freeSmall(h, c)
@@ -553,7 +557,7 @@ func (a *Allocator) extend(r int64) bool {
 	a.stats.PeakPoolBytes = max(a.stats.PeakPoolBytes, a.stats.PoolBytes)
 	ri := int32(len(a.regions))
 	h := a.newChunk(chunk{ptr: addr, size: bytes, prev: none, next: none})
-	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, alive: true})
+	a.regions = append(a.regions, region{ptr: addr, size: bytes, first: h, hole: h, alive: true})
 	at := 0
 	for at < len(a.order) && a.regions[a.order[at]].ptr < addr {
 		at++
@@ -623,9 +627,23 @@ func (a *Allocator) largestFree() int64 {
 // replay runs, holds a test and a call where the search for the region
 // would sit: a free makes that search only with defragmentation on.
 //
+// It also keeps the region's hole (region.hole) at or below the chunk the
+// free leaves: h's lower neighbour when that is free (h merges into it),
+// else h. A chunk the merges delete is never left as the hole: h goes
+// only into a free lower neighbour, which the hole is then at or above,
+// and h's upper neighbour only when free, so above the hole, and h lower.
+//
 //go:noinline
-func (a *Allocator) freedIn(c *chunk) {
-	a.regionAt(c.ptr).inUse -= c.size
+func (a *Allocator) freedIn(h int32, c *chunk) {
+	g := a.regionAt(c.ptr)
+	g.inUse -= c.size
+	f := h
+	if pv := c.prev; pv != none && !a.inUse(pv) {
+		f = pv
+	}
+	if x := g.hole; x == none || a.chunks[f].ptr < a.chunks[x].ptr {
+		g.hole = f
+	}
 }
 
 // defragment slides the live chunks of every region that has free bytes
@@ -692,13 +710,24 @@ func (a *Allocator) regionFree(ri int32) int64 {
 
 // compact rewrites a region as its live chunks packed from the bottom,
 // then one free chunk; it returns the bytes that moved.
+//
+// It starts at the region's hole (region.hole): the chunks below it are in
+// use and already packed from the region's start, and stay as they are.
+// Why: a run of defragmentations that each moved a chunk near the top of
+// a full region read every chunk of the region each time (200,000 events
+// of 8-event cycles: 2.2 s).
 func (a *Allocator) compact(ri int32) int64 {
 	g := &a.regions[ri]
 	at := g.ptr
 	var moved int64
 	var prevLive int32 = none
 	first := none
-	for h := g.first; h != none; {
+	start := g.first
+	if x := g.hole; x != none && x != g.first && !defragWalkAlways {
+		start, at, prevLive, first = x, a.chunks[x].ptr, a.chunks[x].prev, g.first
+	}
+	for h := start; h != none; {
+		a.compacted++
 		c := &a.chunks[h]
 		next := c.next
 		if a.inUse(h) {
@@ -721,6 +750,7 @@ func (a *Allocator) compact(ri int32) int64 {
 		}
 		h = next
 	}
+	g.hole = none // the region full: every chunk in use
 	if end := g.ptr + g.size; at < end {
 		fh := a.newChunk(chunk{ptr: at, size: end - at, prev: prevLive, next: none})
 		if prevLive != none {
@@ -729,11 +759,29 @@ func (a *Allocator) compact(ri int32) int64 {
 			first = fh
 		}
 		a.free.Insert(a.key(fh))
+		g.hole = fh
 	} else if prevLive != none {
 		a.chunks[prevLive].next = none
 	}
 	g.first = first
 	return moved
+}
+
+// checkHole verifies region g's hole: a chunk of the region, every chunk
+// below it in use; none only when every chunk of the region is.
+func (a *Allocator) checkHole(g *region) error {
+	for h := g.first; h != none; h = a.chunks[h].next {
+		if h == g.hole {
+			return nil
+		}
+		if !a.inUse(h) {
+			return fmt.Errorf("region at %#x: free chunk at %#x below its hole", g.ptr, a.chunks[h].ptr)
+		}
+	}
+	if g.hole != none {
+		return fmt.Errorf("region at %#x: its hole, chunk %d, is not one of its chunks", g.ptr, g.hole)
+	}
+	return nil
 }
 
 // Layout implements strategies.Allocator: one Segment per region.
@@ -817,6 +865,11 @@ func (a *Allocator) Check() error {
 		}
 		if at != g.ptr+g.size {
 			return fmt.Errorf("region at %#x: chunks end at %#x, the region at %#x", g.ptr, at, g.ptr+g.size)
+		}
+		if a.opts.Defrag {
+			if err := a.checkHole(g); err != nil {
+				return err
+			}
 		}
 		if a.opts.Defrag && g.inUse != inUse-inUse0 {
 			return fmt.Errorf("region at %#x: %d B in use kept, its chunks in use hold %d B", g.ptr, g.inUse, inUse-inUse0)
