@@ -466,3 +466,30 @@ func TestValidateNoSegmentEventsSaid(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+// TestValidatePlainFreesBeforeRelease: a free recorded just before a
+// release burst (free_requested and free_completed together, then
+// segment frees) is read as the plain free it was, not as a completion
+// the release path made, when both readings reproduce the burst. They
+// differ in the block's age, which garbage collection reads later: a run
+// of 2,500 allocations of growing sizes, each on its own stream and freed
+// at once, on a 512 MiB card with garbage_collection_threshold=0.5 and
+// per_process_memory_fraction=0.8, diverged at its last bursts when the
+// release path's reading was tried first (found in membench's own export
+// of such a trace, 2026-11-25).
+func TestValidatePlainFreesBeforeRelease(t *testing.T) {
+	const capacity = 512 << 20
+	r := newRecorder(t, "torch:garbage_collection_threshold=0.5,per_process_memory_fraction=0.8", capacity, 0)
+	for i := range 2500 {
+		if !r.alloc(i, 512*int64(1+i), int64(i)) {
+			t.Fatalf("allocation %d failed", i)
+		}
+		r.free(i)
+	}
+	settings := &snapshot.Settings{MaxSplitSize: -1, GarbageCollectionThreshold: 0.5,
+		PYTORCH_CUDA_ALLOC_CONF: "garbage_collection_threshold:0.5,per_process_memory_fraction:0.8"}
+	reps := mustAgree(t, snapshotOf(settings, r), Options{Capacity: capacity})
+	if reps[0].EmptyCache != 0 {
+		t.Errorf("%d empty_cache() calls inferred in a recording that has none", reps[0].EmptyCache)
+	}
+}
