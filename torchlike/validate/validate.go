@@ -311,7 +311,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
 	v := &replayer{rep: rep, hasCompleted: hasCompleted, freeFrames: freeFrames, live: map[int64]strategies.Handle{},
-		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}}
+		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0}
 	v.attach(torchlike.New(cfg, mem), mem)
 	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
@@ -330,7 +330,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 		case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
 			v.rep.PeakRecorded = max(v.rep.PeakRecorded, recReserved[k+1])
 			release := e.Action == torchlike.ActionSegmentFree || e.Action == torchlike.ActionSegmentUnmap
-			if release && len(v.sim) < len(v.rec)+1 && !v.rep.Diverged {
+			if release && v.sim.Len() < v.rec.Len()+1 && !v.rep.Diverged {
 				// A release the simulation has not made: the program
 				// called empty_cache(), or the next allocation's device
 				// malloc failed and its release path ran. Replay the
@@ -344,9 +344,9 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 				k = v.resumeAt - 1
 				continue
 			}
-			v.rec = append(v.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
+			v.rec.Append(SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: k})
 		default:
-			if e.Action == torchlike.ActionFreeCompleted && !v.rep.Diverged && len(v.sim) <= len(v.rec) {
+			if e.Action == torchlike.ActionFreeCompleted && !v.rep.Diverged && v.sim.Len() <= v.rec.Len() {
 				// Completions followed by releases are what a release
 				// path records first (synchronize_and_free_events):
 				// resolve them together with the releases.
@@ -356,19 +356,24 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 				}
 				if m < len(tr) && (tr[m].Action == torchlike.ActionSegmentFree || tr[m].Action == torchlike.ActionSegmentUnmap) {
 					hint := v.burstHint(tr[m])
-					// The completions as the plain frees they look like
-					// first, on a copy, with the releases after them
-					// resolved alone; then, if that does not reproduce
-					// the recording, the completions left to the
-					// model's release path. Either way, if no reading
-					// does, they are plain frees and the releases are
-					// resolved alone below.
-					if next, ok, err := v.plainThenBurst(tr, k, m, recReserved, hint); err != nil {
-						return nil, err
-					} else if ok {
-						v = next
-						k = v.resumeAt - 1
-						continue
+					// With garbage collection on, the completions as the
+					// plain frees they look like first, on a copy, with
+					// the releases after them resolved alone
+					// (plainThenBurst says why); then, and first
+					// without, the completions left to the model's
+					// release path. If no reading reproduces the
+					// recording, they are plain frees and the releases
+					// are resolved alone below.
+					if v.ages {
+						next, ok, err := v.plainThenBurst(tr, k, m, recReserved, hint)
+						if err != nil {
+							return nil, err
+						}
+						if ok {
+							v = next
+							k = v.resumeAt - 1
+							continue
+						}
 					}
 					if next, ok, err := v.resolveBurst(tr, k, recReserved, true, hint); err != nil {
 						return nil, err
@@ -391,9 +396,9 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 		}
 	}
 	rep = v.rep
-	if !rep.Diverged && len(v.sim) != len(v.rec) {
+	if !rep.Diverged && v.sim.Len() != v.rec.Len() {
 		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
-		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", len(v.rec), len(v.sim))
+		rep.Note = fmt.Sprintf("the recording has %d segment events, the simulation %d", v.rec.Len(), v.sim.Len())
 	}
 	rep.PeakSimulated = v.mem.Peak()
 	if !rep.Diverged && rep.FramesRead > 0 && rep.PeakSimulated != rep.PeakRecorded {
@@ -405,12 +410,12 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 		rep.Diverged, rep.DivergeAt, rep.DivergeEntry = true, v.checked, len(tr)
 		rep.Note = fmt.Sprintf("every segment event agrees, but peak reserved is %d B simulated and %d B recorded", rep.PeakSimulated, rep.PeakRecorded)
 	}
-	for i := range v.rec {
-		if i < len(v.sim) {
-			v.sim[i].Entry = v.rec[i].Entry
+	rep.Recorded, rep.Simulated = v.rec.Slice(), v.sim.Slice()
+	for i := range rep.Recorded {
+		if i < len(rep.Simulated) {
+			rep.Simulated[i].Entry = rep.Recorded[i].Entry
 		}
 	}
-	rep.Recorded, rep.Simulated = v.rec, v.sim
 	return rep, nil
 }
 
@@ -419,12 +424,15 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 // recorded so far. Competing readings of an ambiguous stretch run on
 // clones (see resolveBurst).
 type replayer struct {
-	rep          *DeviceReport
-	a            *torchlike.Allocator
-	mem          *strategies.Memory
-	live         map[int64]strategies.Handle
-	fallback     bump // addresses where the recording gives none
-	sim, rec     []SegEvent
+	rep      *DeviceReport
+	a        *torchlike.Allocator
+	mem      *strategies.Memory
+	live     map[int64]strategies.Handle
+	fallback bump // addresses where the recording gives none
+	sim, rec segLog
+	// ages: garbage collection is on, so the blocks' ages (when each was
+	// freed) decide later releases (plainThenBurst).
+	ages         bool
 	checked      int
 	hasCompleted bool
 	// freeFrames: the recording's frees carry stack frames, so it was
@@ -463,17 +471,17 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 		}
 	}
 	a.OnTrace = func(act string, addr, size, stream int64) {
-		v.sim = append(v.sim, SegEvent{Action: act, Addr: addr, Size: size, Entry: -1})
+		v.sim.Append(SegEvent{Action: act, Addr: addr, Size: size, Entry: -1})
 	}
 	// While the simulation agrees, a new segment takes the address the
 	// recording gives it, so best-fit ties between segments break as
 	// they did on the real device.
 	a.AddrHook = func(size int64) int64 {
-		i := len(v.sim)
-		if i >= len(v.rec) || v.rep.Diverged {
+		i := v.sim.Len()
+		if i >= v.rec.Len() || v.rep.Diverged {
 			return v.fallback.take(size)
 		}
-		switch r := v.rec[i]; r.Action {
+		switch r := v.rec.At(i); r.Action {
 		case torchlike.ActionSegmentAlloc:
 			if r.Size == size && !v.a.Overlaps(r.Addr, size) {
 				return r.Addr
@@ -498,8 +506,7 @@ func (v *replayer) clone() *replayer {
 	for k, h := range v.live {
 		c.live[k] = h
 	}
-	c.sim = append([]SegEvent(nil), v.sim...)
-	c.rec = append([]SegEvent(nil), v.rec...)
+	c.sim, c.rec = v.sim.Share(), v.rec.Share()
 	c.deferred = append([]deferredFree(nil), v.deferred...)
 	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
 	for h, a := range v.addrOf {
@@ -538,9 +545,9 @@ func (v *replayer) divergeHere(k int, note string) {
 
 // compare checks the simulated events against the recorded ones so far.
 func (v *replayer) compare(k int) {
-	n := min(len(v.sim), len(v.rec))
+	n := min(v.sim.Len(), v.rec.Len())
 	for ; v.checked < n && !v.rep.Diverged; v.checked++ {
-		s, r := v.sim[v.checked], v.rec[v.checked]
+		s, r := v.sim.At(v.checked), v.rec.At(v.checked)
 		if s.Action != r.Action || s.Size != r.Size {
 			v.diverge(v.checked, k, "")
 			return
@@ -610,7 +617,7 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 		if e.Size <= 0 || e.Size > traces.MaxSize {
 			return fmt.Errorf("trace entry %d: oom of %d B: %w", k, e.Size, traces.ErrBadSize)
 		}
-		v.rec = append(v.rec, SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
+		v.rec.Append(SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
 		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
 			v.a.Free(h)
 			v.divergeHere(k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
@@ -684,7 +691,7 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 			e := tr[i]
 			switch e.Action {
 			case torchlike.ActionSegmentAlloc, torchlike.ActionSegmentFree, torchlike.ActionSegmentMap, torchlike.ActionSegmentUnmap:
-				c.rec = append(c.rec, SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: i})
+				c.rec.Append(SegEvent{Action: e.Action, Addr: e.Addr, Size: e.Size, Entry: i})
 				c.rep.PeakRecorded = max(c.rep.PeakRecorded, recReserved[i+1])
 			default:
 				if err := c.drive(i, e, deferCompleted); err != nil {
@@ -714,7 +721,7 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 		c.resumeAt = end + 1
 		return nil
 	}
-	agrees := func(c *replayer) bool { return !c.rep.Diverged && len(c.sim) == len(c.rec) }
+	agrees := func(c *replayer) bool { return !c.rep.Diverged && c.sim.Len() == c.rec.Len() }
 	switch hint {
 	case snapshot.FramesEmptyCache:
 		if fromCompletions {
@@ -804,7 +811,10 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 // which garbage collection (garbage_collection_threshold) reads later: a
 // snapshot membench exported with plain frees only diverged 80,000
 // entries on when the release path's reading was taken first. A plain
-// free is the commoner program and the simpler reading.
+// free is the commoner program and the simpler reading. Without garbage
+// collection the two leave the same state, and the release path's is
+// tried alone, as it was: this reading costs another copy of the replay,
+// and each copies the model.
 func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserved []int64, hint snapshot.FrameClass) (*replayer, bool, error) {
 	c := v.clone()
 	for i := k; i < m; i++ {
@@ -813,7 +823,7 @@ func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserve
 		}
 		c.compare(i)
 	}
-	if c.rep.Diverged || len(c.sim) > len(c.rec) {
+	if c.rep.Diverged || c.sim.Len() > c.rec.Len() {
 		return nil, false, nil
 	}
 	next, ok, err := c.resolveBurst(tr, m, recReserved, false, hint)
