@@ -42,10 +42,11 @@
 //     not give the segment while the recorded reserved bytes were held).
 //     Where no failed malloc reproduces the recording the frames are
 //     overruled and counted. Where frames decided, peak reserved must be
-//     the recording's. Frees completed just before a burst are read first
-//     as plain frees, then as completions the release path made
-//     (synchronize_and_free_events): both can reproduce the burst, and the
-//     blocks' ages, which garbage collection reads later, differ.
+//     the recording's. Frees completed just before a burst are read as
+//     completions the release path made (synchronize_and_free_events),
+//     else as plain frees; with garbage collection on, plain frees first:
+//     both can reproduce the burst, and the blocks' ages, which garbage
+//     collection reads later, differ.
 //   - The PyTorch version's rounding: when the current round_size disagrees
 //     and a division count is 1, the recording is replayed again with the
 //     rule of PyTorch before 2.4 (torchlike.RoundSize's legacy reading), the
