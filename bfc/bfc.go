@@ -88,10 +88,9 @@ type region struct {
 	// since the region was made: its share of the footprint.
 	high int64
 	// inUse is the bytes of the region's chunks in use, for defragment
-	// (its size less inUse is its free bytes), its one reader: an
-	// allocation, which has its region at hand, always adds to it, and a
-	// free takes from it only with Options.Defrag on (freedIn), so it is
-	// exact only then.
+	// (its size less inUse is its free bytes), its one reader, and kept
+	// only with Options.Defrag on: an allocation adds to it (took), a
+	// free takes from it (freedIn).
 	inUse int64
 	first int32 // lowest chunk
 	// hole is a chunk at or below the region's lowest free chunk: every
@@ -377,7 +376,11 @@ func (a *Allocator) took(h int32, addr, size, n int64) {
 	a.setUse(h, true)
 	a.chunks[h].req = n
 	g := a.regionAt(addr)
-	g.inUse += size
+	if a.opts.Defrag {
+		// Not kept otherwise: the store alone cost the replay with
+		// 10^6 live chunks 5-10 % (bfc BenchmarkLive, 2026-11-25).
+		g.inUse += size
+	}
 	if addr+size-g.ptr > g.high {
 		a.footprint += addr + size - g.ptr - g.high
 		g.high = addr + size - g.ptr
