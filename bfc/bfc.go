@@ -630,22 +630,18 @@ func (a *Allocator) largestFree() int64 {
 // replay runs, holds a test and a call where the search for the region
 // would sit: a free makes that search only with defragmentation on.
 //
-// It also keeps the region's hole (region.hole) at or below the chunk the
-// free leaves: h's lower neighbour when that is free (h merges into it),
-// else h. A chunk the merges delete is never left as the hole: h goes
-// only into a free lower neighbour, which the hole is then at or above,
-// and h's upper neighbour only when free, so above the hole, and h lower.
+// It also lowers the region's hole (region.hole) to h when h lies below
+// it. A chunk the merges delete is never left as the hole: h merges into
+// its lower neighbour only when that is free, and so at or above the hole,
+// which is then below h; its upper neighbour merges into h only when
+// free, and so at or above the hole, which is then h.
 //
 //go:noinline
 func (a *Allocator) freedIn(h int32, c *chunk) {
 	g := a.regionAt(c.ptr)
 	g.inUse -= c.size
-	f := h
-	if pv := c.prev; pv != none && !a.inUse(pv) {
-		f = pv
-	}
-	if x := g.hole; x == none || a.chunks[f].ptr < a.chunks[x].ptr {
-		g.hole = f
+	if x := g.hole; x == none || c.ptr < a.chunks[x].ptr {
+		g.hole = h
 	}
 }
 

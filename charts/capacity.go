@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	gecharts "github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -217,11 +218,11 @@ func (g *group) peakLive() (float64, bool) {
 
 // peakReads counts readPeakLive's calls, for the test that bounds them
 // (TestManyCapacityGroups).
-var peakReads int
+var peakReads atomic.Int64
 
 // readPeakLive is peakLive read from the group's results.
 func (g *group) readPeakLive() (float64, bool) {
-	peakReads++
+	peakReads.Add(1)
 	best, ok := 0.0, false
 	least, fits := 0.0, false
 	for _, s := range g.strategies() {

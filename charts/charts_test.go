@@ -628,12 +628,12 @@ func TestManyCapacityGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &Report{Measurements: ms}
-	before := groupsMade
+	before := groupsMade.Load()
 	if err := Write(io.Discard, rep); err != nil {
 		t.Fatal(err)
 	}
 	groups := len(rep.groups())
-	if n := groupsMade - before; n > 20 {
+	if n := groupsMade.Load() - before; n > 20 {
 		t.Errorf("a page of %d groups collected them %d times", groups, n)
 	}
 	// build's figures against the search of the other groups.
@@ -664,11 +664,11 @@ func TestManyCapacityGroups(t *testing.T) {
 	if ms, err = ReadResults(strings.NewReader(in.String()), "grid.txt"); err != nil {
 		t.Fatal(err)
 	}
-	before, reads := groupsMade, peakReads
+	before, reads := groupsMade.Load(), peakReads.Load()
 	if err := Write(io.Discard, &Report{Measurements: ms}); err != nil {
 		t.Fatal(err)
 	}
-	if n, made := peakReads-reads, groupsMade-before; n > made {
+	if n, made := peakReads.Load()-reads, groupsMade.Load()-before; n > made {
 		t.Errorf("a page of one group of 2,000 strategies read its peak live bytes %d times in %d collections of the groups", n, made)
 	}
 }
@@ -688,11 +688,11 @@ func TestManyStrategiesReplayed(t *testing.T) {
 	for i := range n {
 		rep.Runs = append(rep.Runs, replay(t, "tiny", open, fmt.Sprintf("torch:max_split_size_mb=%d", 21+i), "a100-80g"))
 	}
-	orders, keys := ordersMade, keysMade
+	orders, keys := ordersMade.Load(), keysMade.Load()
 	if err := Write(io.Discard, rep); err != nil {
 		t.Fatal(err)
 	}
-	if o, k := ordersMade-orders, keysMade-keys; o > 20 || k > 100*n {
+	if o, k := ordersMade.Load()-orders, keysMade.Load()-keys; o > 20 || k > 100*n {
 		t.Errorf("a page of %d strategies made their order %d times (want at most 20) and named the runs %d times (want at most %d)", n, o, k, 100*n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"membench/harness"
 	"membench/internal/benchtab"
@@ -106,7 +107,7 @@ func (m *Measurement) Get(unit string) (float64, bool) {
 type runKey struct{ trace, device, strategy string }
 
 func (r *Run) key() runKey {
-	keysMade++
+	keysMade.Add(1)
 	return runKey{harness.NameValue(r.Result.Trace), harness.NameValue(r.Result.Device), harness.NameValue(r.Result.Strategy)}
 }
 
@@ -132,12 +133,12 @@ type group struct {
 // ordersMade those of strategyOrder, another, and keysMade those of
 // Run.key, each naming a run from its result, for the tests that bound
 // them (TestManyCapacityGroups, TestManyStrategiesReplayed).
-var groupsMade, ordersMade, keysMade int
+var groupsMade, ordersMade, keysMade atomic.Int64
 
 // groups collects runs and measurements by trace and device in order of
 // first appearance, runs first.
 func (rep *Report) groups() []*group {
-	groupsMade++
+	groupsMade.Add(1)
 	var gs []*group
 	// By a map: a results file may name thousands of traces, and a
 	// search of the groups for each result made the page quadratic
@@ -215,7 +216,7 @@ func (rep *Report) manyDevices() bool {
 // strategyOrder lists every strategy of the report in order of first
 // appearance: it fixes each strategy's colour across the page.
 func (rep *Report) strategyOrder() []string {
-	ordersMade++
+	ordersMade.Add(1)
 	var ss []string
 	seen := map[string]bool{}
 	for _, g := range rep.groups() {

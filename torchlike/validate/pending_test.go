@@ -85,3 +85,69 @@ func TestValidatePendingFreeCompletedInsideRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateReleasePathWithGC: a block freed after record_stream,
+// completed by the next malloc's release path (synchronize_and_free_events)
+// and released with it, is read as that release path, not as a plain free
+// followed by an empty_cache() call, which reproduces the same segment
+// events: also with garbage collection on, where the completions' plain
+// reading is tried first (plainThenBurst) and must be the malloc's own
+// release path to be taken. (Found in review: the plain reading took the
+// empty_cache() call.)
+func TestValidateReleasePathWithGC(t *testing.T) {
+	const MiB = 1 << 20
+	s1, s2, s3, s4 := int64(1<<40), int64(1<<40+64*MiB), int64(1<<40+128*MiB), int64(1<<40+192*MiB)
+	e := func(act string, addr, size int64) snapshot.TraceEntry {
+		return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
+	}
+	tr := []snapshot.TraceEntry{
+		e("segment_alloc", s1, 40*MiB),
+		e("alloc", s1, 40*MiB), // A
+		e("segment_alloc", s2, 10*MiB),
+		e("alloc", s2, 10*MiB), // F
+		e("free_requested", s2, 10*MiB),
+		e("free_completed", s2, 10*MiB),
+		e("segment_alloc", s4, 40*MiB),
+		e("alloc", s4, 40*MiB),          // L
+		e("free_requested", s1, 40*MiB), // A, used on another stream: pending
+		// malloc(B = 40 MiB): get_free_block misses, cudaMalloc fails
+		// (90 MiB reserved of 100), release_cached_blocks:
+		e("free_completed", s1, 40*MiB), // synchronize_and_free_events
+		e("segment_free", s2, 10*MiB),   // release_blocks
+		e("segment_free", s1, 40*MiB),
+		e("segment_alloc", s3, 40*MiB), // alloc_block(isRetry)
+		e("alloc", s3, 40*MiB),         // B
+	}
+	for _, c := range []struct {
+		conf      string
+		threshold float64
+	}{
+		{"", 0},
+		{"garbage_collection_threshold:0.5", 0.5}, // inert without a fraction
+		{"garbage_collection_threshold:0.95,per_process_memory_fraction:1.0", 0.95},
+	} {
+		gc := c.conf
+		set := &snapshot.Settings{MaxSplitSize: -1, GarbageCollectionThreshold: c.threshold, PYTORCH_CUDA_ALLOC_CONF: c.conf}
+		snap := &snapshot.Snapshot{
+			Settings:     set,
+			DeviceTraces: [][]snapshot.TraceEntry{tr},
+			Segments: []snapshot.Segment{
+				{Device: 0, Address: s3, TotalSize: 40 * MiB, AllocatedSize: 40 * MiB, ActiveSize: 40 * MiB, RequestedSize: 40 * MiB, SegmentType: "large",
+					Blocks: []snapshot.Block{{Address: s3, Size: 40 * MiB, RequestedSize: 40 * MiB, State: "active_allocated"}}},
+				{Device: 0, Address: s4, TotalSize: 40 * MiB, AllocatedSize: 40 * MiB, ActiveSize: 40 * MiB, RequestedSize: 40 * MiB, SegmentType: "large",
+					Blocks: []snapshot.Block{{Address: s4, Size: 40 * MiB, RequestedSize: 40 * MiB, State: "active_allocated"}}},
+			},
+		}
+		reps, err := validate.Validate(snap, validate.Options{Capacity: 100 * MiB, Check: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reps {
+			if !r.Agree() || r.EmptyCache != 0 || r.InferredFailures != 0 {
+				var b bytes.Buffer
+				r.WriteReport(&b, "synthetic")
+				t.Errorf("%q: %d empty_cache() calls and %d device failures inferred for a malloc's release path:\n%s", gc, r.EmptyCache, r.InferredFailures, b.String())
+			}
+		}
+	}
+}

@@ -311,7 +311,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
 	v := &replayer{rep: rep, hasCompleted: hasCompleted, freeFrames: freeFrames, live: map[int64]strategies.Handle{},
-		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0}
+		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0 && cfg.FractionSet}
 	v.attach(torchlike.New(cfg, mem), mem)
 	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
 		return nil, err
@@ -364,7 +364,8 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 					// release path. If no reading reproduces the
 					// recording, they are plain frees and the releases
 					// are resolved alone below.
-					if v.ages {
+					if v.ages && v.noPlainFor != m {
+						v.noPlainFor = m
 						next, ok, err := v.plainThenBurst(tr, k, m, recReserved, hint)
 						if err != nil {
 							return nil, err
@@ -430,9 +431,17 @@ type replayer struct {
 	live     map[int64]strategies.Handle
 	fallback bump // addresses where the recording gives none
 	sim, rec segLog
-	// ages: garbage collection is on, so the blocks' ages (when each was
-	// freed) decide later releases (plainThenBurst).
-	ages         bool
+	// ages: garbage collection is on (garbage_collection_threshold with
+	// a per-process memory fraction, as the model runs it), so the
+	// blocks' ages (when each was freed) decide later releases
+	// (plainThenBurst).
+	ages bool
+	// noPlainFor is the entry of the release burst whose completions'
+	// plain reading was last tried (plainThenBurst): when it failed, the
+	// completions before the burst are applied one at a time, and the
+	// same reading from the next of them would replay the same state to
+	// the same failure.
+	noPlainFor   int
 	checked      int
 	hasCompleted bool
 	// freeFrames: the recording's frees carry stack frames, so it was
@@ -815,6 +824,13 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 // collection the two leave the same state, and the release path's is
 // tried alone, as it was: this reading costs another copy of the replay,
 // and each copies the model.
+//
+// The releases after the plain frees must be the next malloc's own
+// release path: a reading of them as an empty_cache() call, a device
+// failure nothing recorded or frames overruled is a program the
+// completions left to the release path explain more simply (a block
+// pending on record_stream, completed in the retry, whose segment the
+// same retry releases), and is not taken here.
 func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserved []int64, hint snapshot.FrameClass) (*replayer, bool, error) {
 	c := v.clone()
 	for i := k; i < m; i++ {
@@ -826,9 +842,13 @@ func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserve
 	if c.rep.Diverged || c.sim.Len() > c.rec.Len() {
 		return nil, false, nil
 	}
+	empty, failures, overruled := c.rep.EmptyCache, c.rep.InferredFailures, c.rep.FramesOverruled
 	next, ok, err := c.resolveBurst(tr, m, recReserved, false, hint)
 	if err != nil || !ok {
 		return nil, false, err
+	}
+	if r := next.rep; r.EmptyCache != empty || r.InferredFailures != failures || r.FramesOverruled != overruled {
+		return nil, false, nil
 	}
 	return next, true, nil
 }
