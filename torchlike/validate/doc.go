@@ -44,7 +44,9 @@
 //     overruled and counted. Where frames decided, peak reserved must be
 //     the recording's. Frees completed just before a burst are read as
 //     completions the release path made (synchronize_and_free_events),
-//     else as plain frees; with garbage collection on, plain frees first:
+//     else as plain frees; with garbage collection on (a threshold and a
+//     per-process memory fraction), plain frees first, where the next
+//     malloc's own release path then explains the burst:
 //     both can reproduce the burst, and the blocks' ages, which garbage
 //     collection reads later, differ.
 //   - The PyTorch version's rounding: when the current round_size disagrees
