@@ -30,9 +30,7 @@ import (
 func TestValidateConfString(t *testing.T) {
 	const MiB = 1 << 20
 	s := int64(1 << 40)
-	e := func(act string, addr, size int64) snapshot.TraceEntry {
-		return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
-	}
+	e := entry
 	cases := []struct {
 		name string
 		snap *snapshot.Snapshot
@@ -91,4 +89,10 @@ func TestValidateConfString(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entry is a trace entry of the tests' hand-written recordings: an action
+// at an address, of a size.
+func entry(act string, addr, size int64) snapshot.TraceEntry {
+	return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
 }

@@ -38,9 +38,7 @@ import (
 func TestValidatePendingFreeCompletedInsideRetry(t *testing.T) {
 	const MiB = 1 << 20
 	s1, s2, s3 := int64(1<<40), int64(1<<40+64*MiB), int64(1<<40+128*MiB)
-	e := func(act string, addr, size int64) snapshot.TraceEntry {
-		return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
-	}
+	e := entry
 	tr := []snapshot.TraceEntry{
 		e("segment_alloc", s1, 60*MiB),
 		e("alloc", s1, 60*MiB), // P
@@ -97,9 +95,7 @@ func TestValidatePendingFreeCompletedInsideRetry(t *testing.T) {
 func TestValidateReleasePathWithGC(t *testing.T) {
 	const MiB = 1 << 20
 	s1, s2, s3, s4 := int64(1<<40), int64(1<<40+64*MiB), int64(1<<40+128*MiB), int64(1<<40+192*MiB)
-	e := func(act string, addr, size int64) snapshot.TraceEntry {
-		return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
-	}
+	e := entry
 	tr := []snapshot.TraceEntry{
 		e("segment_alloc", s1, 40*MiB),
 		e("alloc", s1, 40*MiB), // A

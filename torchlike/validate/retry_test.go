@@ -25,9 +25,7 @@ import (
 func TestValidateMaxSplitRetryWithoutOOM(t *testing.T) {
 	const MiB = 1 << 20
 	a, b, c, d := int64(1<<40), int64(1<<40+256*MiB), int64(1<<40+768*MiB), int64(1<<40+1024*MiB)
-	e := func(act string, addr, size int64) snapshot.TraceEntry {
-		return snapshot.TraceEntry{Action: act, Addr: addr, Size: size}
-	}
+	e := entry
 	tr := []snapshot.TraceEntry{
 		e("segment_alloc", a, 150*MiB), e("alloc", a, 150*MiB),
 		e("segment_alloc", b, 300*MiB), e("alloc", b, 300*MiB),
