@@ -2,6 +2,8 @@ package torchlike
 
 import (
 	"math"
+	"slices"
+	"sync/atomic"
 
 	"membench/internal/freeset"
 )
@@ -15,6 +17,27 @@ type expSeg struct {
 	small            bool
 	mapped           []bool // per page; grown lazily as upstream's handles_
 	live             bool
+	// gen is the Allocator.pagesGen of the allocator whose own mapped is;
+	// any other shares it with a clone and copies it before a write
+	// (ownPages).
+	gen uint64
+}
+
+// pagesGens numbers the allocators' page maps (Allocator.pagesGen): a
+// Clone gives itself and its original new numbers, so that each copies a
+// map it shares before it writes to it.
+var pagesGens atomic.Uint64
+
+// ownPages makes es's page map this allocator's own, copying it if it
+// shares it with a clone, before a write to it. Why shared: a copy of
+// every segment's map at each Clone was, with a segment on each of
+// 100,000 streams, 100,000 allocations for each copy of the model that
+// validate makes to try a reading of a burst (11 s for such a recording).
+func (a *Allocator) ownPages(es *expSeg) {
+	if es.gen != a.pagesGen {
+		es.mapped = slices.Clone(es.mapped)
+		es.gen = a.pagesGen
+	}
 }
 
 // tryAllocateExpandableBlock is try_allocate_expandable_block: find (or
@@ -61,7 +84,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
-	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true}
+	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true, gen: a.pagesGen}
 	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(pl.small)&1] = max(a.expLargest[pi(pl.small)&1], es.size)
@@ -262,6 +285,7 @@ func (a *Allocator) mapBlock(i int32, size int64) bool {
 	if !a.mem.Map(bytes, end-begin) {
 		return false
 	}
+	a.ownPages(es)
 	for int64(len(es.mapped)) < end {
 		es.mapped = append(es.mapped, false)
 	}
@@ -302,6 +326,7 @@ func (a *Allocator) unmapBlock(i int32) {
 		return
 	}
 	uAddr, uSize := es.base+begin*es.page, (end-begin)*es.page
+	a.ownPages(es)
 	for p := begin; p < end; p++ {
 		es.mapped[p] = false
 	}

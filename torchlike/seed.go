@@ -174,7 +174,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
-	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true}
+	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true, gen: a.pagesGen}
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(small)&1] = max(a.expLargest[pi(small)&1], es.size)
 	ei := int32(len(a.exp) - 1)
@@ -208,6 +208,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 		link(f, l)
 		out = append(out, hs)
 		p0, p1 := (r.Addr-base)/page, (r.Addr+r.Size-base)/page
+		a.ownPages(&a.exp[ei])
 		for int64(len(a.exp[ei].mapped)) < p1 {
 			a.exp[ei].mapped = append(a.exp[ei].mapped, false)
 		}
@@ -333,10 +334,9 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 		p.wholes, p.gcWholes = slices.Clone(p.wholes), slices.Clone(p.gcWholes)
 		p.candKeys, p.gcKeys = nil, nil
 	}
-	c.exp = make([]expSeg, len(a.exp))
-	for i, e := range a.exp {
-		e.mapped = append([]bool(nil), e.mapped...)
-		c.exp[i] = e
-	}
+	// The segments' page maps are shared until either writes to one
+	// (ownPages).
+	c.exp = slices.Clone(a.exp)
+	a.pagesGen, c.pagesGen = pagesGens.Add(1), pagesGens.Add(1)
 	return &c
 }
