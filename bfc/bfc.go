@@ -632,9 +632,10 @@ func (a *Allocator) largestFree() int64 {
 //
 // It also lowers the region's hole (region.hole) to h when h lies below
 // it. A chunk the merges delete is never left as the hole: h merges into
-// its lower neighbour only when that is free, and so at or above the hole,
-// which is then below h; its upper neighbour merges into h only when
-// free, and so at or above the hole, which is then h.
+// its lower neighbour only when that is free, so at or above the hole,
+// which h then lies above; its upper neighbour merges into h only when
+// free, so at or above the hole, and were it the hole, h, below it,
+// becomes the hole.
 //
 //go:noinline
 func (a *Allocator) freedIn(h int32, c *chunk) {
