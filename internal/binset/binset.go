@@ -292,9 +292,11 @@ func (s *Set) Watch(size int64) {
 	s.watch = size
 }
 
-// BigInserts is how many keys of at least the size Watch was given have
-// been inserted (by Insert, Replace, Put or Move), counted from the set's
-// making: it only grows, Reset included.
+// BigInserts counts the keys inserted (by Insert, Replace, Put or Move) of
+// at least the size watched when each was (Watch; before the first, every
+// key the tree took), from the set's making. It only grows, Reset
+// included: two readings under the same Watch differ exactly when such a
+// key was inserted between them.
 func (s *Set) BigInserts() uint64 {
 	n := s.treeBig
 	if s.watch == Classes*Gran {
