@@ -232,9 +232,6 @@ type Allocator struct {
 	// large) has made: no run of free and unmapped blocks is longer
 	// (expandableCandidate).
 	expLargest [2]int64
-	// pagesGen numbers the segments' page maps this allocator owns
-	// (expSeg.gen, ownPages); Clone renumbers it.
-	pagesGen uint64
 }
 
 // place returns the address of a new device range of size bytes: the

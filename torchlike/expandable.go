@@ -3,7 +3,6 @@ package torchlike
 import (
 	"math"
 	"slices"
-	"sync/atomic"
 
 	"membench/internal/freeset"
 )
@@ -17,26 +16,21 @@ type expSeg struct {
 	small            bool
 	mapped           []bool // per page; grown lazily as upstream's handles_
 	live             bool
-	// gen is the Allocator.pagesGen of the allocator whose own mapped is;
-	// any other shares it with a clone and copies it before a write
+	// owner is the allocator whose own mapped is; nil when mapped may be
+	// shared with a clone (Clone), which copies it before a write
 	// (ownPages).
-	gen uint64
+	owner *Allocator
 }
 
-// pagesGens numbers the allocators' page maps (Allocator.pagesGen): a
-// Clone gives itself and its original new numbers, so that each copies a
-// map it shares before it writes to it.
-var pagesGens atomic.Uint64
-
-// ownPages makes es's page map this allocator's own, copying it if it
-// shares it with a clone, before a write to it. Why shared: a copy of
+// ownPages makes es's page map this allocator's own, copying it if it may
+// share it with a clone, before a write to it. Why shared: a copy of
 // every segment's map at each Clone was, with a segment on each of
 // 100,000 streams, 100,000 allocations for each copy of the model that
 // validate makes to try a reading of a burst (11 s for such a recording).
 func (a *Allocator) ownPages(es *expSeg) {
-	if es.gen != a.pagesGen {
+	if es.owner != a {
 		es.mapped = slices.Clone(es.mapped)
-		es.gen = a.pagesGen
+		es.owner = a
 	}
 }
 
@@ -84,7 +78,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
-	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true, gen: a.pagesGen}
+	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true, owner: a}
 	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(pl.small)&1] = max(a.expLargest[pi(pl.small)&1], es.size)

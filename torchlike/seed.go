@@ -174,7 +174,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	}
 	total := a.mem.Dev.Total
 	n := (total + total/8 + page - 1) / page
-	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true, gen: a.pagesGen}
+	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true, owner: a}
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(small)&1] = max(a.expLargest[pi(small)&1], es.size)
 	ei := int32(len(a.exp) - 1)
@@ -336,7 +336,9 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	}
 	// The segments' page maps are shared until either writes to one
 	// (ownPages).
+	for i := range a.exp {
+		a.exp[i].owner = nil
+	}
 	c.exp = slices.Clone(a.exp)
-	a.pagesGen, c.pagesGen = pagesGens.Add(1), pagesGens.Add(1)
 	return &c
 }
