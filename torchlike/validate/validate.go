@@ -477,6 +477,11 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 			delete(v.live, addr)
 			delete(v.addrOf, h)
 			v.autoCompleted[addr] = true
+			// A completion left to the release path is done: the
+			// handle may name a new block at the same address by the
+			// window's end (the model reuses its records), which
+			// must not be completed for it.
+			v.deferred = slices.DeleteFunc(v.deferred, func(d deferredFree) bool { return d.h == h && d.addr == addr })
 		}
 	}
 	a.OnTrace = func(act string, addr, size, stream int64) {
@@ -716,7 +721,10 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 		// completed now, as the recording says.
 		for _, d := range c.deferred {
 			// The address may already hold a new allocation: only the
-			// deferred block itself, if still there, is completed.
+			// deferred block itself, if still there, is completed (the
+			// ones the release path completed have left the list, so
+			// that a new block with the same handle is not taken for
+			// one).
 			if h, ok := c.live[d.addr]; ok && h == d.h {
 				if c.a.IsPending(h) {
 					c.a.FreeCompleted(h)

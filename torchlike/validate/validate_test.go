@@ -493,3 +493,31 @@ func TestValidatePlainFreesBeforeRelease(t *testing.T) {
 		t.Errorf("%d empty_cache() calls inferred in a recording that has none", reps[0].EmptyCache)
 	}
 }
+
+// TestValidateDeferredHandleReused: a free's completion left to the next
+// malloc's release path, which completes the block and then gives the
+// malloc a new block at the same address under the same handle (the
+// model reuses its records), is not taken to complete the new block: it
+// stays live, and its own free later is one (the validator reported
+// "free_requested of 0x7f00143ffe00, which is not live" for this export,
+// found by a campaign of membench's exports, 2026-11-25).
+func TestValidateDeferredHandleReused(t *testing.T) {
+	const capacity = 256 << 20
+	r := newRecorder(t, "torch:expandable_segments=true", capacity, 0)
+	for _, o := range []struct {
+		free         bool
+		id           int
+		size, stream int64
+	}{
+		{id: 1, size: 51143016, stream: 3}, {id: 2, size: 144917735, stream: 3}, {free: true, id: 2},
+		{id: 3, size: 20971520, stream: 1}, {id: 4, size: 4193792, stream: 1}, {id: 5, size: 8389120, stream: 1},
+		{free: true, id: 5}, {id: 6, size: 20971521, stream: 1}, {free: true, id: 6},
+	} {
+		if o.free {
+			r.free(o.id)
+		} else if !r.alloc(o.id, o.size, o.stream) {
+			t.Fatalf("allocation %d of %d B failed", o.id, o.size)
+		}
+	}
+	mustAgree(t, snapshotOf(settingsFor(true), r), Options{Capacity: capacity})
+}
