@@ -112,7 +112,8 @@ func capacityChart(id string, rep *Report) (Chart, []capacityRow, bool, error) {
 	var rows []capacityRow
 	var legend []legendItem
 	first := true
-	for _, s := range rep.strategyOrder() {
+	order, _ := rep.orderOf()
+	for _, s := range order {
 		data := make([]any, len(used))
 		have := false
 		for i, g := range used {
@@ -272,16 +273,10 @@ func (rep *Report) peakLive(g *group) (float64, bool) {
 	if v, ok := g.peakLive(); ok {
 		return v, true
 	}
-	if rep.tracePeaks != nil {
-		v, ok := rep.tracePeaks[g.trace]
-		return v, ok
+	peaks := rep.tracePeaks
+	if peaks == nil {
+		peaks = rep.tracePeaksOf()
 	}
-	for _, o := range rep.groups() {
-		if o.trace == g.trace {
-			if v, ok := o.peakLive(); ok {
-				return v, true
-			}
-		}
-	}
-	return 0, false
+	v, ok := peaks[g.trace]
+	return v, ok
 }

@@ -36,9 +36,12 @@ type Report struct {
 	// device, drawn on a shared timeline.
 	Colocation *Colocation
 
-	// colours is each strategy's colour, set on build's own copy of the
-	// report (colourOf).
-	colours map[string]string
+	// order is the report's strategy order and place each strategy's
+	// index in it, set on build's own copy of the report (orderOf):
+	// the colours (colourOf), the charts' series and the state map's
+	// rows all follow it.
+	order []string
+	place map[string]int
 	// tracePeaks is each trace's peak live bytes from the first of its
 	// groups that has them, also set on build's copy (peakLive).
 	tracePeaks map[string]float64
@@ -230,19 +233,27 @@ func (rep *Report) strategyOrder() []string {
 	return ss
 }
 
-// colourOf returns a strategy's colour (strategies as in benchmark names).
-// A page being built looks it up in colours, made once (build): the
-// order is the whole report's, and finding it for each of thousands of
-// groups made a page of thousands of traces take minutes.
-func (rep *Report) colourOf(strategy string) string {
-	if rep.colours != nil {
-		if c, ok := rep.colours[strategy]; ok {
-			return c
-		}
-		return "#999999"
+// orderOf is the report's strategy order and each strategy's place in
+// it: build's copy keeps them, made once (finding a strategy's place in
+// the order for each of thousands of groups, or of runs, made pages take
+// minutes); any other report makes them.
+func (rep *Report) orderOf() ([]string, map[string]int) {
+	if rep.place != nil {
+		return rep.order, rep.place
 	}
-	for i, s := range rep.strategyOrder() {
-		if s == strategy {
+	order := rep.strategyOrder()
+	place := make(map[string]int, len(order))
+	for i, s := range order {
+		place[s] = i
+	}
+	return order, place
+}
+
+// colourOf returns a strategy's colour (strategies as in benchmark names),
+// by its place in the report's order.
+func (rep *Report) colourOf(strategy string) string {
+	if _, place := rep.orderOf(); place != nil {
+		if i, ok := place[strategy]; ok {
 			return colour(i)
 		}
 	}

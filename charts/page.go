@@ -53,13 +53,10 @@ type page struct {
 
 // build lays the report out: every chart with its fixed id.
 func build(rep *Report) (*page, error) {
-	// A copy carries the colours, made once; the caller's report is
-	// left as it is.
+	// A copy carries the strategy order and each trace's peak live
+	// bytes, made once; the caller's report is left as it is.
 	own := *rep
-	own.colours = map[string]string{}
-	for i, s := range rep.strategyOrder() {
-		own.colours[s] = colour(i)
-	}
+	own.order, own.place = rep.orderOf()
 	own.tracePeaks = rep.tracePeaksOf()
 	rep = &own
 	p := &page{Title: rep.Title, Command: rep.Command, Sources: rep.Sources, ECharts: ECharts}
@@ -75,7 +72,7 @@ func build(rep *Report) (*page, error) {
 			p.Devices = append(p.Devices, g.device)
 		}
 	}
-	p.Strategies = rep.strategyOrder()
+	p.Strategies = rep.order
 	p.Verdicts = verdicts(rep)
 	for i, g := range rep.groups() {
 		if len(g.runs) == 0 {

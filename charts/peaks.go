@@ -87,7 +87,8 @@ func peaksCharts(idPeaks, idFrag, idPolicy string, rep *Report) (peaks, frag, po
 	fr := pctChart(idFrag, "placement-frag-%")
 	po := pctChart(idPolicy, "frag-% (with the policy)")
 	var legend []legendItem
-	for _, s := range rep.strategyOrder() {
+	order, _ := rep.orderOf()
+	for _, s := range order {
 		peak := make([]any, len(used))
 		fp := make([]any, len(used))
 		pp := make([]any, len(used))

@@ -345,14 +345,7 @@ func stateChart(id string, g *group, rep *Report) (Chart, bool, error) {
 		below  bool
 	}
 	var rows []stateRow
-	// Each strategy's place in the report's order, found once: the order
-	// made again for each run made a report of 1,000 strategies take
-	// minutes (2026-11-25).
-	order := rep.strategyOrder()
-	place := make(map[string]int, len(order))
-	for i, s := range order {
-		place[s] = i
-	}
+	order, place := rep.orderOf()
 	for _, r := range g.runs {
 		res := r.Result
 		ci, ok := place[r.key().strategy]
