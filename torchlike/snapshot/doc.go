@@ -267,9 +267,18 @@
 //     per contiguous mapped run, so the range is cut out of its run, which
 //     splits in two when the range lies in its middle.
 //   - segment_unmap: the range was mapped before; it joins the runs that end
-//     at its start or begin at its end (same stream and pool). A run with no
-//     neighbour takes its pool from its size (large-pool pages are 20 MiB),
-//     with an Assumption when the size fits both.
+//     at its start or begin at its end if they are of its stream and pool.
+//     PyTorch keeps one reservation per stream and pool, and two pools'
+//     reservations may be adjacent, so the pool decides. A range that is
+//     not a whole number of large-pool pages (20 MiB, or the recorded
+//     large_segment_size_mb) is small-pool pages; one that is takes the
+//     pool of runs of one pool on both sides. Otherwise it is a run of its
+//     own whose pool is open until an earlier entry settles it: a block
+//     freed in it (a block of at most 1 MiB is the small pool's, §1.2), or
+//     a map or a block reaching across from the run beside it, which joins
+//     them. One still open at the first entry joins the run of its stream
+//     beside it (the lower one when there are two of different pools), or
+//     is taken as large alone, with an Assumption either way.
 //   - oom, snapshot, user_defined and unknown actions change nothing.
 //
 // # Block sizes

@@ -191,6 +191,14 @@ type rblock struct {
 type rseg struct {
 	addr, size, stream int64
 	small, expandable  bool
+	// loose marks a run undoUnmap made of a range whose pool nothing
+	// had settled yet: a multiple of the large-pool page, with one
+	// neighbour or with neighbours of both pools. Until something
+	// settles it (joinLoose) small means nothing; settle decides the
+	// runs left loose at the first entry. looseAt is the entry that
+	// made it, for the Assumption.
+	loose   bool
+	looseAt int
 	// blocks are the live blocks, sorted by address, as handles
 	// (recon.blk): inserting and deleting in the middle moves them,
 	// and the moves of a pointer slice ran a write barrier for every
@@ -230,14 +238,18 @@ type recon struct {
 	// max_non_split_rounding: a request of maxSplit or more may take a
 	// cached block whole that is less than nonSplit larger (maxSize).
 	maxSplit, nonSplit int64
-	segs               []*rseg
-	idx                *addrIndex
-	slot               []int32   // slot of each entry's address
-	live               []*rblock // the live block at each slot, or nil
-	assume             []Assumption
-	pooled             bool     // idx, slot and the roles come from pools (reconstruct)
-	slab               []rblock // blocks are allocated from slabs, not one by one
-	slabs              []*[slabSize]rblock
+	// largePage is the large pool's expandable page: 20 MiB, or the
+	// recorded large_segment_size_mb (allocator-spec §1.10, the table
+	// of knobs); a small-pool page is 2 MiB.
+	largePage int64
+	segs      []*rseg
+	idx       *addrIndex
+	slot      []int32   // slot of each entry's address
+	live      []*rblock // the live block at each slot, or nil
+	assume    []Assumption
+	pooled    bool     // idx, slot and the roles come from pools (reconstruct)
+	slab      []rblock // blocks are allocated from slabs, not one by one
+	slabs     []*[slabSize]rblock
 }
 
 // slabSize is the number of blocks in a slab. The slabs of a
@@ -396,7 +408,8 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 		}
 	}
 	ents := tr.ents
-	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, tails: opts.Tails, pooled: pooled, bufs: bufs}
+	r := &recon{device: device, trace: tr, legacy: opts.LegacyRoundup, tails: opts.Tails, pooled: pooled, bufs: bufs,
+		largePage: torchlike.LargeBuffer}
 	defer r.putSlabs()
 	if pooled {
 		r.idx = newPooledAddrIndex(nb + len(ents)/4)
@@ -413,12 +426,16 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 	if st := s.Settings; st != nil {
 		r.div = st.RoundupPower2Divisions
 		r.expandableAll = st.ExpandableSegments
-		if st.MaxSplitSize > 0 {
+		if st.MaxSplitSize > 0 || st.PYTORCH_CUDA_ALLOC_CONF != "" {
 			// Parsed only then, since parsing the conf string
 			// allocates; settings that do not parse leave the
-			// oversize rules off (max_non_split_rounding unknown).
+			// oversize rules off (max_non_split_rounding unknown)
+			// and the large page at 20 MiB.
 			if cfg, err := st.config(); err == nil {
-				r.maxSplit, r.nonSplit = cfg.MaxSplitSize, cfg.MaxNonSplitRounding
+				if st.MaxSplitSize > 0 {
+					r.maxSplit, r.nonSplit = cfg.MaxSplitSize, cfg.MaxNonSplitRounding
+				}
+				r.largePage = cfg.LargeSegmentSize
 			}
 		}
 	}
@@ -434,6 +451,7 @@ func (s *Snapshot) reconstruct(device int, tr rawTrace, opts LayoutOptions, pool
 			return nil, err
 		}
 	}
+	r.settle()
 	slices.SortStableFunc(r.assume, func(a, b Assumption) int { return a.Entry - b.Entry })
 	l := &Layout{Device: device, Roles: roles, Assumptions: r.assume, index: r.idx, slots: r.slot}
 	nb = 0
@@ -746,6 +764,10 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 		}
 	}
 	size := torchlike.RoundSize(e.Size, &r.div, r.legacy)
+	if k == len(sg.blocks) && a+size > sg.end() {
+		sg = r.joinLoose(si, a+size)
+	}
+	pool := size <= torchlike.SmallSize // the pool a block of this size comes from (§1.2)
 	limit := r.nextStart(sg, k)
 	if a+size > limit {
 		r.note(i, "rounded size %d runs past the next block or the segment end; cut to %d", size, limit-a)
@@ -772,6 +794,9 @@ func (r *recon) undoFree(i int, e *entryRaw) error {
 	r.setLive(r.slot[i], b)
 	if k > 0 {
 		r.absorbTail(r.blk(sg.blocks[k-1]), a)
+	}
+	if sg.loose {
+		r.settleBy(sg, pool)
 	}
 	return nil
 }
@@ -849,6 +874,9 @@ func (r *recon) undoMap(i int, e *entryRaw) error {
 		return r.fail(i, "segment_map inside the non-expandable segment %#x", sg.addr)
 	}
 	if a+n > sg.end() {
+		sg = r.joinLoose(si, a+n)
+	}
+	if a+n > sg.end() {
 		return r.fail(i, "the mapped range (%d bytes) runs past its run %#x..%#x", n, sg.addr, sg.end())
 	}
 	k := r.blockIndex(sg, a)
@@ -863,7 +891,7 @@ func (r *recon) undoMap(i int, e *entryRaw) error {
 	end := sg.end()
 	var right *rseg
 	if a+n < end {
-		right = &rseg{addr: a + n, size: end - (a + n), stream: sg.stream, small: sg.small, expandable: true}
+		right = &rseg{addr: a + n, size: end - (a + n), stream: sg.stream, small: sg.small, expandable: true, loose: sg.loose, looseAt: sg.looseAt}
 		right.blocks = slices.Clone(sg.blocks[k:])
 		for _, h := range right.blocks {
 			r.blk(h).seg = right
@@ -881,7 +909,19 @@ func (r *recon) undoMap(i int, e *entryRaw) error {
 	return nil
 }
 
-// undoUnmap: the range was mapped before; it rejoins the runs it touches.
+// undoUnmap: the range was mapped before; it rejoins the runs it touches
+// that can hold it: expandable, of its stream and of its pool.
+//
+// PyTorch keeps one reservation per stream and pool (find_expandable_block,
+// §1.10), and reservations may be adjacent (membench's are), so the pool
+// decides the join. The size tells it only when the range is not a whole
+// number of large pages (then it is small-pool pages); otherwise runs of
+// one pool on both sides tell it. With a run on one side only, or runs of
+// both pools, the range is a loose run of its own until an earlier entry
+// settles it (a map, or a block, reaching across: joinLoose) or the first
+// entry does (settle). Joined at once to its one neighbour, it took the
+// pool of a reservation that merely began where it ended, and an earlier
+// map of the other reservation's pages ran past its run.
 func (r *recon) undoUnmap(i int, e *entryRaw) error {
 	a, n := e.Addr, e.Size
 	if n <= 0 || n > maxBytes || a < 0 || a >= maxAddr {
@@ -890,42 +930,147 @@ func (r *recon) undoUnmap(i int, e *entryRaw) error {
 	if r.overlaps(a, n) {
 		return r.fail(i, "the unmapped range is still mapped at that point")
 	}
+	small := n%r.largePage != 0
 	var left, right *rseg
 	if li := r.segIndex(a - 1); li >= 0 {
-		if s := r.segs[li]; s.expandable && s.end() == a && s.stream == e.Stream {
+		if s := r.segs[li]; s.expandable && s.end() == a && s.stream == e.Stream && !s.loose && (s.small || !small) {
 			left = s
 		}
 	}
 	if ri := r.segIndex(a + n); ri >= 0 {
-		if s := r.segs[ri]; s.expandable && s.addr == a+n && s.stream == e.Stream {
+		if s := r.segs[ri]; s.expandable && s.addr == a+n && s.stream == e.Stream && !s.loose && (s.small || !small) {
 			right = s
 		}
 	}
-	if left != nil && right != nil && left.small != right.small {
-		right = nil
+	loose := false
+	if !small {
+		if left != nil && right != nil && left.small == right.small {
+			small = left.small
+		} else {
+			left, right, loose = nil, nil, true
+		}
 	}
-	switch {
-	case left != nil:
-		left.size += n
-		if right != nil {
-			left.size += right.size
-			for _, h := range right.blocks {
-				r.blk(h).seg = left
-			}
-			left.blocks = append(left.blocks, right.blocks...)
-			r.removeSeg(right)
-		}
-	case right != nil:
-		right.addr = a
-		right.size += n
-	default:
-		// A run of its own: the page size tells the pool when it can
-		// (large-pool pages are 20 MiB, small-pool pages 2 MiB, §1.10).
-		small := n%torchlike.LargeBuffer != 0
-		if !small {
-			r.note(i, "pool of the %d-byte unmapped run is unknown; taken as large", n)
-		}
-		r.insertSeg(&rseg{addr: a, size: n, stream: e.Stream, small: small, expandable: true})
+	run := &rseg{addr: a, size: n, stream: e.Stream, small: small, expandable: true, loose: loose, looseAt: i}
+	r.insertSeg(run)
+	if left != nil {
+		r.merge(left, run)
+		run = left
+	}
+	if right != nil {
+		r.merge(run, right)
 	}
 	return nil
+}
+
+// merge joins right, which begins where left ends, to left. A loose run
+// takes the other's pool.
+func (r *recon) merge(left, right *rseg) {
+	switch {
+	case left.loose && !right.loose:
+		left.small, left.loose = right.small, false
+	case right.loose && !left.loose:
+	case left.loose:
+		left.looseAt = min(left.looseAt, right.looseAt)
+	}
+	left.size += right.size
+	for _, h := range right.blocks {
+		r.blk(h).seg = left
+	}
+	left.blocks = append(left.blocks, right.blocks...)
+	r.removeSeg(right)
+}
+
+// joinLoose joins to segment si the runs that follow it up to end, for a
+// range an earlier entry maps, or a block it frees, across them: each must
+// begin where the one before ends, be expandable and of its stream, and
+// one of each pair must be loose (a range no size and no neighbour had
+// placed in a pool), since runs of known pools that undoUnmap left apart
+// stay apart. It returns the run at si, as joined as it could be.
+func (r *recon) joinLoose(si int, end int64) *rseg {
+	sg := r.segs[si]
+	for sg.end() < end && si+1 < len(r.segs) {
+		nx := r.segs[si+1]
+		if !sg.expandable || !nx.expandable || nx.addr != sg.end() || nx.stream != sg.stream || !sg.loose && !nx.loose {
+			break
+		}
+		r.merge(sg, nx)
+	}
+	return sg
+}
+
+// settleBy gives the loose run sg the pool a block it holds says, and
+// joins it to the runs of that pool and its stream beside it.
+func (r *recon) settleBy(sg *rseg, small bool) {
+	sg.small, sg.loose = small, false
+	k := r.segIndex(sg.addr)
+	if k+1 < len(r.segs) {
+		if s := r.segs[k+1]; r.joins(sg, s) {
+			r.merge(sg, s)
+		}
+	}
+	if k > 0 {
+		if s := r.segs[k-1]; r.joins(s, sg) {
+			r.merge(s, sg)
+		}
+	}
+}
+
+// joins reports whether right, beside left, is of its run: both
+// expandable, of one stream and of one known pool.
+func (r *recon) joins(left, right *rseg) bool {
+	return left.expandable && right.expandable && left.end() == right.addr && left.stream == right.stream &&
+		!left.loose && !right.loose && left.small == right.small
+}
+
+// settle decides the runs still loose at the first entry: each joins the
+// runs beside it of its stream, the lower one when they are of different
+// pools, and one with none is taken as large, each with an Assumption.
+func (r *recon) settle() {
+	for k := 0; k < len(r.segs); k++ {
+		sg := r.segs[k]
+		if !sg.loose {
+			continue
+		}
+		// Loose runs side by side are one range of unknown pool.
+		for k+1 < len(r.segs) {
+			s := r.segs[k+1]
+			if !s.loose || s.addr != sg.end() || s.stream != sg.stream {
+				break
+			}
+			r.merge(sg, s)
+		}
+		var left, right *rseg
+		if k > 0 {
+			if s := r.segs[k-1]; s.expandable && s.end() == sg.addr && s.stream == sg.stream {
+				left = s
+			}
+		}
+		if k+1 < len(r.segs) {
+			if s := r.segs[k+1]; s.expandable && s.addr == sg.end() && s.stream == sg.stream {
+				right = s
+			}
+		}
+		if left != nil && right != nil && !right.loose && !left.loose && left.small != right.small {
+			right = nil
+		}
+		switch {
+		case left == nil && right == nil:
+			r.note(sg.looseAt, "pool of the %d-byte unmapped run is unknown; taken as large", sg.size)
+			sg.small, sg.loose = false, false
+			continue
+		case left != nil && right != nil:
+			r.note(sg.looseAt, "pool of the %d-byte unmapped run is unknown; joined to the runs on both sides", sg.size)
+		case left != nil:
+			r.note(sg.looseAt, "pool of the %d-byte unmapped run is unknown; joined to the run below it", sg.size)
+		default:
+			r.note(sg.looseAt, "pool of the %d-byte unmapped run is unknown; joined to the run above it", sg.size)
+		}
+		if right != nil {
+			r.merge(sg, right)
+		}
+		if left != nil {
+			r.merge(left, sg)
+			k-- // sg's place is the next run's now
+		}
+	}
 }

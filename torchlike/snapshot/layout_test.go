@@ -854,3 +854,130 @@ func TestOversizeWholeCut(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandablePools undoes unmaps whose pool the size leaves open
+// (whole large pages) beside runs of either pool. Reservations of two
+// pools may be adjacent, and a range joined at once to its one neighbour
+// took the pool of a reservation that merely began where it ended: the
+// first two rows are the reproducers of an export-validate campaign
+// (membench's own exports failed "the mapped range ... runs past its
+// run"), the others the ways the pool gets settled.
+func TestExpandablePools(t *testing.T) {
+	live := func(addr, size int64) Block {
+		return Block{Address: addr, Size: size, RequestedSize: size, State: StateActiveAllocated}
+	}
+	lb := func(addr, size int64) LBlock { return LBlock{Address: addr, Size: size, RequestedSize: size} }
+	large := func(addr, size int64, bs ...Block) Segment {
+		return Segment{Address: addr, TotalSize: size, SegmentType: "large", IsExpandable: true, Blocks: bs}
+	}
+	small := func(addr, size int64, bs ...Block) Segment {
+		return Segment{Address: addr, TotalSize: size, SegmentType: "small", IsExpandable: true, Blocks: bs}
+	}
+	rows := []struct {
+		name    string
+		conf    string
+		final   []Segment
+		trace   []TraceEntry
+		from    int    // the entry the recording starts at
+		want    []LSeg // the layout at entry from
+		assumed []int
+	}{{
+		// The large pool's reservation [E, E+60 MiB) ends where the small
+		// pool's begins. Its last page, unmapped beside the small run
+		// after the page below it, is not the small pool's: the block
+		// freed across both pages and the first map say so.
+		name:  "two pools side by side",
+		final: []Segment{large(E, 20*m, live(E, 20*m)), small(E+60*m, 2*m, live(E+60*m, m))},
+		trace: []TraceEntry{
+			ent("segment_map", E, 60*m), ent("alloc", E, 20*m), ent("alloc", E+20*m, 40*m),
+			ent("segment_map", E+60*m, 2*m), ent("alloc", E+60*m, m),
+			ent("free_requested", E+20*m, 40*m), ent("free_completed", E+20*m, 40*m),
+			ent("segment_unmap", E+20*m, 20*m), ent("segment_unmap", E+40*m, 20*m)},
+		from: 5,
+		// Cut there, the 40 MiB block (a large-pool size) says whose the
+		// pages between are.
+		want: []LSeg{{Address: E, Size: 60 * m, Expandable: true, Blocks: []LBlock{lb(E, 20*m), lb(E+20*m, 40*m)}},
+			{Address: E + 60*m, Size: 2 * m, Small: true, Expandable: true, Blocks: []LBlock{lb(E+60*m, m)}}},
+	}, {
+		// 64 MiB large pages: a lone 64 MiB unmap is not 2 MiB pages
+		// for being no multiple of 20 MiB.
+		name:  "large_segment_size_mb",
+		conf:  "expandable_segments:true,large_segment_size_mb:64",
+		final: []Segment{large(E+192*m, 64*m, live(E+192*m, 64*m))},
+		trace: []TraceEntry{
+			ent("segment_map", E, 256*m), ent("alloc", E, 64*m), ent("alloc", E+64*m, 128*m), ent("alloc", E+192*m, 64*m),
+			ent("free_requested", E+64*m, 128*m), ent("free_completed", E+64*m, 128*m), ent("segment_unmap", E+64*m, 128*m),
+			ent("free_requested", E, 64*m), ent("free_completed", E, 64*m), ent("segment_unmap", E, 64*m)},
+		from: 4,
+		want: []LSeg{{Address: E, Size: 256 * m, Expandable: true, Blocks: []LBlock{
+			lb(E, 64*m), lb(E+64*m, 128*m), lb(E+192*m, 64*m)}}},
+	}, {
+		// A block freed across the end of its run reaches into the
+		// loose run beyond and joins it.
+		name:  "block across a loose run",
+		final: []Segment{large(E, 20*m, live(E, 10*m))},
+		trace: []TraceEntry{ent("free_requested", E+10*m, 20*m), ent("free_completed", E+10*m, 20*m),
+			ent("segment_unmap", E+20*m, 20*m)},
+		want: []LSeg{{Address: E, Size: 40 * m, Expandable: true, Blocks: []LBlock{lb(E, 10*m), lb(E+10*m, 20*m)}}},
+	}, {
+		// Two loose runs side by side, which a map covers: joined for
+		// it; cut before the map, joined and taken as large.
+		name:    "map across loose runs",
+		trace:   []TraceEntry{ent("segment_map", E, 40*m), ent("segment_unmap", E+20*m, 20*m), ent("segment_unmap", E, 20*m)},
+		from:    1,
+		want:    []LSeg{{Address: E, Size: 40 * m, Expandable: true, Blocks: []LBlock{}}},
+		assumed: []int{0},
+	}, {
+		// A block of a small-pool size settles the loose run beside the
+		// large run as the small pool's.
+		name:  "a small block settles the pool",
+		final: []Segment{large(E, 20*m, live(E, 20*m)), small(E+40*m, 2*m, live(E+40*m, m))},
+		trace: []TraceEntry{ent("free_requested", E+39*m, m/2), ent("free_completed", E+39*m, m/2),
+			ent("segment_unmap", E+20*m, 20*m)},
+		want: []LSeg{{Address: E, Size: 20 * m, Expandable: true, Blocks: []LBlock{lb(E, 20*m)}},
+			{Address: E + 20*m, Size: 22 * m, Small: true, Expandable: true, Blocks: []LBlock{lb(E+39*m, m/2), lb(E+40*m, m)}}},
+	}, {
+		name:    "one neighbour, at the first entry",
+		final:   []Segment{small(E+20*m, 2*m, live(E+20*m, m))},
+		trace:   []TraceEntry{ent("segment_unmap", E, 20*m)},
+		want:    []LSeg{{Address: E, Size: 22 * m, Small: true, Expandable: true, Blocks: []LBlock{lb(E+20*m, m)}}},
+		assumed: []int{0},
+	}, {
+		name:  "2 MiB pages join their pool only",
+		final: []Segment{large(E, 20*m, live(E, 20*m)), small(E+24*m, 2*m, live(E+24*m, m))},
+		trace: []TraceEntry{ent("segment_unmap", E+20*m, 4*m)},
+		want: []LSeg{{Address: E, Size: 20 * m, Expandable: true, Blocks: []LBlock{lb(E, 20*m)}},
+			{Address: E + 20*m, Size: 6 * m, Small: true, Expandable: true, Blocks: []LBlock{lb(E+24*m, m)}}},
+	}, {
+		name:  "between two pools, at the first entry",
+		final: []Segment{large(E, 20*m, live(E, 20*m)), small(E+40*m, 2*m, live(E+40*m, m))},
+		trace: []TraceEntry{ent("segment_unmap", E+20*m, 20*m)},
+		want: []LSeg{{Address: E, Size: 40 * m, Expandable: true, Blocks: []LBlock{lb(E, 20*m)}},
+			{Address: E + 40*m, Size: 2 * m, Small: true, Expandable: true, Blocks: []LBlock{lb(E+40*m, m)}}},
+		assumed: []int{0},
+	}}
+	for _, row := range rows {
+		settings := &Settings{MaxSplitSize: -1, ExpandableSegments: true, PYTORCH_CUDA_ALLOC_CONF: row.conf}
+		s := &Snapshot{Segments: row.final, DeviceTraces: [][]TraceEntry{row.trace}, Settings: settings}
+		// The whole trace: a cold start, which every row's is.
+		l, err := s.InitialState(0)
+		if err != nil {
+			t.Errorf("%s: whole trace: %v", row.name, err)
+		} else if row.from > 0 && len(l.Segments) != 0 {
+			t.Errorf("%s: whole trace: not a cold start: %+v", row.name, l.Segments)
+		}
+		if row.from == 0 {
+			checkLayout(t, row.name, l, row.want)
+		} else {
+			s.DeviceTraces[0] = row.trace[row.from:]
+			if l, err = s.InitialState(0); err != nil {
+				t.Errorf("%s: from entry %d: %v", row.name, row.from, err)
+				continue
+			}
+			checkLayout(t, row.name, l, row.want)
+		}
+		if got := l.AssumedEntries(); !slices.Equal(got, row.assumed) && len(got)+len(row.assumed) > 0 {
+			t.Errorf("%s: assumptions at %v, want %v: %+v", row.name, got, row.assumed, l.Assumptions)
+		}
+	}
+}
