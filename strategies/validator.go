@@ -42,6 +42,10 @@ type ValidateOptions struct {
 	// the recording holds no out-of-memory event to infer it from; 0 means
 	// unlimited.
 	Capacity int64
+	// Total is a GPU's total memory, the base of PyTorch's
+	// per_process_memory_fraction (PyTorch snapshots only); 0 means
+	// Capacity, or what a recorded OOM shows.
+	Total int64
 	// Allocators to validate, by name, in recordings that hold several
 	// (profiles: GPU_0_bfc, TPU:0); nil means every allocator.
 	Allocators []string

@@ -63,6 +63,26 @@ func (a *Allocator) allocatable(i int32) bool {
 	return !b.allocated() && !b.pending()
 }
 
+// reservation is the page and the size of a new expandable segment of
+// the small or the large pool: PyTorch's ExpandableSegment reserves
+// address space for 1.125 times the device's total memory, in pages of
+// 2 MiB (small pool) or large_segment_size (allocator-spec §1.10).
+func (a *Allocator) reservation(small bool) (page, size int64) {
+	page = a.cfg.LargeSegmentSize
+	if small {
+		page = SmallBuffer
+	}
+	total := a.mem.Dev.Total
+	return page, (total + total/8 + page - 1) / page * page
+}
+
+// ReservationSize is the size of the address range a new expandable
+// segment of the pool reserves, for a caller placing one (the validator).
+func (a *Allocator) ReservationSize(small bool) int64 {
+	_, size := a.reservation(small)
+	return size
+}
+
 // findExpandableBlock is find_expandable_block: the lowest-address
 // unmapped range of this stream (extended back over a free block before it)
 // whose consecutive free and unmapped blocks reach size; else a new segment.
@@ -72,13 +92,8 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	if found != none {
 		return found
 	}
-	page := a.cfg.LargeSegmentSize
-	if pl.small {
-		page = SmallBuffer
-	}
-	total := a.mem.Dev.Total
-	n := (total + total/8 + page - 1) / page
-	es := expSeg{size: n * page, page: page, stream: stream, small: pl.small, live: true, owner: a}
+	page, size := a.reservation(pl.small)
+	es := expSeg{size: size, page: page, stream: stream, small: pl.small, live: true, owner: a}
 	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(pl.small)&1] = max(a.expLargest[pi(pl.small)&1], es.size)

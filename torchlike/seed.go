@@ -168,13 +168,8 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	// no unmap, so what find_expandable_block's last search learnt
 	// (lessons) may no longer hold below where it stopped.
 	a.lessons = nil
-	page := a.cfg.LargeSegmentSize
-	if small {
-		page = SmallBuffer
-	}
-	total := a.mem.Dev.Total
-	n := (total + total/8 + page - 1) / page
-	es := expSeg{base: base, size: n * page, page: page, stream: stream, small: small, live: true, owner: a}
+	page, size := a.reservation(small)
+	es := expSeg{base: base, size: size, page: page, stream: stream, small: small, live: true, owner: a}
 	a.exp = append(a.exp, es)
 	a.expLargest[pi(small)&1] = max(a.expLargest[pi(small)&1], es.size)
 	ei := int32(len(a.exp) - 1)

@@ -151,6 +151,15 @@ func TestValidateInputs(t *testing.T) {
 		if _, _, err := runCLI(t, "validate", src, "--capacity", c); err == nil || !strings.Contains(err.Error(), "--capacity") {
 			t.Errorf("--capacity %s: %v", c, err)
 		}
+		if _, _, err := runCLI(t, "validate", src, "--total", c); err == nil || !strings.Contains(err.Error(), "--total") {
+			t.Errorf("--total %s: %v", c, err)
+		}
+	}
+	// --total is a PyTorch snapshot's: a profile refuses it, rather than
+	// ignore it.
+	prof := sharedtraces.Path(t, "profiler/jax-mi300x-conv-minimal-08.xplane.pb")
+	if _, _, err := runCLI(t, "validate", prof, "--total", "80GiB"); err == nil || !strings.Contains(err.Error(), "--total") {
+		t.Errorf("--total with a profile: %v", err)
 	}
 	other := filepath.Join(t.TempDir(), "x.csv")
 	os.WriteFile(other, []byte("t_ns,op,addr,size,name\n"), 0o644)

@@ -40,6 +40,7 @@ func validateCommand() *cli.Command {
 			&cli.IntSliceFlag{Name: "device-index", Usage: "validate only device `N` (repeatable; default: every device; in a profile, the TPU chip N or GPU_N_bfc)"},
 			&cli.StringSliceFlag{Name: "allocator", Usage: "in a profile, validate only the allocator `NAME` (repeatable; e.g. GPU_0_bfc, gpu_host_bfc, TPU:0; default: every allocator)"},
 			&cli.StringFlag{Name: "capacity", Usage: "device memory the allocator could obtain, e.g. 40GiB, when the recording holds no out-of-memory event (default: unlimited)"},
+			&cli.StringFlag{Name: "total", Usage: "in a PyTorch snapshot, the GPU's total memory, e.g. 80GiB, which per_process_memory_fraction is a fraction of (default: --capacity, or what a recorded out-of-memory event shows the allocator could obtain)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() == 0 {
@@ -66,6 +67,16 @@ func validateCommand() *cli.Command {
 					return fmt.Errorf("--capacity %q: %w", c.String("capacity"), err)
 				}
 				opts.Capacity = n
+			}
+			if c.IsSet("total") {
+				n, err := strategies.ParseMemorySize(c.String("total"))
+				if err == nil && n <= 0 {
+					err = fmt.Errorf("must be more than 0 bytes")
+				}
+				if err != nil {
+					return fmt.Errorf("--total %q: %w", c.String("total"), err)
+				}
+				opts.Total = n
 			}
 			failed := 0
 			for _, path := range c.Args().Slice() {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -21,6 +22,13 @@ type Options struct {
 	// Capacity is the device memory the allocator could obtain, used when
 	// the trace records no OOM to infer it from; 0 means unlimited.
 	Capacity int64
+	// Total is the device's total memory, what cudaMemGetInfo calls total:
+	// the base of per_process_memory_fraction and of an expandable
+	// segment's reservation, more than Capacity by what the CUDA context
+	// and other processes hold (an A100 80GB's 80 GiB, of which a process
+	// obtains about 79.5). 0 means Capacity, or the capacity a recorded
+	// OOM shows.
+	Total int64
 	// Check runs the model's invariant checker after every entry (tests).
 	Check bool
 }
@@ -301,19 +309,37 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	if capacity == 0 {
 		capacity = 1 << 50
 	}
-	dev := strategies.Device{Name: "snapshot", Kind: strategies.GPU, Total: capacity, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
+	// The device's total memory: the snapshot does not record it (an OOM
+	// records only what was free), and PyTorch takes the fraction of it
+	// (allowed_memory_maximum = fraction × total, allocator-spec §1.9).
+	total, totalFrom := capacity, "the capacity"
+	switch {
+	case opts.Total > 0:
+		total, totalFrom = opts.Total, "--total"
+	case opts.Capacity > 0 && cfg.FractionSet:
+		total, totalFrom = opts.Capacity, "--capacity"
+	}
+	if rep.Capacity > 0 && total < rep.Capacity {
+		return nil, fmt.Errorf("the device's total memory, %d B (%s), is less than the %d B the allocator could obtain (%s): give the device's total with --total", total, totalFrom, rep.Capacity, rep.CapacityFrom)
+	}
+	dev := strategies.Device{Name: "snapshot", Kind: strategies.GPU, Total: total, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
 	if cfg.FractionSet {
-		if rep.Capacity == 0 {
-			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --capacity")
+		if rep.Capacity == 0 && opts.Total == 0 {
+			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --total (or --capacity)")
 		}
-		rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B", capacity)
+		rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B (%s", total, totalFrom)
+		if totalFrom == "the capacity" {
+			rep.Settings += ": the device's total memory is at least that; give it with --total"
+		}
+		rep.Settings += ")"
 	}
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
 	v := &replayer{rep: rep, hasCompleted: hasCompleted, freeFrames: freeFrames, live: map[int64]strategies.Handle{},
 		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0 && cfg.FractionSet}
 	v.attach(torchlike.New(cfg, mem), mem)
-	if err := seed(v.a, layout, tr, cfg.ExpandableSegments, v.live); err != nil {
+	v.tr, v.expandable = tr, cfg.ExpandableSegments
+	if err := seed(v.a, layout, tr, cfg, v.live, v.reserve); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -455,7 +481,70 @@ type replayer struct {
 	// synchronize_and_free_events completed; their recorded
 	// free_completed, if it comes later, has nothing left to do.
 	autoCompleted map[int64]bool
+	// expandable: the recording's segments are expandable, so that
+	// every new device range is a reservation, which records nothing
+	// until pages are mapped in it. resv holds the reservations,
+	// seeded and placed, sorted by base, for laterMap.
+	expandable bool
+	resv       []span
+	// tr is the device's trace; at and atStream are the entry being
+	// replayed and its stream.
+	tr       []snapshot.TraceEntry
+	at       int
+	atStream int64
 }
+
+// span is an address range [base, end).
+type span struct{ base, end int64 }
+
+// reserve notes a reservation of size bytes at base.
+func (v *replayer) reserve(base, size int64) {
+	i, _ := slices.BinarySearchFunc(v.resv, base, func(s span, b int64) int { return cmp.Compare(s.base, b) })
+	v.resv = slices.Insert(v.resv, i, span{base, base + size})
+}
+
+// unreserved reports whether [addr, addr+size) meets no reservation and
+// no mapped memory.
+func (v *replayer) unreserved(addr, size int64) bool {
+	i, _ := slices.BinarySearchFunc(v.resv, addr, func(s span, a int64) int { return cmp.Compare(s.end, a+1) })
+	if i < len(v.resv) && v.resv[i].base < addr+size {
+		return false
+	}
+	return !v.a.Overlaps(addr, size)
+}
+
+// laterMap is the base of a new expandable reservation of size bytes that
+// the recorded segment event the simulation is at (i) does not give: one
+// made by a malloc that failed (an oom), whose pages a later allocation
+// of its stream maps, or by one whose first attempt failed, which
+// records its releases before the map. It is the first map of the
+// recording's that lies in no reservation or mapped memory: among the
+// events recorded for this entry, else among the next lookAhead entries
+// of its stream; 0 if none. Given an address of the validator's own, such
+// a reservation took the wrong place among the others, and a later
+// request that more than one could hold was mapped in another than the
+// recorded one (membench's exports disagreed so in 4 of 9,642 pairs of an
+// export-validate campaign).
+func (v *replayer) laterMap(i int, size int64) int64 {
+	for j := i; j < min(v.rec.Len(), i+lookAhead); j++ {
+		if r := v.rec.At(j); r.Action == torchlike.ActionSegmentMap {
+			if v.unreserved(r.Addr, size) {
+				return r.Addr
+			}
+			break
+		}
+	}
+	for k := v.at + 1; k < min(len(v.tr), v.at+1+lookAhead); k++ {
+		if e := &v.tr[k]; e.Action == torchlike.ActionSegmentMap && e.Stream == v.atStream && v.unreserved(e.Addr, size) {
+			return e.Addr
+		}
+	}
+	return 0
+}
+
+// lookAhead is how many trace entries past the one replayed a new
+// expandable reservation's base is looked for (laterMap).
+const lookAhead = 1024
 
 type deferredFree struct {
 	addr int64
@@ -491,10 +580,22 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 	// recording gives it, so best-fit ties between segments break as
 	// they did on the real device.
 	a.AddrHook = func(size int64) int64 {
-		i := v.sim.Len()
-		if i >= v.rec.Len() || v.rep.Diverged {
-			return v.fallback.take(size)
+		addr := v.place(size)
+		if v.expandable {
+			v.reserve(addr, size)
 		}
+		return addr
+	}
+}
+
+// place is the address of a new device range of size bytes: the recorded
+// one while the simulation agrees, else one of the validator's own.
+func (v *replayer) place(size int64) int64 {
+	i := v.sim.Len()
+	if v.rep.Diverged {
+		return v.fallback.take(size)
+	}
+	if i < v.rec.Len() {
 		switch r := v.rec.At(i); r.Action {
 		case torchlike.ActionSegmentAlloc:
 			if r.Size == size && !v.a.Overlaps(r.Addr, size) {
@@ -502,13 +603,18 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 			}
 		case torchlike.ActionSegmentMap:
 			// A new expandable reservation starts where its first page
-			// is mapped.
-			if !v.a.Overlaps(r.Addr, r.Size) {
+			// is mapped, never inside another.
+			if !v.a.Overlaps(r.Addr, r.Size) && (!v.expandable || v.unreserved(r.Addr, 1)) {
 				return r.Addr
 			}
 		}
-		return v.fallback.take(size)
 	}
+	if v.expandable {
+		if addr := v.laterMap(i, size); addr != 0 {
+			return addr
+		}
+	}
+	return v.fallback.take(size)
 }
 
 func (v *replayer) clone() *replayer {
@@ -522,6 +628,7 @@ func (v *replayer) clone() *replayer {
 	}
 	c.sim, c.rec = v.sim.Share(), v.rec.Share()
 	c.deferred = append([]deferredFree(nil), v.deferred...)
+	c.resv = slices.Clone(v.resv)
 	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
 	for h, a := range v.addrOf {
 		c.addrOf[h] = a
@@ -579,6 +686,7 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 		if e.Size <= 0 || e.Size > traces.MaxSize {
 			return fmt.Errorf("trace entry %d: alloc of %d B: %w", k, e.Size, traces.ErrBadSize)
 		}
+		v.at, v.atStream = k, e.Stream
 		h, ok := v.a.Malloc(e.Size, e.Stream)
 		if !ok {
 			v.divergeHere(k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
@@ -632,6 +740,7 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 			return fmt.Errorf("trace entry %d: oom of %d B: %w", k, e.Size, traces.ErrBadSize)
 		}
 		v.rec.Append(SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
+		v.at, v.atStream = k, e.Stream
 		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
 			v.a.Free(h)
 			v.divergeHere(k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
@@ -916,8 +1025,8 @@ func mallocBound(tr []snapshot.TraceEntry, k, j int, recReserved []int64) (Capac
 // provided that address lies a whole number of pages below the runs. An
 // allocator can have mapped nothing below it only if that page was never
 // used, so this is exact whenever the trace touches the segment's start.
-func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream int64, small bool) int64 {
-	page := torchlike.LargeBuffer
+func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream int64, small bool, largePage int64) int64 {
+	page := largePage
 	if small {
 		page = torchlike.SmallBuffer
 	}
@@ -926,7 +1035,7 @@ func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream i
 		if e.Stream != stream || (e.Action != torchlike.ActionSegmentMap && e.Action != torchlike.ActionSegmentUnmap) {
 			continue
 		}
-		large := e.Size%torchlike.LargeBuffer == 0
+		large := e.Size%largePage == 0
 		if large == small || e.Addr >= base || (runs[0].Addr-e.Addr)%page != 0 {
 			continue
 		}
@@ -935,8 +1044,10 @@ func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream i
 	return base
 }
 
-// seed installs the reconstructed starting layout.
-func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, expandable bool, live map[int64]strategies.Handle) error {
+// seed installs the reconstructed starting layout, and tells reserve of
+// each expandable segment's reservation.
+func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, reserve func(base, size int64)) error {
+	expandable := cfg.ExpandableSegments
 	type poolKey struct {
 		stream int64
 		small  bool
@@ -970,10 +1081,12 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 	for _, k := range keys {
 		rs := runs[k]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
-		hss, err := a.SeedExpandable(expandableBase(tr, rs, k.stream, k.small), k.stream, k.small, rs)
+		base := expandableBase(tr, rs, k.stream, k.small, cfg.LargeSegmentSize)
+		hss, err := a.SeedExpandable(base, k.stream, k.small, rs)
 		if err != nil {
 			return err
 		}
+		reserve(base, a.ReservationSize(k.small))
 		for i, hs := range hss {
 			for j, h := range hs {
 				live[rs[i].Live[j].Addr] = h

@@ -28,7 +28,7 @@ var Snapshots = strategies.Validator{
 		if err != nil {
 			return 0, err
 		}
-		reps, err := Validate(snap, Options{Devices: opts.Devices, Capacity: opts.Capacity})
+		reps, err := Validate(snap, Options{Devices: opts.Devices, Capacity: opts.Capacity, Total: opts.Total})
 		if err != nil {
 			return 0, err
 		}

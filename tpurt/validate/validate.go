@@ -205,6 +205,9 @@ var Profiles = strategies.Validator{
 	Name:  "TensorBoard / XProf profile of a TPU host, its chips through the TPU runtime model",
 	Match: xprof.Matches,
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
+		if opts.Total > 0 {
+			return 0, errTotal
+		}
 		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
 			return 0, err
@@ -234,3 +237,7 @@ var Profiles = strategies.Validator{
 		return disagree, nil
 	},
 }
+
+// errTotal refuses --total, which only a PyTorch snapshot reads: a
+// profile records its allocators' limits.
+var errTotal = errors.New("--total is a GPU's total memory for a PyTorch snapshot's per_process_memory_fraction; a profile records its allocators' limits")
