@@ -43,8 +43,9 @@ type ValidateOptions struct {
 	// unlimited.
 	Capacity int64
 	// Total is a GPU's total memory, the base of PyTorch's
-	// per_process_memory_fraction (PyTorch snapshots only); 0 means
-	// Capacity, or what a recorded OOM shows.
+	// per_process_memory_fraction and expandable reservations (PyTorch
+	// snapshots only); 0 means the larger of Capacity and what a recorded
+	// OOM shows.
 	Total int64
 	// Allocators to validate, by name, in recordings that hold several
 	// (profiles: GPU_0_bfc, TPU:0); nil means every allocator.

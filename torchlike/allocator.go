@@ -232,7 +232,14 @@ type Allocator struct {
 	// large) has made: no run of free and unmapped blocks is longer
 	// (expandableCandidate).
 	expLargest [2]int64
+	// resv are the live expandable segments' address ranges, sorted by
+	// start, for Reserved: kept when one is made, seeded or released
+	// (never per event).
+	resv []span
 }
+
+// span is an address range [start, end).
+type span struct{ start, end int64 }
 
 // place returns the address of a new device range of size bytes: the
 // hook's choice, or addr (the device model's).

@@ -1,6 +1,7 @@
 package torchlike
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -76,6 +77,27 @@ func (a *Allocator) reservation(small bool) (page, size int64) {
 	return page, (total + total/8 + page - 1) / page * page
 }
 
+// reserve notes a new expandable segment's range in resv.
+func (a *Allocator) reserve(base, size int64) {
+	i, _ := slices.BinarySearchFunc(a.resv, base, func(s span, b int64) int { return cmp.Compare(s.start, b) })
+	a.resv = slices.Insert(a.resv, i, span{base, base + size})
+}
+
+// unreserve drops a released segment's range from resv.
+func (a *Allocator) unreserve(base int64) {
+	if i, ok := slices.BinarySearchFunc(a.resv, base, func(s span, b int64) int { return cmp.Compare(s.start, b) }); ok {
+		a.resv = slices.Delete(a.resv, i, i+1)
+	}
+}
+
+// Reserved reports whether [addr, addr+size) meets the address range of
+// a live expandable segment (made, or seeded, and not released): the
+// validator places a new one only where none is.
+func (a *Allocator) Reserved(addr, size int64) bool {
+	i, _ := slices.BinarySearchFunc(a.resv, addr, func(s span, x int64) int { return cmp.Compare(s.end, x+1) })
+	return i < len(a.resv) && a.resv[i].start < addr+size
+}
+
 // ReservationSize is the size of the address range a new expandable
 // segment of the pool reserves, for a caller placing one (the validator).
 func (a *Allocator) ReservationSize(small bool) int64 {
@@ -96,6 +118,7 @@ func (a *Allocator) findExpandableBlock(stream int64, pl *pool, size int64) int3
 	es := expSeg{size: size, page: page, stream: stream, small: pl.small, live: true, owner: a}
 	es.base = a.place(es.size, a.mem.Address(es.size))
 	a.exp = append(a.exp, es)
+	a.reserve(es.base, es.size)
 	a.expLargest[pi(pl.small)&1] = max(a.expLargest[pi(pl.small)&1], es.size)
 	i := a.newBlock(block{addr: es.base, size: es.size, stream: stream, small: pl.small, prev: none, next: none, es: int32(len(a.exp) - 1)})
 	pl.unmapped.Insert(key(&a.arena[i], i))
@@ -380,6 +403,7 @@ func (a *Allocator) releaseExpandableSegment(i int32) {
 	b := &a.arena[i]
 	a.exp[b.es].live = false
 	a.exp[b.es].mapped = nil
+	a.unreserve(a.exp[b.es].base)
 	a.poolOf(b).unmapped.Remove(key(b, i))
 	a.deleteBlock(i)
 }

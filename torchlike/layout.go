@@ -1,7 +1,9 @@
 package torchlike
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"membench/strategies"
@@ -55,6 +57,16 @@ func (a *Allocator) Layout(fn func(strategies.Segment)) {
 func (a *Allocator) Check() error {
 	if a.cfg.NoCaching {
 		return nil
+	}
+	var live []span
+	for i := range a.exp {
+		if es := &a.exp[i]; es.live {
+			live = append(live, span{es.base, es.base + es.size})
+		}
+	}
+	slices.SortFunc(live, func(x, y span) int { return cmp.Compare(x.start, y.start) })
+	if !slices.Equal(live, a.resv) {
+		return fmt.Errorf("the live expandable segments %v are not the reserved ranges %v", live, a.resv)
 	}
 	var reserved, allocated, active, requested [3]int64
 	var nFree, nUnmapped int

@@ -171,6 +171,7 @@ func (a *Allocator) SeedExpandable(base, stream int64, small bool, runs []SeedRu
 	page, size := a.reservation(small)
 	es := expSeg{base: base, size: size, page: page, stream: stream, small: small, live: true, owner: a}
 	a.exp = append(a.exp, es)
+	a.reserve(es.base, es.size)
 	a.expLargest[pi(small)&1] = max(a.expLargest[pi(small)&1], es.size)
 	ei := int32(len(a.exp) - 1)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Addr < runs[j].Addr })
@@ -335,5 +336,6 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 		a.exp[i].owner = nil
 	}
 	c.exp = slices.Clone(a.exp)
+	c.resv = slices.Clone(a.resv)
 	return &c
 }

@@ -981,3 +981,52 @@ func TestExpandablePools(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmapStormsBounded undoes long runs of unmaps: pages unmapped one
+// at a time below a run that holds many blocks, and pages of whole large
+// pages side by side with no run beside them, whose pool stays open. The
+// first reaches the run down over each range, moving no block; the
+// second grows one loose run, inserting no other (each unmap had moved
+// every block of the run above it, and each made a run of its own that
+// settle then joined).
+func TestUnmapStormsBounded(t *testing.T) {
+	const n = 4000
+	settings := &Settings{MaxSplitSize: -1, ExpandableSegments: true}
+	top := E + 2*m*n
+	var blocks []Block
+	for k := range int64(n) {
+		blocks = append(blocks, Block{Address: top + k*m/2, Size: m / 2, RequestedSize: m / 2, State: StateActiveAllocated})
+	}
+	var below, beside []TraceEntry
+	for k := range int64(n) {
+		below = append(below, ent("segment_unmap", top-2*m*(n-k), 2*m)) // undone from the run down
+		beside = append(beside, ent("segment_unmap", E+20*m*k, 20*m))
+	}
+	s := &Snapshot{Segments: []Segment{{Address: top, TotalSize: n * m / 2, SegmentType: "small", IsExpandable: true, Blocks: blocks}},
+		DeviceTraces: [][]TraceEntry{below}, Settings: settings}
+	moved0, made0 := blocksMoved.Load(), runsMade.Load()
+	l, err := s.InitialState(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Segments) != 1 || l.Segments[0].Address != E || len(l.Segments[0].Blocks) != n || !l.Segments[0].Small {
+		t.Errorf("pages below a run: %d segments, the first at %#x", len(l.Segments), l.Segments[0].Address)
+	}
+	if moved, made := blocksMoved.Load()-moved0, runsMade.Load()-made0; moved != 0 || made != 0 {
+		t.Errorf("pages below a run: %d blocks moved, %d runs made, want none", moved, made)
+	}
+	s.Segments, s.DeviceTraces[0] = nil, beside
+	moved0, made0 = blocksMoved.Load(), runsMade.Load()
+	if l, err = s.InitialState(0); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Segments) != 1 || l.Segments[0].Size != 20*m*n || l.Segments[0].Small {
+		t.Errorf("pages side by side: %+v", l.Segments)
+	}
+	if made := runsMade.Load() - made0; made != 1 {
+		t.Errorf("pages side by side: %d runs made, want 1", made)
+	}
+	if got := l.AssumedEntries(); !slices.Equal(got, []int{0}) {
+		t.Errorf("pages side by side: assumptions at %v, want [0]", got)
+	}
+}

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -26,8 +25,8 @@ type Options struct {
 	// the base of per_process_memory_fraction and of an expandable
 	// segment's reservation, more than Capacity by what the CUDA context
 	// and other processes hold (an A100 80GB's 80 GiB, of which a process
-	// obtains about 79.5). 0 means Capacity, or the capacity a recorded
-	// OOM shows.
+	// obtains about 79.5). 0 means the least it can be: the larger of
+	// Capacity and the capacity a recorded OOM shows.
 	Total int64
 	// Check runs the model's invariant checker after every entry (tests).
 	Check bool
@@ -311,35 +310,34 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	}
 	// The device's total memory: the snapshot does not record it (an OOM
 	// records only what was free), and PyTorch takes the fraction of it
-	// (allowed_memory_maximum = fraction × total, allocator-spec §1.9).
-	total, totalFrom := capacity, "the capacity"
-	switch {
-	case opts.Total > 0:
-		total, totalFrom = opts.Total, "--total"
-	case opts.Capacity > 0 && cfg.FractionSet:
-		total, totalFrom = opts.Capacity, "--capacity"
-	}
-	if rep.Capacity > 0 && total < rep.Capacity {
-		return nil, fmt.Errorf("the device's total memory, %d B (%s), is less than the %d B the allocator could obtain (%s): give the device's total with --total", total, totalFrom, rep.Capacity, rep.CapacityFrom)
+	// (allowed_memory_maximum = fraction × total, allocator-spec §1.9) and
+	// reserves 1.125 times it for an expandable segment (§1.10). Unless
+	// given, it is taken as the least it can be.
+	total := max(capacity, opts.Capacity)
+	if opts.Total > 0 {
+		if opts.Total < rep.Capacity {
+			return nil, fmt.Errorf("--total %d B is less than the %d B the allocator could obtain (%s)", opts.Total, rep.Capacity, rep.CapacityFrom)
+		}
+		total = opts.Total
 	}
 	dev := strategies.Device{Name: "snapshot", Kind: strategies.GPU, Total: total, Capacity: capacity, Free: capacity, Granularity: 2 << 20}
 	if cfg.FractionSet {
 		if rep.Capacity == 0 && opts.Total == 0 {
-			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --total (or --capacity)")
+			return nil, fmt.Errorf("the recorded configuration sets per_process_memory_fraction, which is a fraction of the device's total memory: give it with --total")
 		}
-		rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B (%s", total, totalFrom)
-		if totalFrom == "the capacity" {
-			rep.Settings += ": the device's total memory is at least that; give it with --total"
+		if opts.Total > 0 {
+			rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B (--total)", total)
+		} else {
+			rep.Settings += fmt.Sprintf("; per_process_memory_fraction of %d B (the larger of --capacity and the capacity: the device's total memory is at least that; give it with --total)", total)
 		}
-		rep.Settings += ")"
 	}
 	mem := strategies.NewMemory(&dev)
 	// Fallback addresses start well above every recorded one.
 	v := &replayer{rep: rep, hasCompleted: hasCompleted, freeFrames: freeFrames, live: map[int64]strategies.Handle{},
 		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0 && cfg.FractionSet}
 	v.attach(torchlike.New(cfg, mem), mem)
-	v.tr, v.expandable = tr, cfg.ExpandableSegments
-	if err := seed(v.a, layout, tr, cfg, v.live, v.reserve); err != nil {
+	v.tr, v.expandable, v.largePage = tr, cfg.ExpandableSegments, cfg.LargeSegmentSize
+	if err := seed(v.a, layout, tr, cfg, v.live); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -483,34 +481,33 @@ type replayer struct {
 	autoCompleted map[int64]bool
 	// expandable: the recording's segments are expandable, so that
 	// every new device range is a reservation, which records nothing
-	// until pages are mapped in it. resv holds the reservations,
-	// seeded and placed, sorted by base, for laterMap.
+	// until pages are mapped in it (laterMap); largePage is the large
+	// pool's page.
 	expandable bool
-	resv       []span
-	// tr is the device's trace; at and atStream are the entry being
-	// replayed and its stream.
+	largePage  int64
+	// tr is the device's trace; at, atStream and atSize are the entry
+	// being replayed, its stream and its size.
 	tr       []snapshot.TraceEntry
 	at       int
 	atStream int64
+	atSize   int64
 }
 
-// span is an address range [base, end).
-type span struct{ base, end int64 }
-
-// reserve notes a reservation of size bytes at base.
-func (v *replayer) reserve(base, size int64) {
-	i, _ := slices.BinarySearchFunc(v.resv, base, func(s span, b int64) int { return cmp.Compare(s.base, b) })
-	v.resv = slices.Insert(v.resv, i, span{base, base + size})
-}
-
-// unreserved reports whether [addr, addr+size) meets no reservation and
-// no mapped memory.
+// unreserved reports whether [addr, addr+size) meets no live
+// reservation and no mapped memory.
 func (v *replayer) unreserved(addr, size int64) bool {
-	i, _ := slices.BinarySearchFunc(v.resv, addr, func(s span, a int64) int { return cmp.Compare(s.end, a+1) })
-	if i < len(v.resv) && v.resv[i].base < addr+size {
-		return false
+	return !v.a.Reserved(addr, size) && !v.a.Overlaps(addr, size)
+}
+
+// ofPool reports whether a recorded map of n bytes can be of the pool of
+// the request being replayed: a large-pool map is whole large pages; a
+// small-pool one, for a request of at most 1 MiB, one or two 2 MiB pages
+// that are not.
+func (v *replayer) ofPool(n int64) bool {
+	if v.atSize > torchlike.SmallSize {
+		return n%v.largePage == 0
 	}
-	return !v.a.Overlaps(addr, size)
+	return n <= 2*torchlike.SmallBuffer && n%v.largePage != 0
 }
 
 // laterMap is the base of a new expandable reservation of size bytes that
@@ -518,16 +515,18 @@ func (v *replayer) unreserved(addr, size int64) bool {
 // made by a malloc that failed (an oom), whose pages a later allocation
 // of its stream maps, or by one whose first attempt failed, which
 // records its releases before the map. It is the first map of the
-// recording's that lies in no reservation or mapped memory: among the
-// events recorded for this entry, else among the next lookAhead entries
-// of its stream; 0 if none. Given an address of the validator's own, such
+// request's pool that lies in no reservation and no mapped memory: among
+// the recorded events the simulation has yet to make (those recorded
+// before the entry, and in a burst's window those of the entries after
+// it), else among the next lookAhead entries of the request's stream; 0
+// if none. Given an address of the validator's own, such
 // a reservation took the wrong place among the others, and a later
 // request that more than one could hold was mapped in another than the
 // recorded one (membench's exports disagreed so in 4 of 9,642 pairs of an
 // export-validate campaign).
 func (v *replayer) laterMap(i int, size int64) int64 {
 	for j := i; j < min(v.rec.Len(), i+lookAhead); j++ {
-		if r := v.rec.At(j); r.Action == torchlike.ActionSegmentMap {
+		if r := v.rec.At(j); r.Action == torchlike.ActionSegmentMap && v.ofPool(r.Size) {
 			if v.unreserved(r.Addr, size) {
 				return r.Addr
 			}
@@ -535,7 +534,7 @@ func (v *replayer) laterMap(i int, size int64) int64 {
 		}
 	}
 	for k := v.at + 1; k < min(len(v.tr), v.at+1+lookAhead); k++ {
-		if e := &v.tr[k]; e.Action == torchlike.ActionSegmentMap && e.Stream == v.atStream && v.unreserved(e.Addr, size) {
+		if e := &v.tr[k]; e.Action == torchlike.ActionSegmentMap && e.Stream == v.atStream && v.ofPool(e.Size) && v.unreserved(e.Addr, size) {
 			return e.Addr
 		}
 	}
@@ -579,13 +578,7 @@ func (v *replayer) attach(a *torchlike.Allocator, mem *strategies.Memory) {
 	// While the simulation agrees, a new segment takes the address the
 	// recording gives it, so best-fit ties between segments break as
 	// they did on the real device.
-	a.AddrHook = func(size int64) int64 {
-		addr := v.place(size)
-		if v.expandable {
-			v.reserve(addr, size)
-		}
-		return addr
-	}
+	a.AddrHook = v.place
 }
 
 // place is the address of a new device range of size bytes: the recorded
@@ -604,7 +597,7 @@ func (v *replayer) place(size int64) int64 {
 		case torchlike.ActionSegmentMap:
 			// A new expandable reservation starts where its first page
 			// is mapped, never inside another.
-			if !v.a.Overlaps(r.Addr, r.Size) && (!v.expandable || v.unreserved(r.Addr, 1)) {
+			if !v.a.Overlaps(r.Addr, r.Size) && (!v.expandable || !v.a.Reserved(r.Addr, 1)) {
 				return r.Addr
 			}
 		}
@@ -628,7 +621,6 @@ func (v *replayer) clone() *replayer {
 	}
 	c.sim, c.rec = v.sim.Share(), v.rec.Share()
 	c.deferred = append([]deferredFree(nil), v.deferred...)
-	c.resv = slices.Clone(v.resv)
 	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
 	for h, a := range v.addrOf {
 		c.addrOf[h] = a
@@ -686,7 +678,7 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 		if e.Size <= 0 || e.Size > traces.MaxSize {
 			return fmt.Errorf("trace entry %d: alloc of %d B: %w", k, e.Size, traces.ErrBadSize)
 		}
-		v.at, v.atStream = k, e.Stream
+		v.at, v.atStream, v.atSize = k, e.Stream, e.Size
 		h, ok := v.a.Malloc(e.Size, e.Stream)
 		if !ok {
 			v.divergeHere(k, fmt.Sprintf("the simulation ran out of memory allocating %d B where the recording succeeded", e.Size))
@@ -740,7 +732,7 @@ func (v *replayer) drive(k int, e snapshot.TraceEntry, deferCompleted bool) erro
 			return fmt.Errorf("trace entry %d: oom of %d B: %w", k, e.Size, traces.ErrBadSize)
 		}
 		v.rec.Append(SegEvent{Action: "oom", Addr: e.DeviceFree, Size: e.Size, Entry: k})
-		v.at, v.atStream = k, e.Stream
+		v.at, v.atStream, v.atSize = k, e.Stream, e.Size
 		if h, ok := v.a.Malloc(e.Size, e.Stream); ok {
 			v.a.Free(h)
 			v.divergeHere(k, fmt.Sprintf("the simulation allocated %d B where the recording ran out of memory", e.Size))
@@ -1044,9 +1036,8 @@ func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream i
 	return base
 }
 
-// seed installs the reconstructed starting layout, and tells reserve of
-// each expandable segment's reservation.
-func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, reserve func(base, size int64)) error {
+// seed installs the reconstructed starting layout.
+func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle) error {
 	expandable := cfg.ExpandableSegments
 	type poolKey struct {
 		stream int64
@@ -1081,12 +1072,10 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 	for _, k := range keys {
 		rs := runs[k]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
-		base := expandableBase(tr, rs, k.stream, k.small, cfg.LargeSegmentSize)
-		hss, err := a.SeedExpandable(base, k.stream, k.small, rs)
+		hss, err := a.SeedExpandable(expandableBase(tr, rs, k.stream, k.small, cfg.LargeSegmentSize), k.stream, k.small, rs)
 		if err != nil {
 			return err
 		}
-		reserve(base, a.ReservationSize(k.small))
 		for i, hs := range hss {
 			for j, h := range hs {
 				live[rs[i].Live[j].Addr] = h
