@@ -337,6 +337,9 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 		fallback: bump{next: (maxAddr>>30 + 1<<14) << 30}, ages: cfg.GCThreshold > 0 && cfg.FractionSet}
 	v.attach(torchlike.New(cfg, mem), mem)
 	v.tr, v.expandable, v.largePage = tr, cfg.ExpandableSegments, cfg.LargeSegmentSize
+	if v.expandable {
+		v.maps, v.next = mapsByStream(tr), map[poolKey]int{}
+	}
 	if err := seed(v.a, layout, tr, cfg, v.live); err != nil {
 		return nil, err
 	}
@@ -491,6 +494,18 @@ type replayer struct {
 	at       int
 	atStream int64
 	atSize   int64
+	// maps are the trace's segment_map entries by stream, and next the
+	// cursor into them of each stream and pool (laterMap); nextShared:
+	// next is the replayer's this one was cloned from too.
+	maps       *streamMaps
+	next       map[poolKey]int
+	nextShared bool
+}
+
+// poolKey names a stream's pool.
+type poolKey struct {
+	stream int64
+	small  bool
 }
 
 // unreserved reports whether [addr, addr+size) meets no live
@@ -516,33 +531,80 @@ func (v *replayer) ofPool(n int64) bool {
 // of its stream maps, or by one whose first attempt failed, which
 // records its releases before the map. It is the first map of the
 // request's pool that lies in no reservation and no mapped memory: among
-// the recorded events the simulation has yet to make (those recorded
-// before the entry, and in a burst's window those of the entries after
-// it), else among the next lookAhead entries of the request's stream; 0
-// if none. Given an address of the validator's own, such
-// a reservation took the wrong place among the others, and a later
-// request that more than one could hold was mapped in another than the
-// recorded one (membench's exports disagreed so in 4 of 9,642 pairs of an
-// export-validate campaign).
+// the recorded events of this entry the simulation has yet to make, else
+// among the later entries of its stream, in order; 0 if none.
+//
+// Given an address of the validator's own, such a reservation took the
+// wrong place among the others, and a later request that more than one
+// could hold was mapped in another than the recorded one (membench's
+// exports disagreed so in 4 of 9,642 pairs of an export-validate
+// campaign). Taken from a map of another entry, of the other pool, or
+// read only within 1,024 entries (a failing 1 TiB request makes two
+// reservations, the second mapped thousands of entries later), it took
+// another reservation's place, and that one the next's (959 pairs of the
+// campaign that followed).
+//
+// The later maps are read through a cursor per stream and pool (next):
+// a map passed over, of the other pool or in a reservation or mapped
+// memory, is passed over for good, and one taken lies in the new
+// reservation from then on, so the reading of all of a recording's
+// failing mallocs together reads each map of each stream at most twice.
+// (A reservation released before its range's next map would make that
+// map one to take again: the recordings are membench's, whose device
+// never reuses a range, and the guess is the validator's own either way.)
 func (v *replayer) laterMap(i int, size int64) int64 {
 	for j := i; j < min(v.rec.Len(), i+lookAhead); j++ {
-		if r := v.rec.At(j); r.Action == torchlike.ActionSegmentMap && v.ofPool(r.Size) {
-			if v.unreserved(r.Addr, size) {
-				return r.Addr
-			}
+		r := v.rec.At(j)
+		if r.Entry > v.at {
 			break
 		}
+		if r.Action == torchlike.ActionSegmentMap && v.ofPool(r.Size) && v.unreserved(r.Addr, size) {
+			return r.Addr
+		}
 	}
-	for k := v.at + 1; k < min(len(v.tr), v.at+1+lookAhead); k++ {
-		if e := &v.tr[k]; e.Action == torchlike.ActionSegmentMap && e.Stream == v.atStream && v.ofPool(e.Size) && v.unreserved(e.Addr, size) {
+	later := v.maps.of[v.atStream]
+	key := poolKey{v.atStream, v.atSize <= torchlike.SmallSize}
+	c := v.next[key]
+	// Maps before the entry are past; the cursor moves only forward.
+	c += sort.Search(len(later)-c, func(n int) bool { return int(later[c+n]) > v.at })
+	for ; c < len(later); c++ {
+		if e := &v.tr[later[c]]; v.ofPool(e.Size) && v.unreserved(e.Addr, size) {
+			v.setNext(key, c)
 			return e.Addr
 		}
 	}
+	v.setNext(key, c)
 	return 0
 }
 
-// lookAhead is how many trace entries past the one replayed a new
-// expandable reservation's base is looked for (laterMap).
+// setNext moves the cursor of key, on a copy of the cursors if this
+// replayer shares them with the one it was cloned from.
+func (v *replayer) setNext(key poolKey, c int) {
+	if v.next[key] == c {
+		return
+	}
+	if v.nextShared {
+		v.next, v.nextShared = maps.Clone(v.next), false
+	}
+	v.next[key] = c
+}
+
+// streamMaps lists each stream's segment_map entries in trace order, for
+// laterMap's cursors; copies of a replayer share it.
+type streamMaps struct{ of map[int64][]int32 }
+
+func mapsByStream(tr []snapshot.TraceEntry) *streamMaps {
+	m := &streamMaps{of: map[int64][]int32{}}
+	for k := range tr {
+		if tr[k].Action == torchlike.ActionSegmentMap {
+			m.of[tr[k].Stream] = append(m.of[tr[k].Stream], int32(k))
+		}
+	}
+	return m
+}
+
+// lookAhead bounds how many recorded events past the simulation's place
+// laterMap reads for the entry being replayed.
 const lookAhead = 1024
 
 type deferredFree struct {
@@ -597,7 +659,7 @@ func (v *replayer) place(size int64) int64 {
 		case torchlike.ActionSegmentMap:
 			// A new expandable reservation starts where its first page
 			// is mapped, never inside another.
-			if !v.a.Overlaps(r.Addr, r.Size) && (!v.expandable || !v.a.Reserved(r.Addr, 1)) {
+			if !v.a.Overlaps(r.Addr, r.Size) && (!v.expandable || !v.a.Reserved(r.Addr, size)) {
 				return r.Addr
 			}
 		}
@@ -621,6 +683,8 @@ func (v *replayer) clone() *replayer {
 	}
 	c.sim, c.rec = v.sim.Share(), v.rec.Share()
 	c.deferred = append([]deferredFree(nil), v.deferred...)
+	// The cursors are copied when either moves one (setNext).
+	c.nextShared, v.nextShared = true, true
 	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
 	for h, a := range v.addrOf {
 		c.addrOf[h] = a
@@ -1039,10 +1103,6 @@ func expandableBase(tr []snapshot.TraceEntry, runs []torchlike.SeedRun, stream i
 // seed installs the reconstructed starting layout.
 func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle) error {
 	expandable := cfg.ExpandableSegments
-	type poolKey struct {
-		stream int64
-		small  bool
-	}
 	runs := map[poolKey][]torchlike.SeedRun{}
 	var keys []poolKey
 	for _, s := range l.Segments {

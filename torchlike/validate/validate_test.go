@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -663,5 +665,53 @@ func TestValidateReservationOfItsPool(t *testing.T) {
 	reps := mustAgree(t, snapshotOf(settingsFor(true), r), Options{Capacity: capacity})
 	if reps[0].AddrMismatches != 0 {
 		t.Errorf("%d allocations placed elsewhere than recorded", reps[0].AddrMismatches)
+	}
+}
+
+// TestValidateLaterMaps replays the export-validate campaigns' shrunk
+// traces whose failing mallocs make reservations (testdata/README.md):
+// each reservation must take its own first map, of its pool and stream,
+// however far ahead, for every allocation to land where it was recorded.
+func TestValidateLaterMaps(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		capacity int64
+	}{{"latermap-far.trace", 256 << 20}, {"latermap-pools.trace", 1 << 30}, {"latermap-order.trace", 256 << 20}} {
+		data, err := os.ReadFile(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder(t, "torch:expandable_segments=true", c.capacity, 0)
+		ooms := 0
+		for n, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+			f := strings.Fields(line)
+			id, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatalf("%s:%d: %v", c.file, n+2, err)
+			}
+			if f[0] == "f" {
+				r.free(id)
+				continue
+			}
+			size, err1 := strconv.ParseInt(f[2], 10, 64)
+			var stream int64 // stream 0 when the line names none
+			var err2 error
+			if len(f) > 3 {
+				stream, err2 = strconv.ParseInt(f[3], 10, 64)
+			}
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s:%d: %q", c.file, n+2, line)
+			}
+			if !r.alloc(id, size, stream) {
+				ooms++
+			}
+		}
+		if ooms == 0 {
+			t.Fatalf("%s: no allocation failed", c.file)
+		}
+		reps := mustAgree(t, snapshotOf(settingsFor(true), r), Options{Capacity: c.capacity})
+		if reps[0].AddrMismatches != 0 {
+			t.Errorf("%s: %d allocations placed elsewhere than recorded", c.file, reps[0].AddrMismatches)
+		}
 	}
 }
