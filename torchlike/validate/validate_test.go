@@ -676,7 +676,7 @@ func TestValidateLaterMaps(t *testing.T) {
 	for _, c := range []struct {
 		file     string
 		capacity int64
-	}{{"latermap-far.trace", 256 << 20}, {"latermap-pools.trace", 1 << 30}, {"latermap-order.trace", 256 << 20}} {
+	}{{"latermap-far.trace", 256 << 20}, {"latermap-pools.trace", 1 << 30}, {"latermap-order.trace", 256 << 20}, {"latermap-entry.trace", 1 << 30}} {
 		data, err := os.ReadFile(filepath.Join("testdata", c.file))
 		if err != nil {
 			t.Fatal(err)
