@@ -715,3 +715,26 @@ func TestValidateLaterMaps(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateWarmSeveralReservations cuts random recordings with
+// expandable segments whose streams made more than one reservation (a
+// request no reservation of the stream could hold makes another, as
+// find_expandable_block does): the runs of a stream and pool at the cut
+// are seeded into as many reservations as their places need. Seeded into
+// one, the runs past its end were refused (150 of a review's 2,400 cuts,
+// these among them).
+func TestValidateWarmSeveralReservations(t *testing.T) {
+	for _, seed := range []uint64{3, 5, 6} {
+		capacity := int64(256+int(seed%4)*128) << 20
+		r := newRecorder(t, "torch:expandable_segments=true", capacity, 0)
+		workload(r, seed, 400, 37)
+		snap := snapshotOf(settingsFor(true), r)
+		n := len(snap.DeviceTraces[0])
+		for _, k := range []int{n / 5, n / 3, n / 2, 2 * n / 3, n - 5} {
+			reps := mustAgree(t, cut(snap, k), Options{Capacity: capacity})
+			if !strings.HasPrefix(reps[0].Start, "warm start") {
+				t.Errorf("seed %d cut at %d: %s", seed, k, reps[0].Start)
+			}
+		}
+	}
+}
