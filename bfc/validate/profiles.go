@@ -17,8 +17,8 @@ var Profiles = strategies.Validator{
 	Name:  "TensorBoard / XProf profile (*.xplane.pb, or a memory_profile.json that holds every event), its BFC allocators (TensorFlow, JAX on GPU, host) through the BFC model",
 	Match: xprof.Matches,
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
-		if opts.Total > 0 {
-			return 0, errTotal
+		if opts.Total > 0 || opts.Capacity > 0 {
+			return 0, errSnapshotOnly
 		}
 		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
@@ -71,6 +71,6 @@ var Profiles = strategies.Validator{
 // pinned host memory), while TensorFlow's CPU allocator is "cpu".
 func IsBFC(name string) bool { return strings.HasSuffix(name, "_bfc") }
 
-// errTotal refuses --total, which only a PyTorch snapshot reads: a
-// profile records its allocators' limits.
-var errTotal = errors.New("--total is a GPU's total memory for a PyTorch snapshot's per_process_memory_fraction; a profile records its allocators' limits")
+// errSnapshotOnly refuses --capacity and --total, which only a PyTorch
+// snapshot reads: a profile records its allocators' limits.
+var errSnapshotOnly = errors.New("--capacity and --total are a GPU's memory for a PyTorch snapshot; a profile records its allocators' limits")

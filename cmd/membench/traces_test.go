@@ -155,11 +155,13 @@ func TestValidateInputs(t *testing.T) {
 			t.Errorf("--total %s: %v", c, err)
 		}
 	}
-	// --total is a PyTorch snapshot's: a profile refuses it, rather than
-	// ignore it.
+	// --capacity and --total are a PyTorch snapshot's: a profile refuses
+	// them, rather than ignore them.
 	prof := sharedtraces.Path(t, "profiler/jax-mi300x-conv-minimal-08.xplane.pb")
-	if _, _, err := runCLI(t, "validate", prof, "--total", "80GiB"); err == nil || !strings.Contains(err.Error(), "--total") {
-		t.Errorf("--total with a profile: %v", err)
+	for _, flag := range []string{"--total", "--capacity"} {
+		if _, _, err := runCLI(t, "validate", prof, flag, "80GiB"); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s with a profile: %v", flag, err)
+		}
 	}
 	other := filepath.Join(t.TempDir(), "x.csv")
 	os.WriteFile(other, []byte("t_ns,op,addr,size,name\n"), 0o644)

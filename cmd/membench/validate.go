@@ -39,7 +39,7 @@ func validateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntSliceFlag{Name: "device-index", Usage: "validate only device `N` (repeatable; default: every device; in a profile, the TPU chip N or GPU_N_bfc)"},
 			&cli.StringSliceFlag{Name: "allocator", Usage: "in a profile, validate only the allocator `NAME` (repeatable; e.g. GPU_0_bfc, gpu_host_bfc, TPU:0; default: every allocator)"},
-			&cli.StringFlag{Name: "capacity", Usage: "device memory the allocator could obtain, e.g. 40GiB, when the recording holds no out-of-memory event (default: unlimited)"},
+			&cli.StringFlag{Name: "capacity", Usage: "in a PyTorch snapshot, the device memory the allocator could obtain, e.g. 40GiB, when the recording holds no out-of-memory event (default: unlimited; a profile records its allocators' limits)"},
 			&cli.StringFlag{Name: "total", Usage: "in a PyTorch snapshot, the GPU's total memory, e.g. 80GiB: per_process_memory_fraction is a fraction of it, and an expandable segment reserves 1.125 times it (default: the larger of --capacity and what a recorded out-of-memory event shows the allocator could obtain)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -57,5 +57,15 @@
 // Addresses: while the simulation agrees, a new segment takes the address
 // the recording gives it, so best-fit ties between segments break as they
 // did on the real device; elsewhere the validator hands out addresses of
-// its own, clear of every recorded one.
+// its own, clear of every recorded one. With expandable segments the
+// reservations' order decides which one a request maps in, and a
+// reservation records nothing until a page is mapped in it: one made by
+// a malloc that failed takes the first later map of its stream and pool
+// in no live reservation (laterMap), and a warm start's runs of a stream
+// and pool are seeded into as many reservations as their places need,
+// each based at the lowest page the trace shows for it.
+//
+// The card's total memory, which the fraction of
+// per_process_memory_fraction and a reservation's size are taken of, is
+// not recorded either: Options.Total, else the least it can be.
 package validate
