@@ -58,25 +58,12 @@ func validateCommand() *cli.Command {
 			if c.IsSet("allocator") {
 				opts.Allocators = c.StringSlice("allocator")
 			}
-			if c.IsSet("capacity") {
-				n, err := strategies.ParseMemorySize(c.String("capacity"))
-				if err == nil && n <= 0 {
-					err = fmt.Errorf("must be more than 0 bytes (leave it out for unlimited)")
-				}
-				if err != nil {
-					return fmt.Errorf("--capacity %q: %w", c.String("capacity"), err)
-				}
-				opts.Capacity = n
+			var err error
+			if opts.Capacity, err = positiveSize(c, "capacity", " (leave it out for unlimited)"); err != nil {
+				return err
 			}
-			if c.IsSet("total") {
-				n, err := strategies.ParseMemorySize(c.String("total"))
-				if err == nil && n <= 0 {
-					err = fmt.Errorf("must be more than 0 bytes")
-				}
-				if err != nil {
-					return fmt.Errorf("--total %q: %w", c.String("total"), err)
-				}
-				opts.Total = n
+			if opts.Total, err = positiveSize(c, "total", ""); err != nil {
+				return err
 			}
 			failed := 0
 			for _, path := range c.Args().Slice() {
@@ -155,4 +142,20 @@ func validateFile(path string, opts strategies.ValidateOptions, w io.Writer) (in
 		kinds = append(kinds, v.Name)
 	}
 	return 0, fmt.Errorf("%s: not a recording membench can validate (it reads: %s)", path, strings.Join(kinds, "; "))
+}
+
+// positiveSize reads the memory size flag name, 0 when it is not set; a
+// size of 0 or less is refused, with hint.
+func positiveSize(c *cli.Context, name, hint string) (int64, error) {
+	if !c.IsSet(name) {
+		return 0, nil
+	}
+	n, err := strategies.ParseMemorySize(c.String(name))
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("must be more than 0 bytes%s", hint)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("--%s %q: %w", name, c.String(name), err)
+	}
+	return n, nil
 }
