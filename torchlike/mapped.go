@@ -17,10 +17,14 @@ func (a *Allocator) Overlaps(addr, size int64) bool {
 		return false
 	}
 	if a.mappedSet == nil {
+		// markMapped, not Insert: where a replay placed two
+		// reservations over each other (the validator, not knowing a
+		// card's total, takes one of a petabyte), two blocks may be
+		// mapped at one address, and a second Insert of a start panics.
 		a.mappedSet = spanset.New()
 		for i := range a.arena {
 			if b := &a.arena[i]; b.inUse() && b.mapped() {
-				a.mappedSet.Insert(spanset.Span{Start: b.addr, Size: b.size})
+				a.markMapped(b.addr, b.size)
 			}
 		}
 	}

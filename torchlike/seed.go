@@ -336,6 +336,10 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 		a.exp[i].owner = nil
 	}
 	c.exp = slices.Clone(a.exp)
-	c.resv = slices.Clone(a.resv)
+	if a.resv != nil {
+		r := *a.resv
+		r.spans = slices.Clone(r.spans)
+		c.resv = &r
+	}
 	return &c
 }
