@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -345,7 +346,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	if rep.Capacity == 0 && opts.Total == 0 {
 		v.reach = func(int64) int64 { return 1 }
 	}
-	if err := seed(v.a, layout, tr, cfg, v.live); err != nil {
+	if err := seed(v.a, layout, tr, cfg, v.live, rep.Capacity > 0 || opts.Total > 0); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -1129,23 +1130,92 @@ func tracePages(tr []snapshot.TraceEntry, runs map[poolKey][]torchlike.SeedRun, 
 }
 
 // reservationRuns is how many of runs, a stream's mapped runs of one pool
-// in address order, one reservation of size bytes in pages of page bytes
-// can hold from the first: each a whole number of pages from it, and all
-// within size of it. PyTorch makes a stream another reservation when none
-// it has can hold a request (find_expandable_block), so a stream's runs
-// may lie in several; seeded into one, the runs past its end were refused
-// ("not whole pages of the reservation"): 150 of 2,400 warm starts of a
-// review's random recordings.
-func reservationRuns(runs []torchlike.SeedRun, size, page int64) int {
+// in address order, one reservation based at base can hold in its first
+// reach bytes: each a whole number of pages from the first, and ending
+// within reach of base. PyTorch makes a stream another reservation when
+// none it has can hold a request (find_expandable_block), so a stream's
+// runs may lie in several; seeded into one, the runs past its end were
+// refused ("not whole pages of the reservation"): 150 of 2,400 warm
+// starts of a review's random recordings.
+func reservationRuns(runs []torchlike.SeedRun, reach, page, base int64) int {
 	n := 1
-	for n < len(runs) && runs[n].Addr+runs[n].Size-runs[0].Addr <= size && (runs[n].Addr-runs[0].Addr)%page == 0 {
+	for n < len(runs) && runs[n].Addr+runs[n].Size-base <= reach && (runs[n].Addr-runs[0].Addr)%page == 0 {
 		n++
 	}
 	return n
 }
 
-// seed installs the reconstructed starting layout.
-func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle) error {
+// otherRuns are every stream's and pool's expandable runs in address
+// order, with the bounds of each stretch of one stream and pool, for the
+// nearest run of another below or above an address.
+type otherRuns struct {
+	runs       []keyedRun
+	from, upto []int32 // the first and one past the last index of i's stretch
+}
+
+type keyedRun struct {
+	start, end int64
+	k          poolKey
+}
+
+func othersOf(runs map[poolKey][]torchlike.SeedRun) *otherRuns {
+	o := &otherRuns{}
+	for k, rs := range runs {
+		for _, r := range rs {
+			o.runs = append(o.runs, keyedRun{r.Addr, r.Addr + r.Size, k})
+		}
+	}
+	slices.SortFunc(o.runs, func(x, y keyedRun) int { return cmp.Compare(x.start, y.start) })
+	n := len(o.runs)
+	o.from, o.upto = make([]int32, n), make([]int32, n)
+	for i := range n {
+		if i > 0 && o.runs[i-1].k == o.runs[i].k {
+			o.from[i] = o.from[i-1]
+		} else {
+			o.from[i] = int32(i)
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		if i+1 < n && o.runs[i+1].k == o.runs[i].k {
+			o.upto[i] = o.upto[i+1]
+		} else {
+			o.upto[i] = int32(i + 1)
+		}
+	}
+	return o
+}
+
+// startAbove is where the first run at or above addr of another stream or
+// pool than k starts (MaxInt64: none).
+func (o *otherRuns) startAbove(k poolKey, addr int64) int64 {
+	i, _ := slices.BinarySearchFunc(o.runs, addr, func(r keyedRun, a int64) int { return cmp.Compare(r.start, a) })
+	if i < len(o.runs) && o.runs[i].k == k {
+		i = int(o.upto[i])
+	}
+	if i < len(o.runs) {
+		return o.runs[i].start
+	}
+	return math.MaxInt64
+}
+
+// endBelow is where the last run below addr of another stream or pool
+// than k ends (MinInt64: none).
+func (o *otherRuns) endBelow(k poolKey, addr int64) int64 {
+	i, _ := slices.BinarySearchFunc(o.runs, addr, func(r keyedRun, a int64) int { return cmp.Compare(r.start, a) })
+	i--
+	if i >= 0 && o.runs[i].k == k {
+		i = int(o.from[i]) - 1
+	}
+	if i >= 0 {
+		return o.runs[i].end
+	}
+	return math.MinInt64
+}
+
+// seed installs the reconstructed starting layout. totalKnown: the card's
+// total, and with it a reservation's size, is known (an OOM, --capacity or
+// --total), not taken as unlimited.
+func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, totalKnown bool) error {
 	expandable := cfg.ExpandableSegments
 	runs := map[poolKey][]torchlike.SeedRun{}
 	var keys []poolKey
@@ -1174,6 +1244,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 		}
 	}
 	known := tracePages(tr, runs, cfg.LargeSegmentSize)
+	others := othersOf(runs)
 	for _, k := range keys {
 		rs := runs[k]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
@@ -1183,11 +1254,24 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 		}
 		floor := int64(math.MinInt64)
 		for len(rs) > 0 {
-			n := reservationRuns(rs, size, page)
+			// A reservation holds no run of another stream or pool: it
+			// begins above the one below its first run, and its runs
+			// end before the one above. Its runs are counted from where
+			// its first alone would put its base.
+			lo := max(floor, others.endBelow(k, rs[0].Addr))
+			above := others.startAbove(k, rs[0].Addr)
+			n := reservationRuns(rs, min(size, above-expandableBase(known[k], rs[0].Addr, page, lo)), page, expandableBase(known[k], rs[0].Addr, page, lo))
 			g := rs[:n]
 			rs = rs[n:]
 			last := g[n-1].Addr + g[n-1].Size
-			base := expandableBase(known[k], g[0].Addr, page, max(floor, last-size))
+			base := expandableBase(known[k], g[0].Addr, page, max(lo, last-size))
+			if totalKnown && base+size > above {
+				// It would reach the run above: based the least
+				// number of pages lower that ends it below that run.
+				if b := g[0].Addr - (g[0].Addr+size-above+page-1)/page*page; b >= lo && b+size >= last {
+					base = b
+				}
+			}
 			hss, err := a.SeedExpandable(base, k.stream, k.small, g)
 			if err != nil {
 				return err
