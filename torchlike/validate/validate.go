@@ -1259,19 +1259,29 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 			// end before the one above. Its runs are counted from where
 			// its first alone would put its base.
 			lo := max(floor, others.endBelow(k, rs[0].Addr))
-			above := others.startAbove(k, rs[0].Addr)
-			n := reservationRuns(rs, min(size, above-expandableBase(known[k], rs[0].Addr, page, lo)), page, expandableBase(known[k], rs[0].Addr, page, lo))
+			b0 := expandableBase(known[k], rs[0].Addr, page, lo)
+			n := reservationRuns(rs, size, page, b0)
 			g := rs[:n]
-			rs = rs[n:]
 			last := g[n-1].Addr + g[n-1].Size
 			base := expandableBase(known[k], g[0].Addr, page, max(lo, last-size))
-			if totalKnown && base+size > above {
-				// It would reach the run above: based the least
-				// number of pages lower that ends it below that run.
-				if b := g[0].Addr - (g[0].Addr+size-above+page-1)/page*page; b >= lo && b+size >= last {
-					base = b
+			// The run of another stream or pool above the first ends the
+			// reservation's runs, and with the card's total known it is
+			// based the least number of pages lower that ends it below
+			// that run, when that holds its runs and keeps above the one
+			// below; where it cannot, the run above is read as lying
+			// past it, as without the bound.
+			if above := others.startAbove(k, rs[0].Addr); totalKnown && base+size > above {
+				m := 1
+				for m < n && g[m].Addr < above {
+					m++
+				}
+				end := g[m-1].Addr + g[m-1].Size
+				if b := g[0].Addr - (g[0].Addr+size-above+page-1)/page*page; b >= lo && b+size >= end {
+					n, base = m, b
 				}
 			}
+			g = rs[:n]
+			rs = rs[n:]
 			hss, err := a.SeedExpandable(base, k.stream, k.small, g)
 			if err != nil {
 				return err
