@@ -232,18 +232,11 @@ type Allocator struct {
 	// large) has made: no run of free and unmapped blocks is longer
 	// (expandableCandidate).
 	expLargest [2]int64
-	// resv are the live expandable segments' address ranges (nil before
-	// the first), for Reserved: kept when one is made, seeded or released
-	// (never per event). A pointer, so that the record stays in its
-	// 2,048-byte size class.
-	resv *reservations
-}
-
-// reservations are the live expandable segments' ranges, sorted by start,
-// and how many segments have been released.
-type reservations struct {
-	spans    []span
-	released int64
+	// resv are the live expandable segments' address ranges, sorted by
+	// start, for Reserved: kept when one is made, seeded or released
+	// (never per event). The segments (exp) hold the same, in the order
+	// made; the index answers a search where they would be read whole.
+	resv []span
 }
 
 // span is an address range [start, end).

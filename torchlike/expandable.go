@@ -79,43 +79,29 @@ func (a *Allocator) reservation(small bool) (page, size int64) {
 
 // reserve notes a new expandable segment's range in resv.
 func (a *Allocator) reserve(base, size int64) {
-	if a.resv == nil {
-		a.resv = new(reservations)
-	}
-	r := a.resv
-	i, _ := slices.BinarySearchFunc(r.spans, base, func(s span, b int64) int { return cmp.Compare(s.start, b) })
-	r.spans = slices.Insert(r.spans, i, span{base, base + size})
+	i, _ := slices.BinarySearchFunc(a.resv, base, func(s span, b int64) int { return cmp.Compare(s.start, b) })
+	a.resv = slices.Insert(a.resv, i, span{base, base + size})
 }
 
 // unreserve drops a released segment's range from resv.
 func (a *Allocator) unreserve(base int64) {
-	r := a.resv
-	if i, ok := slices.BinarySearchFunc(r.spans, base, func(s span, b int64) int { return cmp.Compare(s.start, b) }); ok {
-		r.spans = slices.Delete(r.spans, i, i+1)
+	if i, ok := slices.BinarySearchFunc(a.resv, base, func(s span, b int64) int { return cmp.Compare(s.start, b) }); ok {
+		a.resv = slices.Delete(a.resv, i, i+1)
 	}
-	r.released++
 }
 
 // Released is how many expandable segments the allocator has released
-// (cuMemAddressFree): the validator's reading ahead of the recorded maps
-// starts again after one, whose range the device may give again.
-func (a *Allocator) Released() int64 {
-	if a.resv == nil {
-		return 0
-	}
-	return a.resv.released
-}
+// (cuMemAddressFree), every segment made or seeded less the live ones:
+// the validator's reading ahead of the recorded maps starts again after
+// one, whose range the device may give again.
+func (a *Allocator) Released() int64 { return int64(len(a.exp) - len(a.resv)) }
 
 // Reserved reports whether [addr, addr+size) meets the address range of
 // a live expandable segment (made, or seeded, and not released): the
 // validator places a new one only where none is.
 func (a *Allocator) Reserved(addr, size int64) bool {
-	if a.resv == nil {
-		return false
-	}
-	spans := a.resv.spans
-	i, _ := slices.BinarySearchFunc(spans, addr, func(s span, x int64) int { return cmp.Compare(s.end, x+1) })
-	return i < len(spans) && spans[i].start < addr+size
+	i, _ := slices.BinarySearchFunc(a.resv, addr, func(s span, x int64) int { return cmp.Compare(s.end, x+1) })
+	return i < len(a.resv) && a.resv[i].start < addr+size
 }
 
 // ReservationSize is the size of the address range a new expandable

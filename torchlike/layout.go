@@ -65,12 +65,8 @@ func (a *Allocator) Check() error {
 		}
 	}
 	slices.SortFunc(live, func(x, y span) int { return cmp.Compare(x.start, y.start) })
-	var spans []span
-	if a.resv != nil {
-		spans = a.resv.spans
-	}
-	if !slices.Equal(live, spans) {
-		return fmt.Errorf("the live expandable segments %v are not the reserved ranges %v", live, spans)
+	if !slices.Equal(live, a.resv) {
+		return fmt.Errorf("the live expandable segments %v are not the reserved ranges %v", live, a.resv)
 	}
 	var reserved, allocated, active, requested [3]int64
 	var nFree, nUnmapped int

@@ -336,10 +336,6 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 		a.exp[i].owner = nil
 	}
 	c.exp = slices.Clone(a.exp)
-	if a.resv != nil {
-		r := *a.resv
-		r.spans = slices.Clone(r.spans)
-		c.resv = &r
-	}
+	c.resv = slices.Clone(a.resv)
 	return &c
 }

@@ -1001,12 +1001,12 @@ func cond(ok bool, s *rseg) *rseg {
 // merge joins right, which begins where left ends, to left. A loose run
 // takes the other's pool.
 func (r *recon) merge(left, right *rseg) {
-	switch {
-	case left.loose && !right.loose:
-		left.small, left.loose = right.small, false
-	case right.loose && !left.loose:
-	case left.loose:
-		left.looseAt = min(left.looseAt, right.looseAt)
+	if left.loose {
+		if right.loose {
+			left.looseAt = min(left.looseAt, right.looseAt)
+		} else {
+			left.small, left.loose = right.small, false
+		}
 	}
 	left.size += right.size
 	blocksMoved.Add(int64(len(right.blocks)))
@@ -1027,7 +1027,7 @@ func (r *recon) joinLoose(si int, end int64) *rseg {
 	sg := r.segs[si]
 	for sg.end() < end && si+1 < len(r.segs) {
 		nx := r.segs[si+1]
-		if !sg.expandable || !nx.expandable || nx.addr != sg.end() || nx.stream != sg.stream || !sg.loose && !nx.loose {
+		if !beside(sg, nx) || !sg.loose && !nx.loose {
 			break
 		}
 		r.merge(sg, nx)
@@ -1052,11 +1052,16 @@ func (r *recon) settleBy(sg *rseg, small bool) {
 	}
 }
 
-// joins reports whether right, beside left, is of its run: both
-// expandable, of one stream and of one known pool.
+// joins reports whether right, beside left, is of its run: of one known
+// pool too.
 func (r *recon) joins(left, right *rseg) bool {
-	return left.expandable && right.expandable && left.end() == right.addr && left.stream == right.stream &&
-		!left.loose && !right.loose && left.small == right.small
+	return beside(left, right) && !left.loose && !right.loose && left.small == right.small
+}
+
+// beside reports whether right begins where left ends, both expandable
+// and of one stream: runs that may be of one reservation.
+func beside(left, right *rseg) bool {
+	return left.expandable && right.expandable && left.end() == right.addr && left.stream == right.stream
 }
 
 // settle decides the runs still loose at the first entry: each joins the
@@ -1069,25 +1074,19 @@ func (r *recon) settle() {
 			continue
 		}
 		// Loose runs side by side are one range of unknown pool.
-		for k+1 < len(r.segs) {
-			s := r.segs[k+1]
-			if !s.loose || s.addr != sg.end() || s.stream != sg.stream {
-				break
-			}
-			r.merge(sg, s)
+		for k+1 < len(r.segs) && r.segs[k+1].loose && beside(sg, r.segs[k+1]) {
+			r.merge(sg, r.segs[k+1])
 		}
+		// Its neighbours are of known pools now: one below was settled
+		// before it, one above is not loose or would have joined.
 		var left, right *rseg
-		if k > 0 {
-			if s := r.segs[k-1]; s.expandable && s.end() == sg.addr && s.stream == sg.stream {
-				left = s
-			}
+		if k > 0 && beside(r.segs[k-1], sg) {
+			left = r.segs[k-1]
 		}
-		if k+1 < len(r.segs) {
-			if s := r.segs[k+1]; s.expandable && s.addr == sg.end() && s.stream == sg.stream {
-				right = s
-			}
+		if k+1 < len(r.segs) && beside(sg, r.segs[k+1]) {
+			right = r.segs[k+1]
 		}
-		if left != nil && right != nil && !right.loose && !left.loose && left.small != right.small {
+		if left != nil && right != nil && left.small != right.small {
 			right = nil
 		}
 		switch {

@@ -342,11 +342,8 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 	if v.expandable {
 		v.maps, v.next = mapsByStream(tr), map[poolKey]int{}
 	}
-	v.reach = func(size int64) int64 { return size }
-	if rep.Capacity == 0 && opts.Total == 0 {
-		v.reach = func(int64) int64 { return 1 }
-	}
-	if err := seed(v.a, layout, tr, cfg, v.live, rep.Capacity > 0 || opts.Total > 0); err != nil {
+	v.totalKnown = rep.Capacity > 0 || opts.Total > 0
+	if err := seed(v.a, layout, tr, cfg, v.live, v.totalKnown); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -503,15 +500,24 @@ type replayer struct {
 	// maps are the trace's segment_map entries by stream, and next the
 	// cursor into them of each stream and pool (laterMap); nextShared:
 	// next is the replayer's this one was cloned from too.
-	maps       *streamMaps
+	maps       map[int64][]int32
 	next       map[poolKey]int
 	nextShared bool
 	released   int64 // the model's reservations released when next was last valid
-	// reach is how much of a new reservation's range must be clear of
-	// live ones: all of it when the card's total is known, else its
-	// first byte (a total taken as unlimited makes every reservation a
-	// petabyte, and every recorded one below another would be refused).
-	reach func(size int64) int64
+	// totalKnown: the card's total, and with it a reservation's size, is
+	// known (an OOM, --capacity or --total), not taken as unlimited.
+	totalKnown bool
+}
+
+// reach is how much of a new reservation of size bytes must be clear of
+// live ones: all of it when the card's total is known, else its first
+// byte (a total taken as unlimited makes every reservation a petabyte,
+// and every recorded one below another would be refused).
+func (v *replayer) reach(size int64) int64 {
+	if v.totalKnown {
+		return size
+	}
+	return 1
 }
 
 // poolKey names a stream's pool.
@@ -576,7 +582,7 @@ func (v *replayer) laterMap(i int, size int64) int64 {
 	if n := v.a.Released(); n != v.released {
 		v.next, v.nextShared, v.released = map[poolKey]int{}, false, n
 	}
-	later := v.maps.of[v.atStream]
+	later := v.maps[v.atStream]
 	key := poolKey{v.atStream, v.atSize <= torchlike.SmallSize}
 	c := v.next[key]
 	// Maps before the entry are past; the cursor moves only forward.
@@ -603,15 +609,13 @@ func (v *replayer) setNext(key poolKey, c int) {
 	v.next[key] = c
 }
 
-// streamMaps lists each stream's segment_map entries in trace order, for
-// laterMap's cursors; copies of a replayer share it.
-type streamMaps struct{ of map[int64][]int32 }
-
-func mapsByStream(tr []snapshot.TraceEntry) *streamMaps {
-	m := &streamMaps{of: map[int64][]int32{}}
+// mapsByStream lists each stream's segment_map entries in trace order,
+// for laterMap's cursors; copies of a replayer share it, read only.
+func mapsByStream(tr []snapshot.TraceEntry) map[int64][]int32 {
+	m := map[int64][]int32{}
 	for k := range tr {
 		if tr[k].Action == torchlike.ActionSegmentMap {
-			m.of[tr[k].Stream] = append(m.of[tr[k].Stream], int32(k))
+			m[tr[k].Stream] = append(m[tr[k].Stream], int32(k))
 		}
 	}
 	return m
@@ -1130,16 +1134,16 @@ func tracePages(tr []snapshot.TraceEntry, runs map[poolKey][]torchlike.SeedRun, 
 }
 
 // reservationRuns is how many of runs, a stream's mapped runs of one pool
-// in address order, one reservation based at base can hold in its first
-// reach bytes: each a whole number of pages from the first, and ending
-// within reach of base. PyTorch makes a stream another reservation when
+// in address order, one reservation of size bytes based at base can hold:
+// each a whole number of pages from the first, and ending within size of
+// base. PyTorch makes a stream another reservation when
 // none it has can hold a request (find_expandable_block), so a stream's
 // runs may lie in several; seeded into one, the runs past its end were
 // refused ("not whole pages of the reservation"): 150 of 2,400 warm
 // starts of a review's random recordings.
-func reservationRuns(runs []torchlike.SeedRun, reach, page, base int64) int {
+func reservationRuns(runs []torchlike.SeedRun, size, page, base int64) int {
 	n := 1
-	for n < len(runs) && runs[n].Addr+runs[n].Size-base <= reach && (runs[n].Addr-runs[0].Addr)%page == 0 {
+	for n < len(runs) && runs[n].Addr+runs[n].Size-base <= size && (runs[n].Addr-runs[0].Addr)%page == 0 {
 		n++
 	}
 	return n
