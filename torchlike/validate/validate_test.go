@@ -577,6 +577,39 @@ func TestValidateFractionOfTotal(t *testing.T) {
 	}
 }
 
+// TestValidatePlainFreeThenEmptyCache: a free's completion recorded just
+// before a release burst is read first as one the next malloc's release
+// path completed (synchronize_and_free_events), and on a full card that
+// reading reproduces the burst here: the same pages of the freed block
+// are unmapped. But the release path's retry takes the block below the
+// unmapped hole (find_expandable_block), where the program's own
+// empty_cache() left the 4 MiB request to get_free_block, which weighs
+// that block by what it can grow to and takes the piece above. No
+// segment event differs until the 14 MiB request after it, which the
+// piece left below must grow for; the validator took the first reading
+// (the seed-171 export of a warm-start campaign with 64 MiB pages
+// disagreed so even from its first entry). The reading that also puts
+// every allocation where the recording did is now preferred.
+func TestValidatePlainFreeThenEmptyCache(t *testing.T) {
+	const mib = 1 << 20
+	r := newRecorder(t, "torch:expandable_segments=true", 120*mib, 0)
+	r.alloc(1, 15*mib, 0)
+	r.alloc(2, 100*mib, 0)
+	r.alloc(3, 5*mib, 0) // the card is full: 120 MiB mapped
+	r.free(2)
+	r.a.EmptyCache() // unmaps 80 MiB, leaving 5 MiB below the hole and 15 above
+	r.alloc(4, 4*mib, 0)
+	r.alloc(5, 14*mib, 0) // maps a page at the hole's start
+	snap := snapshotOf(settingsFor(true), r)
+	if n := len(snap.DeviceTraces[0]); n != 11 || snap.DeviceTraces[0][7].Action != torchlike.ActionSegmentUnmap || snap.DeviceTraces[0][9].Action != torchlike.ActionSegmentMap {
+		t.Fatalf("the recording is not the program described: %d entries %+v", n, snap.DeviceTraces[0])
+	}
+	reps := mustAgree(t, snap, Options{Capacity: 120 * mib})
+	if r := reps[0]; r.AddrMismatches != 0 || r.EmptyCache != 1 {
+		t.Errorf("%d allocations placed elsewhere than recorded, %d empty_cache() calls read (want 0 and 1)", r.AddrMismatches, r.EmptyCache)
+	}
+}
+
 // TestValidateReservationOfFailedMalloc: with expandable segments, a
 // malloc that fails still makes its stream's reservation (PyTorch's
 // find_expandable_block creates the segment before mapping fails), and
