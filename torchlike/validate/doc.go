@@ -63,7 +63,10 @@
 // a malloc that failed takes the first later map of its stream and pool
 // in no live reservation (laterMap), and a warm start's runs of a stream
 // and pool are seeded into as many reservations as their places need,
-// each based at the lowest page the trace shows for it.
+// each based at the lowest page the trace shows for it; where the
+// recording then maps elsewhere what a reservation's tail would hold,
+// it is based lower and the recording replayed again (lowerBases),
+// kept only if that agrees.
 //
 // The card's total memory, which the fraction of
 // per_process_memory_fraction and a reservation's size are taken of, is

@@ -93,6 +93,16 @@ type DeviceReport struct {
 	// which a divergence may be owed to rather than the model.
 	UncertainSizes int
 	MaxTail        int64
+	// reservations are the expandable reservations a warm start seeded,
+	// whose bases are readings (lowerBases).
+	reservations []seededReservation
+}
+
+// seededReservation is an expandable reservation a warm start seeded: its
+// first run's address (which names it), its base and size, the end of
+// its last run, and its page.
+type seededReservation struct {
+	first, base, size, end, page int64
 }
 
 // CapacityBound is what one failed device malloc says of the device: it
@@ -169,6 +179,9 @@ func Validate(snap *snapshot.Snapshot, opts Options) ([]*DeviceReport, error) {
 		if !r.Agree() {
 			r = otherReading(snap, d, opts, r)
 		}
+		if !r.Agree() {
+			r = lowerBases(snap, d, opts, r)
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -200,6 +213,9 @@ func hasDivisionOne(s *snapshot.Settings) bool {
 type reading struct {
 	legacyRoundup bool // PyTorch before 2.4's rounding
 	tails         bool // warm-start blocks own every remainder the trace allows
+	// baseCaps: the highest base a warm start's expandable reservation
+	// may have, by the address of its first run (lowerBases).
+	baseCaps map[int64]int64
 }
 
 // otherReading is first's replacement by the first other reading of the
@@ -238,6 +254,88 @@ func otherReading(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRep
 		}
 	}
 	return first
+}
+
+// lowerBases is first's replacement by a reading of a warm start's
+// expandable reservations based lower, when that agrees; otherwise first.
+//
+// No snapshot records where a reservation begins, and seed bases each as
+// high as its runs and the trace's pages allow, which leaves it the
+// longest unmapped tail after its last run. Where the recording then
+// mapped a request elsewhere than the simulation, in that tail, the
+// reservation was shorter there: PyTorch's find_expandable_block takes
+// the first unmapped range, in address order, that holds the request
+// with the free block before it, so a tail that held it would have been
+// taken. The reservation is based the least number of pages lower that
+// ends it a page short of that map, and the recording replayed again;
+// each replay can find the next such map, up to maxBaseTries. (A review's
+// random warm starts: the tail of a stream's first reservation mapped
+// where the recording, its reservation based 20 MiB lower, mapped in the
+// stream's next one.)
+func lowerBases(snap *snapshot.Snapshot, d int, opts Options, first *DeviceReport) *DeviceReport {
+	caps := map[int64]int64{}
+	rep := first
+	for range maxBaseTries {
+		g, c, ok := rep.tailMap()
+		if !ok {
+			return first
+		}
+		if old, seen := caps[g.first]; seen && old <= c {
+			return first
+		}
+		caps[g.first] = c
+		next, err := validateDevice(snap, d, opts, reading{baseCaps: maps.Clone(caps)})
+		if err != nil {
+			return first
+		}
+		if next.Agree() {
+			var lowered []string
+			for _, r := range next.reservations {
+				if _, ok := caps[r.first]; ok {
+					lowered = append(lowered, fmt.Sprintf("run at %#x based at %#x", r.first, r.base))
+				}
+			}
+			slices.Sort(lowered)
+			next.Start += fmt.Sprintf("; expandable reservations based lower than their runs allow (%s): no snapshot records where a reservation begins, and the recording mapped elsewhere what their tails would have held; the reading that agrees", strings.Join(lowered, ", "))
+			return next
+		}
+		rep = next
+	}
+	return first
+}
+
+// maxBaseTries bounds lowerBases's replays of a recording.
+const maxBaseTries = 8
+
+// tailMap finds the first segment_map the simulation made and the
+// recording did not (another address, or past the divergence), in the
+// unmapped tail of a reservation seeded at a warm start, and the highest
+// base that ends that reservation a page short of the map's end. A map
+// at another address than recorded is no divergence (events agree in
+// action and size), but where it lies in a tail the reservation is read
+// too long there all the same, and the divergence comes later.
+func (r *DeviceReport) tailMap() (seededReservation, int64, bool) {
+	if !r.Diverged {
+		return seededReservation{}, 0, false
+	}
+	for i := range r.Simulated {
+		e := r.Simulated[i]
+		if e.Action != torchlike.ActionSegmentMap {
+			continue
+		}
+		if i < len(r.Recorded) && r.Recorded[i].Action == e.Action && r.Recorded[i].Addr == e.Addr && r.Recorded[i].Size == e.Size {
+			continue
+		}
+		for _, g := range r.reservations {
+			if e.Addr >= g.end && e.Addr < g.base+g.size {
+				return g, e.Addr + e.Size - g.page - g.size, true
+			}
+		}
+		if i >= r.DivergeAt {
+			return seededReservation{}, 0, false
+		}
+	}
+	return seededReservation{}, 0, false
 }
 
 func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*DeviceReport, error) {
@@ -343,7 +441,7 @@ func validateDevice(snap *snapshot.Snapshot, d int, opts Options, rd reading) (*
 		v.maps, v.next = mapsByStream(tr), map[poolKey]int{}
 	}
 	v.totalKnown = rep.Capacity > 0 || opts.Total > 0
-	if err := seed(v.a, layout, tr, cfg, v.live, v.totalKnown); err != nil {
+	if v.rep.reservations, err = seed(v.a, layout, tr, cfg, v.live, v.totalKnown, rd.baseCaps); err != nil {
 		return nil, err
 	}
 	for addr, h := range v.live {
@@ -1244,7 +1342,14 @@ func (o *otherRuns) endBelow(k poolKey, addr int64) int64 {
 // seed installs the reconstructed starting layout. totalKnown: the card's
 // total, and with it a reservation's size, is known (an OOM, --capacity or
 // --total), not taken as unlimited.
-func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, totalKnown bool) error {
+//
+// It returns the expandable reservations it seeded. baseCaps lowers the
+// base of a reservation named by its first run's address to at most the
+// given address, the least number of pages, where that still holds its
+// runs and the pages the trace maps or unmaps among them, and keeps
+// above the reservation below (lowerBases).
+func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, totalKnown bool, baseCaps map[int64]int64) ([]seededReservation, error) {
+	var seeded []seededReservation
 	expandable := cfg.ExpandableSegments
 	runs := map[poolKey][]torchlike.SeedRun{}
 	var keys []poolKey
@@ -1255,7 +1360,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 		}
 		if s.Expandable {
 			if !expandable {
-				return fmt.Errorf("segment at %#x is expandable but the snapshot's settings say expandable_segments=False", s.Address)
+				return nil, fmt.Errorf("segment at %#x is expandable but the snapshot's settings say expandable_segments=False", s.Address)
 			}
 			k := poolKey{s.Stream, s.Small}
 			if _, ok := runs[k]; !ok {
@@ -1266,7 +1371,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 		}
 		hs, err := a.SeedSegment(s.Address, s.Size, s.Stream, s.Small, blocks)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, h := range hs {
 			live[blocks[i].Addr] = h
@@ -1310,10 +1415,25 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 				}
 			}
 			g = rs[:n]
+			end := g[n-1].Addr + g[n-1].Size
+			if c, ok := baseCaps[g[0].Addr]; ok && base > c {
+				// The pages the trace maps or unmaps among the runs
+				// must stay in the reservation.
+				hold := end
+				for _, p := range known[k] {
+					if p >= g[0].Addr && p < base+size {
+						hold = max(hold, p+page)
+					}
+				}
+				if b := g[0].Addr - (g[0].Addr-c+page-1)/page*page; b >= lo && b+size >= hold {
+					base = b
+				}
+			}
+			seeded = append(seeded, seededReservation{first: g[0].Addr, base: base, size: size, end: end, page: page})
 			rs = rs[n:]
 			hss, err := a.SeedExpandable(base, k.stream, k.small, g)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for i, hs := range hss {
 				for j, h := range hs {
@@ -1323,7 +1443,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 			floor = base + size
 		}
 	}
-	return nil
+	return seeded, nil
 }
 
 // WriteReport prints a device report for people: what was compared, the
