@@ -261,13 +261,14 @@ func otherReading(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRep
 //
 // No snapshot records where a reservation begins, and seed bases each as
 // high as its runs and the trace's pages allow, which leaves it the
-// longest unmapped tail after its last run. Where the recording then
-// mapped a request elsewhere than the simulation, in that tail, the
-// reservation was shorter there: PyTorch's find_expandable_block takes
-// the first unmapped range, in address order, that holds the request
-// with the free block before it, so a tail that held it would have been
-// taken. The reservation is based the least number of pages lower that
-// ends it a page short of that map, and the recording replayed again;
+// longest unmapped tail after its last run and no unmapped head before
+// its first. Where the simulation then mapped a request in that tail and
+// the recording did not, the reservation began lower: PyTorch's
+// find_expandable_block takes the first unmapped range, in address order,
+// that holds the request with the free blocks next to it, so a tail that
+// held it would have been taken, and a head is tried before any tail.
+// The reservation is based the least number of pages lower that the
+// recording's choice needs (baseCap), and the recording replayed again;
 // each replay can find the next such map, up to maxBaseTries. (A review's
 // random warm starts: the tail of a stream's first reservation mapped
 // where the recording, its reservation based 20 MiB lower, mapped in the
@@ -276,7 +277,7 @@ func lowerBases(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRepor
 	caps := map[int64]int64{}
 	rep := first
 	for range maxBaseTries {
-		g, c, ok := rep.tailMap()
+		g, c, ok := rep.baseCap()
 		if !ok {
 			return first
 		}
@@ -296,7 +297,7 @@ func lowerBases(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRepor
 				}
 			}
 			slices.Sort(lowered)
-			next.Start += fmt.Sprintf("; expandable reservations based lower than their runs allow (%s): no snapshot records where a reservation begins, and the recording mapped elsewhere what their tails would have held; the reading that agrees", strings.Join(lowered, ", "))
+			next.Start += fmt.Sprintf("; expandable reservations based lower than their runs allow (%s): no snapshot records where a reservation begins, and where the replay mapped in their tails the recording mapped elsewhere or ran out of memory; the reading that agrees", strings.Join(lowered, ", "))
 			return next
 		}
 		rep = next
@@ -307,14 +308,29 @@ func lowerBases(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRepor
 // maxBaseTries bounds lowerBases's replays of a recording.
 const maxBaseTries = 8
 
-// tailMap finds the first segment_map the simulation made and the
-// recording did not (another address, or past the divergence), in the
+// baseCap finds the first segment_map the simulation made and the
+// recording did not (another address, or from the divergence on), in the
 // unmapped tail of a reservation seeded at a warm start, and the highest
-// base that ends that reservation a page short of the map's end. A map
-// at another address than recorded is no divergence (events agree in
-// action and size), but where it lies in a tail the reservation is read
-// too long there all the same, and the divergence comes later.
-func (r *DeviceReport) tailMap() (seededReservation, int64, bool) {
+// base that reading of the recording allows the reservation:
+//
+//   - Where the recording mapped elsewhere (a map at another address is
+//     no divergence, events agreeing in action and size, but the
+//     reservation is read too long there all the same), the base that
+//     ends the reservation a page short of the map's end.
+//   - Where the recording ran out of memory instead (the map is the
+//     divergence, an oom recorded there), the reservation began lower,
+//     and its unmapped head, the lowest unmapped range and so the first
+//     find_expandable_block tries, held the request but needed more
+//     pages than the device had left. How many pages the head had
+//     depends on what was unmapped at its front by then, which the
+//     report does not keep: the base one page lower than this replay's,
+//     a page at a time, while the replay maps the request in the tail
+//     or in a head still too short to need the pages it did not have. Capping the tail instead lowered such a base 28
+//     pages where the recording's was 5 below the run, and a head of as
+//     many pages as the request 3 where it was 2 (two of a review's
+//     random warm starts), and each of those readings agreed all the
+//     same.
+func (r *DeviceReport) baseCap() (seededReservation, int64, bool) {
 	if !r.Diverged {
 		return seededReservation{}, 0, false
 	}
@@ -326,8 +342,17 @@ func (r *DeviceReport) tailMap() (seededReservation, int64, bool) {
 		if i < len(r.Recorded) && r.Recorded[i].Action == e.Action && r.Recorded[i].Addr == e.Addr && r.Recorded[i].Size == e.Size {
 			continue
 		}
+		oom := i == r.DivergeAt && i < len(r.Recorded) && r.Recorded[i].Action == "oom"
 		for _, g := range r.reservations {
-			if e.Addr >= g.end && e.Addr < g.base+g.size {
+			if e.Addr < g.base || e.Addr >= g.base+g.size {
+				continue
+			}
+			switch {
+			case oom && (e.Addr < g.first || e.Addr == g.base || e.Addr >= g.end):
+				// In the tail, or in a head one lowering made that
+				// was still too short for the recording's pages.
+				return g, g.base - g.page, true
+			case e.Addr >= g.end:
 				return g, e.Addr + e.Size - g.page - g.size, true
 			}
 		}
@@ -1141,10 +1166,11 @@ func (v *replayer) resolveBurst(tr []snapshot.TraceEntry, k int, recReserved []i
 // pending on record_stream, completed in the retry, whose segment the
 // same retry releases), and is not taken here.
 //
-// With anyReading, the releases may be read any way resolveBurst reads
-// them: the reading of the completions as plain frees that the release
-// path's reading is weighed against when that one put an allocation
-// elsewhere than recorded (see Validate's loop).
+// With anyReading, the releases may also be read as an empty_cache() call
+// or a device failure nothing recorded (not against their frames): the
+// reading of the completions as plain frees that the release path's
+// reading is weighed against when that one put an allocation elsewhere
+// than recorded (see validateDevice's loop).
 func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserved []int64, hint snapshot.FrameClass, anyReading bool) (*replayer, bool, error) {
 	c := v.clone()
 	for i := k; i < m; i++ {
@@ -1161,7 +1187,7 @@ func (v *replayer) plainThenBurst(tr []snapshot.TraceEntry, k, m int, recReserve
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	if r := next.rep; !anyReading && (r.EmptyCache != empty || r.InferredFailures != failures || r.FramesOverruled != overruled) {
+	if r := next.rep; r.FramesOverruled != overruled || !anyReading && (r.EmptyCache != empty || r.InferredFailures != failures) {
 		return nil, false, nil
 	}
 	return next, true, nil
@@ -1346,8 +1372,11 @@ func (o *otherRuns) endBelow(k poolKey, addr int64) int64 {
 // It returns the expandable reservations it seeded. baseCaps lowers the
 // base of a reservation named by its first run's address to at most the
 // given address, the least number of pages, where that still holds its
-// runs and the pages the trace maps or unmaps among them, and keeps
-// above the reservation below (lowerBases).
+// runs and the pages the trace maps or unmaps in its tail, and keeps
+// above the run of another stream or pool below and the stream's own
+// reservation below (lowerBases). Another stream's seeded tail may then
+// lie under it, as it may under any seeded reservation: a tail has no
+// run to bound it.
 func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, cfg torchlike.Config, live map[int64]strategies.Handle, totalKnown bool, baseCaps map[int64]int64) ([]seededReservation, error) {
 	var seeded []seededReservation
 	expandable := cfg.ExpandableSegments
@@ -1417,8 +1446,9 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 			g = rs[:n]
 			end := g[n-1].Addr + g[n-1].Size
 			if c, ok := baseCaps[g[0].Addr]; ok && base > c {
-				// The pages the trace maps or unmaps among the runs
-				// must stay in the reservation.
+				// The pages the trace maps or unmaps in the tail must
+				// stay in the reservation (which also keeps the
+				// grouping of runs, and so the caps' keys, as seeded).
 				hold := end
 				for _, p := range known[k] {
 					if p >= g[0].Addr && p < base+size {
