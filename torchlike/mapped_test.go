@@ -2,6 +2,7 @@ package torchlike
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"membench/strategies"
@@ -73,6 +74,61 @@ func TestOverlapsAsScan(t *testing.T) {
 			if yes == 0 || yes == asked {
 				t.Fatalf("%q seed %d: %d of %d ranges overlap: the test asks nothing worth asking", knobs, seed, yes, asked)
 			}
+		}
+	}
+}
+
+// TestCloneKeepsOverlaps: a clone of a model that has been asked Overlaps
+// keeps the mapped ranges (a copy, not rebuilt from every block at its
+// first question, which was half of validating a recording with an
+// empty_cache() every few steps over thousands of live blocks), and then
+// the clone and the original each answer as a scan of their own blocks
+// while they run different programs.
+func TestCloneKeepsOverlaps(t *testing.T) {
+	for _, knobs := range []string{"", "expandable_segments=true"} {
+		a := newTorch(t, knobs, "a100-40g:capacity=1GiB")
+		rng := rand.New(rand.NewPCG(1, 9))
+		step := func(x *Allocator, rng *rand.Rand, live *[]strategies.Handle) {
+			switch k := rng.IntN(100); {
+			case k < 50:
+				if h, ok := x.Malloc(int64(1+rng.IntN(64<<20)), int64(rng.IntN(2))); ok {
+					*live = append(*live, h)
+				}
+			case k < 95 && len(*live) > 0:
+				i := rng.IntN(len(*live))
+				x.Free((*live)[i])
+				(*live)[i] = (*live)[len(*live)-1]
+				*live = (*live)[:len(*live)-1]
+			default:
+				x.EmptyCache()
+			}
+		}
+		ask := func(x *Allocator, rng *rand.Rand, what string) {
+			for range 8 {
+				b := &x.arena[rng.IntN(len(x.arena))]
+				addr, size := b.addr+rng.Int64N(max(b.size, 1)+1<<20)-1<<19, 1+rng.Int64N(4<<20)
+				if got, want := x.Overlaps(addr, size), overlapsScan(x, addr, size); got != want {
+					t.Fatalf("%q %s: Overlaps(%#x, %d) %v, the scan %v", knobs, what, addr, size, got, want)
+				}
+			}
+		}
+		var live []strategies.Handle
+		for range 500 {
+			step(a, rng, &live)
+		}
+		ask(a, rng, "before the clone")
+		mem := *a.mem
+		c := a.Clone(&mem)
+		if c.mappedSet == nil || c.mappedSet == a.mappedSet {
+			t.Fatalf("%q: the clone's mapped ranges are %p, the original's %p: not a copy", knobs, c.mappedSet, a.mappedSet)
+		}
+		cLive := slices.Clone(live)
+		cRng := rand.New(rand.NewPCG(2, 9))
+		for range 1000 {
+			step(a, rng, &live)
+			step(c, cRng, &cLive)
+			ask(a, rng, "the original")
+			ask(c, cRng, "the clone")
 		}
 	}
 }

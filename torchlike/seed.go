@@ -314,7 +314,13 @@ func (a *Allocator) Clone(mem *strategies.Memory) *Allocator {
 	c := *a
 	c.mem = mem
 	c.OnTrace, c.OnComplete, c.AddrHook = nil, nil, nil
-	c.mappedSet = nil // built again if the clone is asked (Overlaps)
+	if a.mappedSet != nil {
+		// Built again at the clone's first Overlaps, it was half of
+		// validating a recording with an empty_cache() every few steps
+		// over thousands of live blocks (each burst is read on a
+		// clone, and each asks).
+		c.mappedSet = a.mappedSet.Clone()
+	}
 	c.arena = append([]block(nil), a.arena...)
 	c.freeB = append([]int32(nil), a.freeB...)
 	c.pendingQ = append([]int32(nil), a.pendingQ...)

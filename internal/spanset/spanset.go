@@ -3,6 +3,7 @@ package spanset
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"membench/internal/hugemem"
@@ -154,6 +155,20 @@ func New() *Set {
 	s.root = s.newLeaf()
 	s.head, s.tail = s.root, s.root
 	return s
+}
+
+// Clone returns a copy of the set that shares no storage with it: the
+// torch model's clones (the validator's readings of a burst, each on a
+// copy of the replay) keep their mapped memory this way, where each
+// rebuilt it from every block at its first question (TestPerfBursts-like
+// recordings, an empty_cache() every few steps over thousands of live
+// blocks: half the validation). The copy's arrays are plain slices,
+// which grow into huge pages as any set's do.
+func (s *Set) Clone() *Set {
+	c := *s
+	c.leaves, c.inners = slices.Clone(s.leaves), slices.Clone(s.inners)
+	c.freeL, c.freeI = slices.Clone(s.freeL), slices.Clone(s.freeI)
+	return &c
 }
 
 // Len is the number of spans.

@@ -382,6 +382,43 @@ func TestReset(t *testing.T) {
 	}
 }
 
+// TestClone: a clone holds the same spans, and each set then changes
+// without the other seeing it, the clone's kept paths (a Prefetch before
+// the clone) leading to its own leaves.
+func TestClone(t *testing.T) {
+	s := New()
+	for i := int64(0); i < 5000; i++ {
+		s.Insert(Span{i << 12, 1 + i%4000})
+	}
+	s.Prefetch(2500 << 12)
+	c := s.Clone()
+	spans := func(x *Set) (out []Span) {
+		x.Ascend(func(sp Span) bool { out = append(out, sp); return true })
+		return out
+	}
+	if err := c.Check(); err != nil || !slices.Equal(spans(c), spans(s)) {
+		t.Fatalf("the clone: %v, %d spans against %d", err, c.Len(), s.Len())
+	}
+	before := spans(s)
+	c.Join(2500<<12+4000, 96) // the kept path's leaf, in the clone
+	for i := int64(0); i < 5000; i += 3 {
+		c.Remove(i << 12)
+	}
+	for i := int64(5000); i < 9000; i++ {
+		c.Insert(Span{i << 12, 100})
+	}
+	if err := s.Check(); err != nil || !slices.Equal(spans(s), before) {
+		t.Fatalf("the original changed with its clone: %v", err)
+	}
+	if err := c.Check(); err != nil || c.Len() != 5000-1667+4000 {
+		t.Fatalf("the clone after its changes: %v, %d spans", err, c.Len())
+	}
+	s.Insert(Span{1 << 40, 7})
+	if _, ok := c.Get(1 << 40); ok {
+		t.Fatal("an insert into the original shows in the clone")
+	}
+}
+
 // TestPrefetchedPath: a Join takes the path its Prefetch kept while the
 // tree's shape is unchanged, and descends again once a split or a Reset
 // has changed it (the kept path then leads to the wrong leaf, or none).

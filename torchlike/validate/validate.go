@@ -838,22 +838,16 @@ func (v *replayer) clone() *replayer {
 	rep := *v.rep
 	c.rep = &rep
 	mem := *v.mem
-	c.live = make(map[int64]strategies.Handle, len(v.live))
-	for k, h := range v.live {
-		c.live[k] = h
-	}
+	// maps.Clone copies a map's tables whole, where inserting each entry
+	// again took two thirds of the clone (an empty_cache() every four
+	// steps over 5,000 live blocks).
+	c.live = maps.Clone(v.live)
 	c.sim, c.rec = v.sim.Share(), v.rec.Share()
 	c.deferred = append([]deferredFree(nil), v.deferred...)
 	// The cursors are copied when either moves one (setNext).
 	c.nextShared, v.nextShared = true, true
-	c.addrOf = make(map[strategies.Handle]int64, len(v.addrOf))
-	for h, a := range v.addrOf {
-		c.addrOf[h] = a
-	}
-	c.autoCompleted = make(map[int64]bool, len(v.autoCompleted))
-	for a := range v.autoCompleted {
-		c.autoCompleted[a] = true
-	}
+	c.addrOf = maps.Clone(v.addrOf)
+	c.autoCompleted = maps.Clone(v.autoCompleted)
 	c.attach(v.a.Clone(&mem), &mem)
 	return &c
 }
