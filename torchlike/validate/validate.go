@@ -1439,6 +1439,20 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 			}
 			g = rs[:n]
 			end := g[n-1].Addr + g[n-1].Size
+			// Nor does it hold the stream's next reservation of the
+			// pool, which begins at the first run left over: with the
+			// card's total known it is based lower, as below another
+			// stream's run, where it can be. (Based at its first run,
+			// a reservation reached over the next one's live pages,
+			// and the replay mapped its tail on top of them: a
+			// campaign's warm start, "memory ... overlaps a segment's
+			// ending" with the model's checks on, and without them a
+			// reading that agreed with the two laid over each other.)
+			if n < len(rs) && totalKnown && base+size > rs[n].Addr {
+				if b := g[0].Addr - (g[0].Addr+size-rs[n].Addr+page-1)/page*page; b >= lo && b+size >= end {
+					base = b
+				}
+			}
 			if c, ok := baseCaps[g[0].Addr]; ok && base > c {
 				// The pages the trace maps or unmaps in the tail must
 				// stay in the reservation (which also keeps the

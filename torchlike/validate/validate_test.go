@@ -987,3 +987,56 @@ func TestValidateWarmCampaign(t *testing.T) {
 	}
 	t.Logf("%d cuts: %d disagree, %d err, %d agree with reservations based lower", 12*seeds, bad, errs, lowered)
 }
+
+// TestValidateWarmReservationsApart: a stream's two reservations of one
+// pool, the first based below its lowest run at the cut (its first pages
+// unmapped) and ending where the second begins. Based at its lowest run,
+// the first reached over the second's live pages, and the replay mapped
+// 140 MiB of its tail on top of them ("memory ... overlaps a segment's
+// ending" with the model's checks on; without them a reading based lower
+// agreed with the two still laid over each other). The program is a
+// campaign's shrunk reproducer (expandable segments with
+// roundup_power2_divisions=[64:8,256:4,>:1] on a 256 MiB card).
+func TestValidateWarmReservationsApart(t *testing.T) {
+	const capacity = 256 << 20
+	const spec = "torch:expandable_segments=true,roundup_power2_divisions=[64:8,256:4,>:1]"
+	r := newRecorder(t, spec, capacity, 0)
+	for _, o := range []struct {
+		free, empty bool
+		id          int
+		size        int64
+	}{
+		{id: 1, size: 141557760}, {id: 2, size: 6291456}, {id: 3, size: 59768832}, {free: true, id: 1},
+		{id: 4, size: 195035136}, // out of memory
+		{free: true, id: 3}, {id: 5, size: 54525952}, {id: 6, size: 8388608}, {id: 7, size: 139460608},
+		{free: true, id: 2}, {free: true, id: 5}, {free: true, id: 7}, {free: true, id: 6},
+		{id: 8, size: 16777216}, {id: 9, size: 8388608}, {id: 10, size: 74448896}, {id: 11, size: 6291456},
+		{empty: true},
+		{id: 12, size: 4194304}, {free: true, id: 10}, {id: 13, size: 133169152},
+	} {
+		switch {
+		case o.empty:
+			r.a.EmptyCache()
+		case o.free:
+			r.free(o.id)
+		default:
+			r.alloc(o.id, o.size, 0)
+		}
+	}
+	st := &snapshot.Settings{MaxSplitSize: -1, ExpandableSegments: true, RoundupPower2Divisions: r.a.Config().Divisions,
+		PYTORCH_CUDA_ALLOC_CONF: "expandable_segments:true,roundup_power2_divisions:[64:8,256:4,>:1]"}
+	snap := snapshotOf(st, r)
+	mustAgree(t, snap, Options{Capacity: capacity})
+	reps := mustAgree(t, cut(snap, 15), Options{Capacity: capacity, Check: true})
+	if strings.Contains(reps[0].Start, "based lower") {
+		t.Errorf("the reservations as seeded should agree: %s", reps[0].Start)
+	}
+	rs := reps[0].reservations
+	for i := range rs {
+		for j := range rs {
+			if i != j && rs[i].base < rs[j].base+rs[j].size && rs[j].base < rs[i].base+rs[i].size {
+				t.Errorf("seeded reservations %#x+%d and %#x+%d overlap", rs[i].base, rs[i].size, rs[j].base, rs[j].size)
+			}
+		}
+	}
+}
