@@ -51,3 +51,16 @@ type ValidateOptions struct {
 	// (profiles: GPU_0_bfc, TPU:0); nil means every allocator.
 	Allocators []string
 }
+
+// ProfileOptions refuses Capacity and Total, which only a PyTorch
+// snapshot reads, for a profile's validators (the BFC's and the TPU
+// runtime's): a profile records its allocators' limits, and a flag given
+// for nothing would be ignored in silence.
+func (o ValidateOptions) ProfileOptions() error {
+	if o.Total > 0 || o.Capacity > 0 {
+		return errSnapshotOnly
+	}
+	return nil
+}
+
+var errSnapshotOnly = errors.New("--capacity and --total are a GPU's memory for a PyTorch snapshot; a profile records its allocators' limits")

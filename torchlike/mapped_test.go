@@ -1,6 +1,7 @@
 package torchlike
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -20,6 +21,51 @@ func overlapsScan(a *Allocator, addr, size int64) bool {
 	return false
 }
 
+// overlapsStep takes one step of a random program on a: an allocation
+// (some failing), a free of a live block, or an empty_cache().
+func overlapsStep(a *Allocator, rng *rand.Rand, live *[]strategies.Handle) {
+	switch x := rng.IntN(100); {
+	case x < 50:
+		size := int64(1 + rng.IntN(64<<20))
+		if rng.IntN(4) == 0 {
+			size = int64(1 + rng.IntN(1<<20))
+		}
+		if h, ok := a.Malloc(size, int64(rng.IntN(3))); ok {
+			*live = append(*live, h)
+		}
+	case x < 95 && len(*live) > 0:
+		k := rng.IntN(len(*live))
+		a.Free((*live)[k])
+		(*live)[k] = (*live)[len(*live)-1]
+		*live = (*live)[:len(*live)-1]
+	default:
+		a.EmptyCache()
+	}
+}
+
+// askOverlaps asks a about eight ranges at, inside, across and between
+// its blocks, failing where Overlaps and the scan differ (where names the
+// moment), and returns how many overlap.
+func askOverlaps(t *testing.T, a *Allocator, rng *rand.Rand, where func() string) (yes int) {
+	t.Helper()
+	for range 8 {
+		var addr int64
+		if len(a.arena) > 0 {
+			b := &a.arena[rng.IntN(len(a.arena))]
+			addr = b.addr + rng.Int64N(max(b.size, 1)+1<<20) - 1<<19
+		}
+		size := 1 + rng.Int64N(4<<20)
+		got, want := a.Overlaps(addr, size), overlapsScan(a, addr, size)
+		if got != want {
+			t.Fatalf("%s: Overlaps(%#x, %d) %v, the scan %v", where(), addr, size, got, want)
+		}
+		if want {
+			yes++
+		}
+	}
+	return yes
+}
+
 // TestOverlapsAsScan: Overlaps, a search of the mapped ranges the model
 // keeps from its device events once asked, answers as the pass over every
 // block did, on random programs of allocations (some failing), frees and
@@ -34,42 +80,12 @@ func TestOverlapsAsScan(t *testing.T) {
 			var live []strategies.Handle
 			asked, yes := 0, 0
 			for step := range 3000 {
-				switch x := rng.IntN(100); {
-				case x < 50:
-					size := int64(1 + rng.IntN(64<<20))
-					if rng.IntN(4) == 0 {
-						size = int64(1 + rng.IntN(1<<20))
-					}
-					if h, ok := a.Malloc(size, int64(rng.IntN(3))); ok {
-						live = append(live, h)
-					}
-				case x < 95 && len(live) > 0:
-					k := rng.IntN(len(live))
-					a.Free(live[k])
-					live[k] = live[len(live)-1]
-					live = live[:len(live)-1]
-				default:
-					a.EmptyCache()
-				}
+				overlapsStep(a, rng, &live)
 				if step < 1000 && rng.IntN(50) != 0 {
 					continue
 				}
-				for range 8 {
-					var addr int64
-					if len(a.arena) > 0 {
-						b := &a.arena[rng.IntN(len(a.arena))]
-						addr = b.addr + rng.Int64N(max(b.size, 1)+1<<20) - 1<<19
-					}
-					size := 1 + rng.Int64N(4<<20)
-					got, want := a.Overlaps(addr, size), overlapsScan(a, addr, size)
-					if got != want {
-						t.Fatalf("%q seed %d step %d: Overlaps(%#x, %d) %v, the scan %v", knobs, seed, step, addr, size, got, want)
-					}
-					asked++
-					if want {
-						yes++
-					}
-				}
+				yes += askOverlaps(t, a, rng, func() string { return fmt.Sprintf("%q seed %d step %d", knobs, seed, step) })
+				asked += 8
 			}
 			if yes == 0 || yes == asked {
 				t.Fatalf("%q seed %d: %d of %d ranges overlap: the test asks nothing worth asking", knobs, seed, yes, asked)
@@ -88,35 +104,11 @@ func TestCloneKeepsOverlaps(t *testing.T) {
 	for _, knobs := range []string{"", "expandable_segments=true"} {
 		a := newTorch(t, knobs, "a100-40g:capacity=1GiB")
 		rng := rand.New(rand.NewPCG(1, 9))
-		step := func(x *Allocator, rng *rand.Rand, live *[]strategies.Handle) {
-			switch k := rng.IntN(100); {
-			case k < 50:
-				if h, ok := x.Malloc(int64(1+rng.IntN(64<<20)), int64(rng.IntN(2))); ok {
-					*live = append(*live, h)
-				}
-			case k < 95 && len(*live) > 0:
-				i := rng.IntN(len(*live))
-				x.Free((*live)[i])
-				(*live)[i] = (*live)[len(*live)-1]
-				*live = (*live)[:len(*live)-1]
-			default:
-				x.EmptyCache()
-			}
-		}
-		ask := func(x *Allocator, rng *rand.Rand, what string) {
-			for range 8 {
-				b := &x.arena[rng.IntN(len(x.arena))]
-				addr, size := b.addr+rng.Int64N(max(b.size, 1)+1<<20)-1<<19, 1+rng.Int64N(4<<20)
-				if got, want := x.Overlaps(addr, size), overlapsScan(x, addr, size); got != want {
-					t.Fatalf("%q %s: Overlaps(%#x, %d) %v, the scan %v", knobs, what, addr, size, got, want)
-				}
-			}
-		}
 		var live []strategies.Handle
 		for range 500 {
-			step(a, rng, &live)
+			overlapsStep(a, rng, &live)
 		}
-		ask(a, rng, "before the clone")
+		askOverlaps(t, a, rng, func() string { return fmt.Sprintf("%q before the clone", knobs) })
 		mem := *a.mem
 		c := a.Clone(&mem)
 		if c.mappedSet == nil || c.mappedSet == a.mappedSet {
@@ -124,11 +116,11 @@ func TestCloneKeepsOverlaps(t *testing.T) {
 		}
 		cLive := slices.Clone(live)
 		cRng := rand.New(rand.NewPCG(2, 9))
-		for range 1000 {
-			step(a, rng, &live)
-			step(c, cRng, &cLive)
-			ask(a, rng, "the original")
-			ask(c, cRng, "the clone")
+		for step := range 1000 {
+			overlapsStep(a, rng, &live)
+			overlapsStep(c, cRng, &cLive)
+			askOverlaps(t, a, rng, func() string { return fmt.Sprintf("%q the original, step %d", knobs, step) })
+			askOverlaps(t, c, cRng, func() string { return fmt.Sprintf("%q the clone, step %d", knobs, step) })
 		}
 	}
 }

@@ -17,8 +17,8 @@ var Profiles = strategies.Validator{
 	Name:  "TensorBoard / XProf profile (*.xplane.pb, or a memory_profile.json that holds every event), its BFC allocators (TensorFlow, JAX on GPU, host) through the BFC model",
 	Match: xprof.Matches,
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
-		if opts.Total > 0 || opts.Capacity > 0 {
-			return 0, errSnapshotOnly
+		if err := opts.ProfileOptions(); err != nil {
+			return 0, err
 		}
 		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
@@ -70,7 +70,3 @@ var Profiles = strategies.Validator{
 // "_bfc" (GPU_<n>_bfc for a device, gpu_host_bfc / cuda_host_bfc for
 // pinned host memory), while TensorFlow's CPU allocator is "cpu".
 func IsBFC(name string) bool { return strings.HasSuffix(name, "_bfc") }
-
-// errSnapshotOnly refuses --capacity and --total, which only a PyTorch
-// snapshot reads: a profile records its allocators' limits.
-var errSnapshotOnly = errors.New("--capacity and --total are a GPU's memory for a PyTorch snapshot; a profile records its allocators' limits")

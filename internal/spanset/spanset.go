@@ -160,10 +160,11 @@ func New() *Set {
 // Clone returns a copy of the set that shares no storage with it: the
 // torch model's clones (the validator's readings of a burst, each on a
 // copy of the replay) keep their mapped memory this way, where each
-// rebuilt it from every block at its first question (TestPerfBursts-like
-// recordings, an empty_cache() every few steps over thousands of live
-// blocks: half the validation). The copy's arrays are plain slices,
-// which grow into huge pages as any set's do.
+// rebuilt it from every block at its first question (half the
+// validation of a recording with an empty_cache() every few steps over
+// thousands of live blocks: torchlike/validate's
+// BenchmarkValidateBursts). The copy's arrays are plain slices, which
+// grow into huge pages as any set's do.
 func (s *Set) Clone() *Set {
 	c := *s
 	c.leaves, c.inners = slices.Clone(s.leaves), slices.Clone(s.inners)

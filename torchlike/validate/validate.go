@@ -285,7 +285,7 @@ func lowerBases(snap *snapshot.Snapshot, d int, opts Options, first *DeviceRepor
 			return first
 		}
 		caps[g.first] = c
-		next, err := validateDevice(snap, d, opts, reading{baseCaps: maps.Clone(caps)})
+		next, err := validateDevice(snap, d, opts, reading{baseCaps: caps})
 		if err != nil {
 			return first
 		}
@@ -325,11 +325,11 @@ const maxBaseTries = 8
 //     depends on what was unmapped at its front by then, which the
 //     report does not keep: the base one page lower than this replay's,
 //     a page at a time, while the replay maps the request in the tail
-//     or in a head still too short to need the pages it did not have. Capping the tail instead lowered such a base 28
-//     pages where the recording's was 5 below the run, and a head of as
-//     many pages as the request 3 where it was 2 (two of a review's
-//     random warm starts), and each of those readings agreed all the
-//     same.
+//     or in a head still too short to need the pages it did not have.
+//     Capping the tail instead lowered such a base 28 pages where the
+//     recording's was 5 below the run, and a head of as many pages as
+//     the request 3 where it was 2 (two of a review's random warm
+//     starts), and each of those readings agreed all the same.
 func (r *DeviceReport) baseCap() (seededReservation, int64, bool) {
 	if !r.Diverged {
 		return seededReservation{}, 0, false
@@ -1433,7 +1433,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 					m++
 				}
 				end := g[m-1].Addr + g[m-1].Size
-				if b := g[0].Addr - (g[0].Addr+size-above+page-1)/page*page; b >= lo && b+size >= end {
+				if b := pagesBelow(g[0].Addr, above-size, page); b >= lo && b+size >= end {
 					n, base = m, b
 				}
 			}
@@ -1449,7 +1449,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 			// ending" with the model's checks on, and without them a
 			// reading that agreed with the two laid over each other.)
 			if n < len(rs) && totalKnown && base+size > rs[n].Addr {
-				if b := g[0].Addr - (g[0].Addr+size-rs[n].Addr+page-1)/page*page; b >= lo && b+size >= end {
+				if b := pagesBelow(g[0].Addr, rs[n].Addr-size, page); b >= lo && b+size >= end {
 					base = b
 				}
 			}
@@ -1463,7 +1463,7 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 						hold = max(hold, p+page)
 					}
 				}
-				if b := g[0].Addr - (g[0].Addr-c+page-1)/page*page; b >= lo && b+size >= hold {
+				if b := pagesBelow(g[0].Addr, c, page); b >= lo && b+size >= hold {
 					base = b
 				}
 			}
@@ -1482,6 +1482,14 @@ func seed(a *torchlike.Allocator, l *snapshot.Layout, tr []snapshot.TraceEntry, 
 		}
 	}
 	return seeded, nil
+}
+
+// pagesBelow is the highest base at or below limit that lies a whole
+// number of pages below first, a reservation's first run: where seed
+// bases a reservation lower to end it before another's run, or under a
+// cap of lowerBases.
+func pagesBelow(first, limit, page int64) int64 {
+	return first - (first-limit+page-1)/page*page
 }
 
 // WriteReport prints a device report for people: what was compared, the

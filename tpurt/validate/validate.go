@@ -205,8 +205,8 @@ var Profiles = strategies.Validator{
 	Name:  "TensorBoard / XProf profile of a TPU host, its chips through the TPU runtime model",
 	Match: xprof.Matches,
 	Validate: func(name string, r io.Reader, opts strategies.ValidateOptions, w io.Writer) (int, error) {
-		if opts.Total > 0 || opts.Capacity > 0 {
-			return 0, errSnapshotOnly
+		if err := opts.ProfileOptions(); err != nil {
+			return 0, err
 		}
 		p, err := xprof.ReadAny(r, xprof.DefaultLimits)
 		if err != nil {
@@ -237,7 +237,3 @@ var Profiles = strategies.Validator{
 		return disagree, nil
 	},
 }
-
-// errSnapshotOnly refuses --capacity and --total, which only a PyTorch
-// snapshot reads: a profile records its allocators' limits.
-var errSnapshotOnly = errors.New("--capacity and --total are a GPU's memory for a PyTorch snapshot; a profile records its allocators' limits")
